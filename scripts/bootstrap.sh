@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Set up everything `make demo` and `make test` need on a Debian 12 machine:
+# Debian packages (Docker engine, debootstrap, venv, dpkg tools), a running
+# Docker engine, a virtualenv with the pinned Python packages, and the
+# collections. Safe to re-run: each step is skipped when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+
+need_apt=()
+for pair in dockerd:docker.io runc:runc debootstrap:debootstrap dpkg-scanpackages:dpkg-dev \
+            gpg:gpg rsync:rsync; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || need_apt+=("${pair#*:}")
+done
+"$PYTHON" -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
+if ((${#need_apt[@]})); then
+  if [[ $(id -u) != 0 ]]; then
+    echo "bootstrap: missing ${need_apt[*]}; run as root or install them" >&2
+    exit 1
+  fi
+  echo "bootstrap: apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+# Exactly one Docker engine: use the running one, else start one detached.
+if ! docker info >/dev/null 2>&1; then
+  if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
+    systemctl start docker
+  else
+    echo "bootstrap: starting dockerd (log: /var/log/gpunode-dockerd.log)"
+    setsid nohup dockerd >/var/log/gpunode-dockerd.log 2>&1 </dev/null &
+  fi
+  timeout 60 sh -c 'until docker info >/dev/null 2>&1; do sleep 0.5; done' || {
+    echo "bootstrap: the Docker engine did not start" >&2
+    tail -n 20 /var/log/gpunode-dockerd.log >&2 || true
+    exit 1
+  }
+fi
+
+stamp="$VENV/.requirements.sha256"
+want=$(cat requirements.txt requirements-dev.txt requirements-collections.txt requirements.yml | sha256sum)
+if [[ ! -x $VENV/bin/python || ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+  echo "bootstrap: creating $VENV with pinned packages"
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-dev.txt
+  "$VENV/bin/python" scripts/install-collections.py
+  echo "$want" >"$stamp"
+fi

@@ -1,0 +1,182 @@
+#!/usr/bin/python
+"""Ansible module docker_daemon_config: merge settings into /etc/docker/daemon.json."""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.json_config import JSONConfigError, plan
+
+DOCUMENTATION = r"""
+---
+module: docker_daemon_config
+short_description: Merge settings into Docker's daemon.json without losing other keys
+description:
+  - Deep-merges O(settings) into a JSON configuration file (by default
+    C(/etc/docker/daemon.json)). Objects are merged key by key; any other value
+    replaces the one in the file. Keys the settings do not name are kept.
+  - A missing or empty file is created (mode 0644 unless O(mode) is given; the
+    parent directory is created 0755). An existing file keeps its mode and owner.
+  - The file is rewritten only when the merged configuration differs from the
+    parsed file (semantic JSON equality, strict types). The text written is
+    pretty-printed with the file's indentation and a trailing newline.
+  - A file that is not valid JSON, or not a JSON object, fails with its path and
+    the line and column of the problem, and is left byte for byte as it was.
+  - Docker reads runtime arguments from C(runtimeArgs). When a runtime in the file
+    already has C(args) (as C(nvidia-ctk runtime configure) writes it) equal to the
+    wanted C(runtimeArgs), the file is left as it is; otherwise C(runtimeArgs) is added.
+version_added: "1.0.0"
+options:
+  path:
+    description: The JSON file to edit.
+    type: path
+    default: /etc/docker/daemon.json
+  settings:
+    description: Settings to deep-merge into the file.
+    type: dict
+    required: true
+  backup:
+    description: Keep a timestamped copy of the file before changing it.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - ansible.builtin.files
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+author: gpunode
+"""
+
+EXAMPLES = r"""
+- name: Make nvidia Docker's default runtime
+  docker_daemon_config:
+    settings:
+      default-runtime: nvidia
+      runtimes:
+        nvidia:
+          path: /usr/bin/nvidia-container-runtime
+          runtimeArgs: []
+    backup: true
+  notify: Restart docker
+"""
+
+RETURN = r"""
+changed:
+  description: Whether the file was (or in check mode would be) written.
+  returned: always
+  type: bool
+path:
+  description: The file.
+  returned: always
+  type: str
+  sample: /etc/docker/daemon.json
+config:
+  description: The configuration after the merge (what the file holds or would hold).
+  returned: success
+  type: dict
+  sample: {"default-runtime": "nvidia", "log-driver": "json-file"}
+backup_file:
+  description: The backup's path; null when no backup was made.
+  returned: always
+  type: str
+  sample: /etc/docker/daemon.json.12345.2024-01-01@12:00:00~
+diff:
+  description: The file's text before and after.
+  returned: always
+  type: dict
+  sample: {"before": "{}\n", "after": "{\n    \"default-runtime\": \"nvidia\"\n}\n"}
+"""
+
+NEW_FILE_MODE = 0o644
+ARGUMENT_SPEC = {
+    "path": {"type": "path", "default": "/etc/docker/daemon.json"},
+    "settings": {"type": "dict", "required": True},
+    "backup": {"type": "bool", "default": False},
+}
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(ARGUMENT_SPEC),
+        add_file_common_args=True,
+        supports_check_mode=True,
+    )
+
+
+def read_text(path):
+    """The file's text, or None when it does not exist. Raises JSONConfigError."""
+    if os.path.isdir(path):
+        raise JSONConfigError(f"{path}: is a directory")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise JSONConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JSONConfigError(f"{path}: byte {exc.start}: not UTF-8 text") from exc
+
+
+def write_text(module, path, text, existed):
+    """Write ``text`` to ``path`` atomically (temp file in the same directory)."""
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        os.makedirs(directory, mode=0o755)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".daemon.json.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        module.atomic_move(tmp, path)
+        if not existed:
+            os.chmod(path, NEW_FILE_MODE)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def run(module):
+    path = module.params["path"]
+    result = {"changed": False, "path": path, "backup_file": None}
+    try:
+        text = read_text(path)
+        changed, new_text, config = plan(text, module.params["settings"], path, docker=True)
+    except JSONConfigError as exc:
+        module.fail_json(msg=f"{exc}; left unchanged", **result)
+    result["config"] = config
+    result["diff"] = {
+        "before_header": path,
+        "after_header": path,
+        "before": text or "",
+        "after": new_text,
+    }
+    if changed and not module.check_mode:
+        if module.params["backup"] and text is not None:
+            result["backup_file"] = module.backup_local(path)
+        try:
+            write_text(module, path, new_text, existed=text is not None)
+        except OSError as exc:
+            module.fail_json(msg=f"{path}: cannot write: {to_native(exc)}", **result)
+    result["changed"] = changed
+    file_args = module.load_file_common_arguments(module.params)
+    if not module.check_mode or os.path.exists(path):
+        result["changed"] = module.set_fs_attributes_if_different(
+            file_args, result["changed"], diff=None
+        )
+    return result
+
+
+def main():
+    module = build_module()
+    module.exit_json(**run(module))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+#!/usr/bin/python
+"""Ansible module nvidia_gpu_facts: the NVIDIA PCI devices of a host and the driver branch they need."""
+
+import os
+import platform
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nvidia_gpu import PCI_IDS_CANDIDATES, GpuDetectError, find_pci_ids, gather
+
+DOCUMENTATION = r"""
+---
+module: nvidia_gpu_facts
+short_description: Detect NVIDIA GPUs and NVSwitches from sysfs and pick a driver branch
+description:
+  - Reads the PCI devices of vendor C(10de) from sysfs (not C(lspci)), classifies them by class code
+    (C(0300)/C(0302) GPU, C(0680) NVSwitch, C(0403) audio, C(0c03) USB, C(0c80) serial bus, else other),
+    names them from the system's C(pci.ids) and reports the bound driver and NUMA node of each.
+  - Reports the loaded NVIDIA kernel module's version (C(module/nvidia/version), else
+    C(/proc/driver/nvidia/version), proprietary and open module formats) and whether nvidia or nouveau
+    is loaded (C(/proc/modules)).
+  - Computes the driver branches that drive every GPU on the host from a table derived from Debian's
+    nvidia-detect lists (legacy branches 340, 390, 470 and 580 for older GPUs), and recommends the
+    newest. A GPU newer than the table is served by the newest branch.
+  - Never changes anything.
+  - A O(sysfs_root) or O(proc_root) that does not exist fails the task (a wrong inventory variable
+    would otherwise read as "no GPU"). A host whose sysfs has no C(bus/pci/devices) reports
+    RV(ansible_facts.nvidia_gpu.present=false) with a warning.
+version_added: "1.0.0"
+author: gpunode
+options:
+  sysfs_root:
+    description: Where sysfs is mounted; a simulated node points this at its fake tree.
+    type: path
+    default: /sys
+  proc_root:
+    description: Where procfs is mounted; a simulated node points this at its fake tree.
+    type: path
+    default: /proc
+  pci_ids_path:
+    description:
+      - The C(pci.ids) file to name devices from (plain or C(.gz)).
+      - Default the first of C(/usr/share/misc/pci.ids), C(/usr/share/hwdata/pci.ids),
+        C(/usr/share/pci.ids), C(/var/lib/pciutils/pci.ids) and their C(.gz) forms that exists; without
+        one, names come from the module's own table or say what the device is (C(NVIDIA GPU 10de:2335)).
+      - A path given here that does not exist fails the task.
+    type: path
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+notes:
+  - Names are the product names of C(pci.ids) (the bracketed part, C(TU104GL [Tesla T4]) gives
+    C(Tesla T4)); the subsystem's name is used for NVIDIA's own boards (subsystem vendor C(10de)).
+"""
+
+EXAMPLES = r"""
+- name: Detect NVIDIA GPUs
+  nvidia_gpu_facts:
+
+- name: Detect on a simulated node
+  nvidia_gpu_facts:
+    sysfs_root: /opt/gpunode-sim/sys
+    proc_root: /opt/gpunode-sim/proc
+
+- name: Show the recommended driver branch
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.nvidia_gpu.recommended_branch }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    nvidia_gpu:
+      description: The NVIDIA devices of the host and what they need.
+      returned: always
+      type: dict
+      contains:
+        present:
+          description: Whether the host has at least one NVIDIA GPU.
+          type: bool
+          sample: true
+        gpu_count:
+          description: Number of GPU functions (class 0300 or 0302).
+          type: int
+          sample: 8
+        nvswitch_count:
+          description: Number of NVSwitch devices (class 0680).
+          type: int
+          sample: 4
+        devices:
+          description: Every NVIDIA PCI function, sorted by address.
+          type: list
+          elements: dict
+          sample:
+            - address: "0000:00:1e.0"
+              vendor_id: 10de
+              device_id: 1eb8
+              subsystem_vendor_id: 10de
+              subsystem_device_id: 12a2
+              class_id: "0302"
+              kind: gpu
+              name: Tesla T4
+              bound_driver: nvidia
+              numa_node: null
+          contains:
+            address:
+              description: PCI address, C(domain:bus:device.function).
+              type: str
+            vendor_id:
+              description: Vendor ID, lower-case hex without C(0x).
+              type: str
+            device_id:
+              description: Device ID, lower-case hex without C(0x).
+              type: str
+            subsystem_vendor_id:
+              description: Subsystem vendor ID, or null when sysfs has none.
+              type: str
+            subsystem_device_id:
+              description: Subsystem device ID, or null when sysfs has none.
+              type: str
+            class_id:
+              description: Class and subclass, 4 hex digits (C(0302)).
+              type: str
+            kind:
+              description: One of C(gpu), C(nvswitch), C(audio), C(usb), C(serial), C(other).
+              type: str
+            name:
+              description: Product name; never empty.
+              type: str
+            bound_driver:
+              description: Name of the bound kernel driver, or null.
+              type: str
+            numa_node:
+              description: NUMA node, or null when unknown (C(-1) in sysfs).
+              type: int
+        models:
+          description: Distinct GPU names, in address order.
+          type: list
+          elements: str
+          sample: [H100 SXM5 80GB]
+        model_counts:
+          description: Number of GPUs of each model.
+          type: dict
+          sample: {H100 SXM5 80GB: 8}
+        loaded_driver_version:
+          description: Version of the loaded nvidia kernel module, or null.
+          type: str
+          sample: 535.129.03
+        loaded_module_type:
+          description: C(open) or C(proprietary) when C(/proc/driver/nvidia/version) tells, else null.
+          type: str
+          sample: proprietary
+        nvidia_loaded:
+          description: Whether the nvidia module is loaded.
+          type: bool
+        nouveau_loaded:
+          description: Whether the nouveau module is loaded.
+          type: bool
+        supported_branches:
+          description: Driver branches (majors as strings), newest first, that each drive every GPU.
+          type: list
+          elements: str
+          sample: ["580", "570", "550", "535", "470"]
+        recommended_branch:
+          description: The first supported branch; null with no GPU or when no branch drives them all.
+          type: str
+          sample: "580"
+        open_kernel_module_capable:
+          description: Whether every GPU can use the open kernel modules (Turing and newer).
+          type: bool
+        branch_data:
+          description: Where the branch table comes from.
+          type: str
+          sample: Debian nvidia-detect 535.261.03-1
+        pci_ids_path:
+          description: The pci.ids file names were read from, or null.
+          type: str
+          sample: /usr/share/misc/pci.ids
+        warnings:
+          description: Why no branch is recommended, assumptions made, devices skipped.
+          type: list
+          elements: str
+"""
+
+
+ARGUMENT_SPEC = {
+    "sysfs_root": {"type": "path", "default": "/sys"},
+    "proc_root": {"type": "path", "default": "/proc"},
+    "pci_ids_path": {"type": "path"},
+}
+
+
+def build_module():
+    return AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+
+
+def run(module):
+    params = module.params
+    pci_ids_path = params["pci_ids_path"]
+    if pci_ids_path is None:
+        pci_ids_path = find_pci_ids(PCI_IDS_CANDIDATES)
+    elif not os.path.isfile(pci_ids_path):
+        raise GpuDetectError(f"pci_ids_path {pci_ids_path}: no such file")
+    facts, warnings = gather(params["sysfs_root"], params["proc_root"], pci_ids_path, platform.machine())
+    for warning in warnings:
+        module.warn(warning)
+    return {"changed": False, "ansible_facts": {"nvidia_gpu": facts}}
+
+
+def main():
+    module = build_module()
+    try:
+        result = run(module)
+    except GpuDetectError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,438 @@
+"""NVIDIA GPU detection: read PCI devices from sysfs, name them, pick a driver branch.
+
+Pure Python (standard library only) so it runs on target hosts and is tested
+without Ansible. The module ``nvidia_gpu_facts`` calls :func:`gather`; every
+reading takes a root path, so tests and simulated nodes point it at a fake
+``sys``/``proc`` tree. Domain errors are raised as :class:`GpuDetectError`.
+
+What is read (``SYS`` = sysfs_root, ``PROC`` = proc_root):
+
+- ``SYS/bus/pci/devices/*/{vendor,device,subsystem_vendor,subsystem_device,
+  class,numa_node}`` and the ``driver`` link, for vendor 10de only;
+- ``SYS/module/nvidia/version``, else ``PROC/driver/nvidia/version``, for the
+  loaded driver's version (proprietary and open kernel module formats);
+- ``PROC/modules`` (else ``SYS/module/<name>/initstate``) for whether nvidia
+  or nouveau is loaded;
+- the NVIDIA section of ``pci.ids`` for names (plain or gzip-compressed).
+"""
+
+import gzip
+import os
+import re
+
+from ansible.module_utils import nvidia_branches
+
+NVIDIA_VENDOR = "10de"
+
+#: The system's pci.ids, in the order the module looks for one.
+PCI_IDS_CANDIDATES = (
+    "/usr/share/misc/pci.ids",
+    "/usr/share/hwdata/pci.ids",
+    "/usr/share/pci.ids",
+    "/var/lib/pciutils/pci.ids",
+    "/usr/share/misc/pci.ids.gz",
+    "/usr/share/hwdata/pci.ids.gz",
+    "/usr/share/pci.ids.gz",
+)
+
+#: PCI class (base class + subclass, 4 hex digits) -> kind of NVIDIA device.
+KIND_BY_CLASS = {
+    "0300": "gpu",  # VGA compatible controller
+    "0302": "gpu",  # 3D controller
+    "0680": "nvswitch",  # Bridge: other (the NVSwitch)
+    "0403": "audio",  # HD audio function of a GeForce/Quadro
+    "0c03": "usb",  # USB host controller of a Turing card
+    "0c80": "serial",  # serial bus controller (the USB Type-C UCSI controller)
+}
+
+FALLBACK_LABEL = {
+    "gpu": "GPU",
+    "nvswitch": "NVSwitch",
+    "audio": "audio controller",
+    "usb": "USB controller",
+    "serial": "serial bus controller",
+    "other": "PCI device",
+}
+
+# "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct ..."
+# "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build ..."
+NVRM_RE = re.compile(
+    r"NVRM version:\s+NVIDIA UNIX\s+(?:(?P<open>Open)\s+Kernel Module\s+for\s+\S+"
+    r"|\S+\s+Kernel Module)\s+(?P<version>\d+(?:\.\d+)+)"
+)
+VERSION_RE = re.compile(r"^\d+(?:\.\d+)+$")
+HEX_ID_RE = re.compile(r"^(?:0x)?([0-9a-fA-F]{4})$")
+CLASS_RE = re.compile(r"^(?:0x)?([0-9a-fA-F]{6})$")
+BRACKETED_RE = re.compile(r"\[([^\[\]]+)\]\s*$")
+VENDOR_LINE_RE = re.compile(r"\n[^\t#\n]")
+
+
+class GpuDetectError(Exception):
+    """A reading failed in a way the user must fix; the message names the path."""
+
+
+# --------------------------------------------------------------------------
+# Small readers
+# --------------------------------------------------------------------------
+
+
+def _read_text(path):
+    """The stripped content of a small file, or None when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
+def _hex_id(text):
+    match = HEX_ID_RE.match(text or "")
+    return match.group(1).lower() if match else None
+
+
+def parse_driver_version(text):
+    """The version in a /proc/driver/nvidia/version text: ``(version, "open"|"proprietary")``.
+
+    Returns ``(None, None)`` when the text has no NVRM line.
+    """
+    match = NVRM_RE.search(text or "")
+    if not match:
+        return None, None
+    return match.group("version"), "open" if match.group("open") else "proprietary"
+
+
+def parse_proc_modules(text):
+    """The names of the modules listed in a /proc/modules text."""
+    names = set()
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if fields:
+            names.add(fields[0])
+    return names
+
+
+def loaded_modules(sysfs_root, proc_root, names=("nvidia", "nouveau")):
+    """``{name: bool}``: whether each module is loaded.
+
+    From ``PROC/modules``; when that cannot be read, from
+    ``SYS/module/<name>/initstate`` (``live``).
+    """
+    text = _read_text(os.path.join(proc_root, "modules"))
+    if text is not None:
+        listed = parse_proc_modules(text)
+        return {name: name in listed for name in names}
+    return {
+        name: _read_text(os.path.join(sysfs_root, "module", name, "initstate")) == "live"
+        for name in names
+    }
+
+
+def loaded_driver(sysfs_root, proc_root):
+    """``(version, module_type)`` of the loaded nvidia module, ``(None, None)`` when none.
+
+    The version comes from ``SYS/module/nvidia/version``, else from
+    ``PROC/driver/nvidia/version``; the module type (open or proprietary) only
+    the proc file tells, so it is None when that file is absent.
+    """
+    proc_version, module_type = parse_driver_version(
+        _read_text(os.path.join(proc_root, "driver", "nvidia", "version")))
+    sys_version = _read_text(os.path.join(sysfs_root, "module", "nvidia", "version"))
+    if sys_version and VERSION_RE.match(sys_version):
+        return sys_version, module_type
+    return proc_version, module_type
+
+
+# --------------------------------------------------------------------------
+# pci.ids
+# --------------------------------------------------------------------------
+
+
+def find_pci_ids(candidates=PCI_IDS_CANDIDATES):
+    """The first existing pci.ids of ``candidates``, or None."""
+    for path in candidates:
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def parse_pci_ids_vendor(text, vendor=NVIDIA_VENDOR):
+    """Names of one vendor's devices in a pci.ids text.
+
+    Returns ``{device_id: (name, {(subvendor, subdevice): name})}``, IDs in
+    lower case. Only the vendor's section is parsed; malformed lines are skipped.
+    """
+    start = None
+    for match in re.finditer(r"(?m)^" + re.escape(vendor) + r"  ", text, flags=re.IGNORECASE):
+        start = match.start()
+        break
+    if start is None:
+        return {}
+    end_match = VENDOR_LINE_RE.search(text, start + 1)
+    section = text[start:end_match.start() if end_match else len(text)]
+    devices = {}
+    current = None
+    for line in section.splitlines()[1:]:
+        if line.startswith("\t\t"):
+            if current is None:
+                continue
+            fields = line[2:].split(None, 2)
+            if len(fields) == 3 and all(HEX_ID_RE.match(f) for f in fields[:2]):
+                current[1][(fields[0].lower(), fields[1].lower())] = fields[2].strip()
+        elif line.startswith("\t"):
+            fields = line[1:].split(None, 1)
+            if len(fields) == 2 and HEX_ID_RE.match(fields[0]):
+                current = (fields[1].strip(), {})
+                devices[fields[0].lower()] = current
+            else:
+                current = None
+    return devices
+
+
+def load_pci_ids(path, vendor=NVIDIA_VENDOR):
+    """Parse one vendor's names from the pci.ids file at ``path`` (``.gz`` too)."""
+    try:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rb") as handle:
+                data = handle.read()
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read()
+    except (OSError, EOFError) as exc:
+        raise GpuDetectError(f"{path}: cannot read pci.ids: {exc}") from exc
+    return parse_pci_ids_vendor(data.decode("utf-8", errors="replace"), vendor)
+
+
+def product_name(pci_name):
+    """The marketing name in a pci.ids name: ``"TU104GL [Tesla T4]"`` -> ``"Tesla T4"``."""
+    match = BRACKETED_RE.search(pci_name)
+    return match.group(1).strip() if match else pci_name.strip()
+
+
+def device_name(device_id, kind, subsystem_vendor=None, subsystem_device=None, pci_ids=None):
+    """A name for an NVIDIA device, never empty.
+
+    The pci.ids subsystem name when the board is NVIDIA's own (subsystem
+    vendor 10de: those are product names like "Tesla M1060"), else the
+    pci.ids device name, reduced to the bracketed product name; else a name
+    from the branch table; else "NVIDIA <kind> 10de:<id>".
+    """
+    entry = (pci_ids or {}).get(device_id)
+    if entry:
+        name, subsystems = entry
+        sub_name = subsystems.get((subsystem_vendor, subsystem_device))
+        if sub_name and subsystem_vendor == NVIDIA_VENDOR:
+            return product_name(sub_name)
+        if name:
+            return product_name(name)
+    if kind in ("gpu", "nvswitch") and device_id in nvidia_branches.NAMES:
+        return nvidia_branches.NAMES[device_id]
+    return f"NVIDIA {FALLBACK_LABEL.get(kind, FALLBACK_LABEL['other'])} {NVIDIA_VENDOR}:{device_id}"
+
+
+# --------------------------------------------------------------------------
+# sysfs
+# --------------------------------------------------------------------------
+
+
+def classify(class_id):
+    """The kind of an NVIDIA device from its 4-digit class code."""
+    return KIND_BY_CLASS.get((class_id or "")[:4], "other")
+
+
+def _numa_node(text):
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        return None
+    return value if value >= 0 else None
+
+
+def _bound_driver(device_dir):
+    try:
+        target = os.readlink(os.path.join(device_dir, "driver"))
+    except OSError:
+        return None
+    return os.path.basename(target.rstrip("/")) or None
+
+
+def read_pci_devices(sysfs_root, vendor=NVIDIA_VENDOR):
+    """Raw facts of the PCI devices of one vendor under ``SYS/bus/pci/devices``.
+
+    Returns ``(devices, warnings)``; devices sorted by address. A device whose
+    vendor or device file cannot be read is skipped with a warning.
+    """
+    bus_dir = os.path.join(sysfs_root, "bus", "pci", "devices")
+    try:
+        addresses = sorted(os.listdir(bus_dir))
+    except FileNotFoundError:
+        return [], [f"{bus_dir}: not found; this host has no PCI bus that sysfs shows"]
+    except OSError as exc:
+        raise GpuDetectError(f"{bus_dir}: cannot list PCI devices: {exc.strerror}") from exc
+    devices, warnings = [], []
+    for address in addresses:
+        device_dir = os.path.join(bus_dir, address)
+        vendor_text = _read_text(os.path.join(device_dir, "vendor"))
+        vendor_id = _hex_id(vendor_text)
+        if vendor_id is None:
+            warnings.append(f"{device_dir}/vendor: unreadable or not a PCI ID ({vendor_text!r}); skipped")
+            continue
+        if vendor_id != vendor:
+            continue
+        device_text = _read_text(os.path.join(device_dir, "device"))
+        device_id = _hex_id(device_text)
+        if device_id is None:
+            warnings.append(f"{device_dir}/device: unreadable or not a PCI ID ({device_text!r}); skipped")
+            continue
+        class_match = CLASS_RE.match(_read_text(os.path.join(device_dir, "class")) or "")
+        devices.append({
+            "address": address,
+            "vendor_id": vendor_id,
+            "device_id": device_id,
+            "subsystem_vendor_id": _hex_id(_read_text(os.path.join(device_dir, "subsystem_vendor"))),
+            "subsystem_device_id": _hex_id(_read_text(os.path.join(device_dir, "subsystem_device"))),
+            "class_id": class_match.group(1)[:4].lower() if class_match else None,
+            "bound_driver": _bound_driver(device_dir),
+            "numa_node": _numa_node(_read_text(os.path.join(device_dir, "numa_node"))),
+        })
+    return devices, warnings
+
+
+# --------------------------------------------------------------------------
+# Driver branches
+# --------------------------------------------------------------------------
+
+_SUPPORT_INDEX = {}
+
+
+def _support_index(machine):
+    """``{device_id: set(branches)}`` for a machine type, built once."""
+    if machine not in _SUPPORT_INDEX:
+        index = {}
+        for branches, ids in nvidia_branches.SUPPORT.items():
+            for device_id in ids.split():
+                index[device_id] = set(branches.split())
+        for branch, ids in nvidia_branches.ARCH_SUPPORT.get(machine, {}).items():
+            for device_id in ids.split():
+                index.setdefault(device_id, set()).add(branch)
+        _SUPPORT_INDEX[machine] = index
+    return _SUPPORT_INDEX[machine]
+
+
+def _legacy_only(device_id):
+    for branch, ids in nvidia_branches.LEGACY_ONLY.items():
+        if device_id in ids.split():
+            return branch
+    return None
+
+
+def branches_for(device_id, machine="x86_64"):
+    """``(branches newest first, note)`` for one GPU device ID.
+
+    ``note`` is None, or says why the answer is an assumption or empty.
+    """
+    index = _support_index(machine)
+    order = nvidia_branches.BRANCHES
+    if device_id in index:
+        return [b for b in order if b in index[device_id]], None
+    legacy = _legacy_only(device_id)
+    if legacy:
+        return [], (f"{NVIDIA_VENDOR}:{device_id} is driven only by the legacy {legacy} branch "
+                    f"(gpunode installs {', '.join(order)})")
+    note = None
+    if int(device_id, 16) <= int(nvidia_branches.HIGHEST_KNOWN_ID, 16):
+        note = (f"{NVIDIA_VENDOR}:{device_id} is not in the branch table ({nvidia_branches.DATA_SOURCE}); "
+                f"assuming the newest branch {nvidia_branches.NEWEST_BRANCH} drives it")
+    return [nvidia_branches.NEWEST_BRANCH], note
+
+
+def choose_branches(gpu_ids, machine="x86_64"):
+    """``(supported, recommended, warnings)`` for the GPUs of one host.
+
+    ``supported``: the branches (newest first) that drive every GPU in
+    ``gpu_ids``; ``recommended``: the first of them, None with no GPU or when
+    no single branch drives them all (``warnings`` then say why).
+    """
+    if not gpu_ids:
+        return [], None, []
+    warnings = []
+    common = None
+    per_device = {}
+    for device_id in sorted(set(gpu_ids)):
+        branches, note = branches_for(device_id, machine)
+        if note:
+            warnings.append(note)
+        per_device[device_id] = branches
+        common = set(branches) if common is None else common & set(branches)
+    supported = [b for b in nvidia_branches.BRANCHES if b in common]
+    if not supported:
+        detail = "; ".join(
+            f"{NVIDIA_VENDOR}:{d}: {', '.join(b) if b else 'none'}" for d, b in sorted(per_device.items()))
+        warnings.append(f"no single driver branch drives every GPU on this host ({detail})")
+        return [], None, warnings
+    return supported, supported[0], warnings
+
+
+# --------------------------------------------------------------------------
+# Everything together
+# --------------------------------------------------------------------------
+
+
+def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86_64"):
+    """The ``nvidia_gpu`` facts of a host. Returns ``(facts, warnings)``.
+
+    ``pci_ids_path`` None means "no names from pci.ids" (the caller looks for
+    the system's one). A missing sysfs_root or proc_root is an error: it is
+    almost always a wrong inventory variable, and answering "no GPU" would
+    hide it.
+    """
+    for label, path in (("sysfs_root", sysfs_root), ("proc_root", proc_root)):
+        if not os.path.isdir(path):
+            raise GpuDetectError(f"{label} {path}: no such directory")
+    raw, warnings = read_pci_devices(sysfs_root)
+    pci_ids = load_pci_ids(pci_ids_path) if pci_ids_path else {}
+    devices = []
+    for dev in raw:
+        kind = classify(dev["class_id"])
+        name = device_name(dev["device_id"], kind, dev["subsystem_vendor_id"], dev["subsystem_device_id"],
+                           pci_ids)
+        devices.append({
+            "address": dev["address"],
+            "vendor_id": dev["vendor_id"],
+            "device_id": dev["device_id"],
+            "subsystem_vendor_id": dev["subsystem_vendor_id"],
+            "subsystem_device_id": dev["subsystem_device_id"],
+            "class_id": dev["class_id"],
+            "kind": kind,
+            "name": name,
+            "bound_driver": dev["bound_driver"],
+            "numa_node": dev["numa_node"],
+        })
+    gpus = [d for d in devices if d["kind"] == "gpu"]
+    models = []
+    for gpu in gpus:
+        if gpu["name"] not in models:
+            models.append(gpu["name"])
+    supported, recommended, branch_warnings = choose_branches([g["device_id"] for g in gpus], machine)
+    warnings.extend(branch_warnings)
+    version, module_type = loaded_driver(sysfs_root, proc_root)
+    loaded = loaded_modules(sysfs_root, proc_root)
+    facts = {
+        "present": bool(gpus),
+        "gpu_count": len(gpus),
+        "nvswitch_count": sum(1 for d in devices if d["kind"] == "nvswitch"),
+        "devices": devices,
+        "models": models,
+        "model_counts": {m: sum(1 for g in gpus if g["name"] == m) for m in models},
+        "loaded_driver_version": version,
+        "loaded_module_type": module_type if version else None,
+        "nvidia_loaded": loaded["nvidia"],
+        "nouveau_loaded": loaded["nouveau"],
+        "supported_branches": supported,
+        "recommended_branch": recommended,
+        "open_kernel_module_capable": bool(gpus) and all(
+            int(g["device_id"], 16) >= 0x1E00 for g in gpus),
+        "branch_data": nvidia_branches.DATA_SOURCE,
+        "pci_ids_path": pci_ids_path,
+        "warnings": list(warnings),
+    }
+    return facts, warnings

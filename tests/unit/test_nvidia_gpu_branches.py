@@ -1,0 +1,109 @@
+"""The committed branch table (module_utils/nvidia_branches.py) and branch choice."""
+
+import importlib.util
+
+import pytest
+from ansible.module_utils import nvidia_branches
+from ansible.module_utils.nvidia_gpu import branches_for, choose_branches
+from conftest import ROOT, shared_path
+
+_spec = importlib.util.spec_from_file_location("gen_branch_table", ROOT / "scripts" / "gen-branch-table.py")
+gen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gen)
+
+
+def test_committed_table_is_what_the_generator_makes_from_the_data(tmp_path):
+    data = shared_path("data", "nvidia-detect-ids")
+    assert gen.main(["--data", str(data), "--output", str(ROOT / "module_utils" / "nvidia_branches.py"),
+                     "--check"]) == 0
+
+
+def test_generator_writes_then_reports_unchanged(tmp_path, capsys):
+    data = shared_path("data", "nvidia-detect-ids")
+    out = tmp_path / "table.py"
+    assert gen.main(["--data", str(data), "--output", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    assert gen.main(["--data", str(data), "--output", str(out)]) == 0
+    assert "unchanged" in capsys.readouterr().out
+    assert gen.main(["--data", str(data), "--output", str(out), "--check"]) == 0
+
+
+def test_generator_rejects_a_malformed_list_naming_file_and_line(tmp_path, capsys):
+    data = shared_path("data", "nvidia-detect-ids")
+    bad = tmp_path / "data"
+    bad.mkdir()
+    for path in data.glob("*.ids"):
+        (bad / path.name).write_bytes(path.read_bytes())
+    (bad / "nvidia-tesla-470.ids").write_text("10DE102D\nnot-an-id\n")
+    out = tmp_path / "table.py"
+    assert gen.main(["--data", str(bad), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "nvidia-tesla-470.ids: line 2" in err and not out.exists()
+
+
+def test_check_fails_on_a_stale_table(tmp_path):
+    data = shared_path("data", "nvidia-detect-ids")
+    stale = tmp_path / "table.py"
+    stale.write_text("# old\n")
+    assert gen.main(["--data", str(data), "--output", str(stale), "--check"]) == 1
+    assert stale.read_text() == "# old\n"
+
+
+def test_table_shape():
+    assert list(nvidia_branches.BRANCHES) == sorted(nvidia_branches.BRANCHES, key=int, reverse=True)
+    assert nvidia_branches.BRANCHES[0] == nvidia_branches.NEWEST_BRANCH
+    seen = set()
+    for key, ids in nvidia_branches.SUPPORT.items():
+        branches = key.split()
+        assert branches == [b for b in nvidia_branches.BRANCHES if b in branches]
+        for device_id in ids.split():
+            assert len(device_id) == 4 and device_id == device_id.lower() and device_id not in seen
+            seen.add(device_id)
+
+
+@pytest.mark.parametrize(("device_id", "newest", "gpu"), [
+    ("102d", "470", "Tesla K80 (Kepler)"),
+    ("1091", "390", "Tesla M2090 (Fermi)"),
+    ("05e7", "340", "Tesla C1060 (Tesla architecture)"),
+    ("1b80", "580", "GeForce GTX 1080 (Pascal)"),
+    ("13c2", "580", "GeForce GTX 970 (Maxwell)"),
+    ("1eb8", nvidia_branches.NEWEST_BRANCH, "Tesla T4 (Turing)"),
+    ("2330", nvidia_branches.NEWEST_BRANCH, "H100 SXM5 (Hopper)"),
+])
+def test_legacy_branches_named_in_the_issue(device_id, newest, gpu):
+    branches, note = branches_for(device_id)
+    assert branches[0] == newest, gpu
+    assert note is None
+
+
+def test_volta_gets_390_only_on_x86_64():
+    assert "390" in branches_for("1db1", "x86_64")[0]
+    assert "390" not in branches_for("1db1", "aarch64")[0]
+    assert branches_for("1db1", "aarch64")[0][0] == "580"
+
+
+def test_gpu_newer_than_the_data_gets_the_newest_branch_quietly():
+    branches, note = branches_for("2901")  # a Blackwell ID, after the data's highest
+    assert branches == [nvidia_branches.NEWEST_BRANCH] and note is None
+
+
+def test_unknown_id_inside_the_data_s_range_is_assumed_new_with_a_note():
+    branches, note = branches_for("1e00")
+    assert branches == [nvidia_branches.NEWEST_BRANCH] and "1e00" in note
+
+
+def test_choose_intersects_and_keeps_newest_first():
+    supported, recommended, warnings = choose_branches(["102d", "1eb8"])
+    assert supported == ["470"] and recommended == "470" and warnings == []
+    supported, recommended, warnings = choose_branches(["1b80", "1eb8"])
+    assert recommended == "580" and supported[0] == "580"
+
+
+def test_choose_with_no_gpu():
+    assert choose_branches([]) == ([], None, [])
+
+
+def test_choose_without_a_common_branch_warns_with_each_gpu_s_branches():
+    supported, recommended, warnings = choose_branches(["05e7", "2330"])
+    assert supported == [] and recommended is None
+    assert len(warnings) == 1 and "05e7: 340" in warnings[0] and "2330: " in warnings[0]

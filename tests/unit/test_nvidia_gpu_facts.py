@@ -1,0 +1,92 @@
+"""library/nvidia_gpu_facts.py through main(): facts, check mode, errors, docs."""
+
+import importlib.util
+
+import nvidia_gpu_facts
+import pytest
+import yaml
+from ansible.module_utils.common.warnings import get_warning_messages
+from conftest import FIXTURES, ROOT
+
+PCI_IDS = str(FIXTURES / "pci-ids" / "pci.ids")
+
+_spec = importlib.util.spec_from_file_location("make_sysfs", ROOT / "tests" / "simnode" / "make_sysfs.py")
+make_sysfs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make_sysfs)
+
+
+@pytest.fixture
+def node(tmp_path):
+    def _node(spec):
+        make_sysfs.make_tree(make_sysfs.load_spec(spec), str(tmp_path))
+        return {"sysfs_root": str(tmp_path / "sys"), "proc_root": str(tmp_path / "proc"),
+                "pci_ids_path": PCI_IDS}
+    return _node
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_returns_facts_and_never_changes(run_module, node, check_mode, tmp_path):
+    args = node("hgx-h100")
+    before = make_sysfs.snapshot(str(tmp_path))
+    ok, result = run_module(nvidia_gpu_facts, args, check_mode=check_mode)
+    assert ok and result["changed"] is False
+    facts = result["ansible_facts"]["nvidia_gpu"]
+    assert facts["gpu_count"] == 8 and facts["nvswitch_count"] == 4
+    assert facts["recommended_branch"] == facts["supported_branches"][0]
+    assert make_sysfs.snapshot(str(tmp_path)) == before
+
+
+def test_warnings_reach_the_result(run_module, node):
+    ok, result = run_module(nvidia_gpu_facts, node("k80-h100-mixed"))
+    assert ok and result["ansible_facts"]["nvidia_gpu"]["recommended_branch"] is None
+    assert any("no single driver branch" in w for w in get_warning_messages())
+
+
+def test_missing_sysfs_root_fails_naming_it(run_module, tmp_path):
+    args = {"sysfs_root": str(tmp_path / "nope"), "proc_root": str(tmp_path)}
+    ok, result = run_module(nvidia_gpu_facts, args)
+    assert not ok and str(tmp_path / "nope") in result["msg"] and "sysfs_root" in result["msg"]
+
+
+def test_missing_pci_ids_path_fails_naming_it(run_module, node, tmp_path):
+    args = node("t4-vm")
+    args["pci_ids_path"] = str(tmp_path / "pci.ids")
+    ok, result = run_module(nvidia_gpu_facts, args)
+    assert not ok and str(tmp_path / "pci.ids") in result["msg"]
+
+
+def test_default_pci_ids_is_searched(run_module, node, monkeypatch):
+    args = node("t4-vm")
+    del args["pci_ids_path"]
+    monkeypatch.setattr(nvidia_gpu_facts, "PCI_IDS_CANDIDATES", ("/nonexistent/pci.ids", PCI_IDS))
+    ok, result = run_module(nvidia_gpu_facts, args)
+    facts = result["ansible_facts"]["nvidia_gpu"]
+    assert ok and facts["pci_ids_path"] == PCI_IDS and facts["models"] == ["Tesla T4"]
+
+
+def test_without_any_pci_ids_names_fall_back(run_module, node, monkeypatch):
+    args = node("workstation-turing")
+    del args["pci_ids_path"]
+    monkeypatch.setattr(nvidia_gpu_facts, "PCI_IDS_CANDIDATES", ("/nonexistent/pci.ids",))
+    ok, result = run_module(nvidia_gpu_facts, args)
+    facts = result["ansible_facts"]["nvidia_gpu"]
+    assert ok and facts["pci_ids_path"] is None and facts["models"] == ["NVIDIA GPU 10de:1e87"]
+
+
+def test_documentation_options_equal_the_argument_spec():
+    doc = yaml.safe_load(nvidia_gpu_facts.DOCUMENTATION)
+    spec = nvidia_gpu_facts.ARGUMENT_SPEC
+    assert set(doc["options"]) == set(spec)
+    for name, option in doc["options"].items():
+        assert option["type"] == spec[name]["type"], name
+        assert option.get("default") == spec[name].get("default"), name
+
+
+def test_return_documents_every_fact_key(run_module, node):
+    ok, result = run_module(nvidia_gpu_facts, node("workstation-geforce"))
+    assert ok
+    returned = yaml.safe_load(nvidia_gpu_facts.RETURN)
+    documented = returned["ansible_facts"]["contains"]["nvidia_gpu"]["contains"]
+    facts = result["ansible_facts"]["nvidia_gpu"]
+    assert set(facts) == set(documented)
+    assert set(facts["devices"][0]) == set(documented["devices"]["contains"])

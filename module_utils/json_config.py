@@ -78,7 +78,7 @@ def equal(left, right):
     if isinstance(left, dict):
         return left.keys() == right.keys() and all(equal(left[k], right[k]) for k in left)
     if isinstance(left, list):
-        return len(left) == len(right) and all(equal(a, b) for a, b in zip(left, right, strict=True))
+        return len(left) == len(right) and all(equal(left[i], right[i]) for i in range(len(left)))
     return left == right
 
 

@@ -26,6 +26,7 @@ from ansible.module_utils.kubelet_gates import (
     decide,
     format_gate_string,
     format_version,
+    gates_needed,
     merge,
     parse_version,
     refused_in_file,
@@ -51,7 +52,19 @@ options:
   gates:
     description: Gate name -> value.
     type: dict
-    required: true
+    default: {}
+  gpu_node:
+    description:
+      - Also set the gates a GPU node needs on this kubelet version
+        (C(DevicePlugins=true) where it is alpha, 1.8-1.9); gates in I(gates) win.
+    type: bool
+    default: false
+  legacy_accelerators:
+    description:
+      - With I(gpu_node), also set C(Accelerators=true) on kubelets that still have it (before 1.11),
+        for the alpha C(alpha.kubernetes.io/nvidia-gpu) resource.
+    type: bool
+    default: false
   kubernetes_version:
     description:
       - Version of the kubelet (C(1.28.2) or C(v1.28.2)).
@@ -168,9 +181,17 @@ files:
   type: list
   elements: str
   returned: always
+needed_gates:
+  description: With I(gpu_node), the gates a GPU node needs on this version (empty on modern kubelets).
+  type: dict
+  returned: always
 backup_file:
   description: Backup of the changed file (the first one, when several).
   type: str
+  returned: when backup=true and a file changed
+backup_files:
+  description: Changed file -> its backup.
+  type: dict
   returned: when backup=true and a file changed
 """
 
@@ -181,7 +202,9 @@ RKE2_BIN = "/var/lib/rancher/rke2/bin"
 def build_module():
     return AnsibleModule(
         argument_spec={
-            "gates": {"type": "dict", "required": True},
+            "gates": {"type": "dict", "default": {}},
+            "gpu_node": {"type": "bool", "default": False},
+            "legacy_accelerators": {"type": "bool", "default": False},
             "kubernetes_version": {"type": "str"},
             "kubelet_path": {"type": "path"},
             "config_file": {"type": "path"},
@@ -256,8 +279,10 @@ def plan(module, params):
         texts[path] = _read(path)
 
     version = format_version(parse_version(detect_version(module, params, texts)))
+    needed = gates_needed(version, params["legacy_accelerators"]) if params["gpu_node"] else {}
+    asked = {**needed, **(params["gates"] or {})}
     try:
-        apply, skipped, warnings = decide(params["gates"], version, params["allow_unknown"])
+        apply, skipped, warnings = decide(asked, version, params["allow_unknown"])
     except GateError as exc:
         raise ModuleError(f"{path}: {exc}; nothing written") from exc
 
@@ -287,9 +312,7 @@ def plan(module, params):
 
     remove = {name for name in skipped if name in current}
     merged = merge(current, apply, remove)
-    for why in refused_in_file(
-        {k: v for k, v in current.items() if k not in params["gates"]}, version
-    ).values():
+    for why in refused_in_file({k: v for k, v in current.items() if k not in asked}, version).values():
         warnings.append(f"{path}: {why}; the kubelet would refuse it (not asked about, left as it is)")
 
     new_texts = {}
@@ -325,6 +348,7 @@ def plan(module, params):
         "skipped_gates": skipped,
         "gates": merged,
         "kubernetes_version": version,
+        "needed_gates": needed,
         "target": where,
         "files": sorted(changes),
     }
@@ -369,6 +393,7 @@ def run(module):
             if params["backup"] and old is not None:
                 backup = module.backup_local(name)
                 result.setdefault("backup_file", backup)
+                result.setdefault("backup_files", {})[name] = backup
             _write(module, name, new)
     return result
 

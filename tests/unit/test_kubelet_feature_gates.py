@@ -327,3 +327,40 @@ def test_exactly_one_target(run_module, config):
         {"gates": {"DevicePlugins": True}, "config_file": str(config), "flags_file": str(config)},
     )
     assert not ok and "mutually exclusive" in result["msg"]
+
+
+@pytest.mark.parametrize(
+    ("version", "legacy", "expected"),
+    [
+        ("1.9.11", False, {"DevicePlugins": True}),
+        ("1.9.11", True, {"DevicePlugins": True, "Accelerators": True}),
+        ("1.28.2", True, {}),
+    ],
+)
+def test_gpu_node_asks_for_what_the_version_needs(run_module, tmp_path, version, legacy, expected):
+    path = tmp_path / "kubelet"
+    args = {
+        "gpu_node": True,
+        "legacy_accelerators": legacy,
+        "kubernetes_version": version,
+        "flags_file": str(path),
+    }
+    ok, result = run_module(kubelet_feature_gates, args)
+    assert ok, result
+    assert result["needed_gates"] == expected
+    assert result["gates"] == expected
+    assert result["changed"] is bool(expected)
+    assert path.exists() is bool(expected)
+
+
+def test_explicit_gates_win_over_the_gpu_defaults(run_module, tmp_path):
+    path = tmp_path / "kubelet"
+    args = {
+        "gpu_node": True,
+        "gates": {"DevicePlugins": False},
+        "kubernetes_version": "1.9.1",
+        "flags_file": str(path),
+    }
+    ok, result = run_module(kubelet_feature_gates, args)
+    assert ok, result
+    assert result["gates"] == {"DevicePlugins": False}

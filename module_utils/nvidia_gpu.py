@@ -64,7 +64,7 @@ VERSION_RE = re.compile(r"^\d+(?:\.\d+)+$")
 HEX_ID_RE = re.compile(r"^(?:0x)?([0-9a-fA-F]{4})$")
 CLASS_RE = re.compile(r"^(?:0x)?([0-9a-fA-F]{6})$")
 BRACKETED_RE = re.compile(r"\[([^\[\]]+)\]\s*$")
-VENDOR_LINE_RE = re.compile(r"\n[^\t#\n]")
+VENDOR_LINE_RE = re.compile(rb"\n[^\t#\n]")
 
 
 class GpuDetectError(Exception):
@@ -155,23 +155,33 @@ def find_pci_ids(candidates=PCI_IDS_CANDIDATES):
     return None
 
 
+def _vendor_section(data, vendor):
+    """One vendor's section of a pci.ids file (bytes), or None.
+
+    A plain search rather than a parse of the whole file: the full pci.ids
+    is over 1 MB and only one vendor is wanted.
+    """
+    head = vendor.lower().encode("ascii") + b"  "
+    start = 0 if data.startswith(head) else data.find(b"\n" + head) + 1
+    if start == 0 and not data.startswith(head):
+        return None
+    end = VENDOR_LINE_RE.search(data, start + 1)
+    return data[start:end.start() if end else len(data)]
+
+
 def parse_pci_ids_vendor(text, vendor=NVIDIA_VENDOR):
-    """Names of one vendor's devices in a pci.ids text.
+    """Names of one vendor's devices in a pci.ids text (str or bytes).
 
     Returns ``{device_id: (name, {(subvendor, subdevice): name})}``, IDs in
     lower case. Only the vendor's section is parsed; malformed lines are skipped.
     """
-    start = None
-    for match in re.finditer(r"(?m)^" + re.escape(vendor) + r"  ", text, flags=re.IGNORECASE):
-        start = match.start()
-        break
-    if start is None:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    section = _vendor_section(data, vendor)
+    if section is None:
         return {}
-    end_match = VENDOR_LINE_RE.search(text, start + 1)
-    section = text[start:end_match.start() if end_match else len(text)]
     devices = {}
     current = None
-    for line in section.splitlines()[1:]:
+    for line in section.decode("utf-8", errors="replace").splitlines()[1:]:
         if line.startswith("\t\t"):
             if current is None:
                 continue
@@ -199,7 +209,7 @@ def load_pci_ids(path, vendor=NVIDIA_VENDOR):
                 data = handle.read()
     except (OSError, EOFError) as exc:
         raise GpuDetectError(f"{path}: cannot read pci.ids: {exc}") from exc
-    return parse_pci_ids_vendor(data.decode("utf-8", errors="replace"), vendor)
+    return parse_pci_ids_vendor(data, vendor)
 
 
 def product_name(pci_name):

@@ -456,6 +456,11 @@ def test_pci_ids_section_stops_at_the_next_vendor():
     assert ids["05e7"][1][("10de", "0714")] == "Tesla M1060"
 
 
+def test_pci_ids_vendor_on_the_first_line_and_at_the_end():
+    assert parse_pci_ids_vendor("10de  NVIDIA\n\t1eb8  TU104GL [Tesla T4]")["1eb8"][0] == "TU104GL [Tesla T4]"
+    assert "1eb8" in parse_pci_ids_vendor(b"8086  Intel\n10de  NVIDIA\n\t1eb8  TU104GL [Tesla T4]\n")
+
+
 def test_pci_ids_other_vendor_and_missing_vendor():
     with open(PCI_IDS, encoding="utf-8") as handle:
         text = handle.read()

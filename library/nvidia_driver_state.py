@@ -9,6 +9,7 @@ from ansible.module_utils.nvidia_driver import (
     NVIDIA_MODULES,
     SECURE_BOOT_EFIVAR,
     DriverError,
+    kernel_module_type,
     module_from_modinfo,
     parse_dkms_status,
     parse_efi_secure_boot,
@@ -17,6 +18,8 @@ from ansible.module_utils.nvidia_driver import (
     parse_proc_modules,
     parse_smi_query,
     plan,
+    resolve_wanted,
+    runfile_flags,
     userspace_version_from_names,
 )
 
@@ -31,10 +34,48 @@ description:
     headers are present, whether nouveau is loaded and the Secure Boot state.
   - With O(wanted), also returns the plan to get there (install, rebuild for this kernel, unload, load,
     reboot), so that no task parses command output.
+  - With O(gpu_device_ids) (from the C(nvidia_gpu) facts), first decides what is wanted from O(version),
+    O(branch) or O(recommended_branch), refusing a branch that cannot drive every GPU or a kernel module
+    type the GPUs cannot take, and returns it as RV(request) (with the runfile installer's options).
 options:
   wanted:
-    description: Wanted branch (V(535)) or full version (V(535.129.03)).
+    description: >-
+      Wanted branch (V(535)) or full version (V(535.129.03)); RV(request) decides instead when
+      O(gpu_device_ids) is set.
     type: str
+  version:
+    description: A full driver version the user asked for.
+    type: str
+  branch:
+    description: A driver branch the user asked for.
+    type: str
+  supported_branches:
+    description: Branches that drive every GPU on the host (the facts' C(supported_branches)).
+    type: list
+    elements: str
+    default: []
+  recommended_branch:
+    description: The branch used when neither O(version) nor O(branch) is set.
+    type: str
+  check_branch:
+    description: Refuse a O(branch) or O(version) outside O(supported_branches).
+    type: bool
+    default: true
+  gpu_device_ids:
+    description: PCI device IDs of the host's GPUs (lower-case hex), to decide the kernel module type.
+    type: list
+    elements: str
+  module_type:
+    description: Kernel module type wanted.
+    type: str
+    choices: [auto, open, proprietary]
+    default: auto
+  signing_key:
+    description: Module signing secret key on the host (runfile options).
+    type: path
+  signing_cert:
+    description: Module signing public key (DER certificate) on the host (runfile options).
+    type: path
   kernel:
     description: Kernel release to look at; default the running one.
     type: str
@@ -123,6 +164,12 @@ smi:
   description: What nvidia-smi says (driver_versions, persistence_mode per GPU) or error; null when not asked.
   returned: always
   type: dict
+request:
+  description: >-
+    With O(gpu_device_ids) - branch, version (or null), wanted (version or branch), module_type and
+    runfile_flags (null without a version).
+  returned: when gpu_device_ids is set
+  type: dict
 plan:
   description: With O(wanted) - install, dkms_build, unload, load, reboot_required, up_to_date, reasons.
   returned: when wanted is set
@@ -137,6 +184,15 @@ def build_module():
     return AnsibleModule(
         argument_spec={
             "wanted": {"type": "str"},
+            "version": {"type": "str"},
+            "branch": {"type": "str"},
+            "supported_branches": {"type": "list", "elements": "str", "default": []},
+            "recommended_branch": {"type": "str"},
+            "check_branch": {"type": "bool", "default": True},
+            "gpu_device_ids": {"type": "list", "elements": "str"},
+            "module_type": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
+            "signing_key": {"type": "path"},
+            "signing_cert": {"type": "path"},
             "kernel": {"type": "str"},
             "sysfs_root": {"type": "path", "default": "/sys"},
             "proc_root": {"type": "path", "default": "/proc"},
@@ -250,8 +306,33 @@ def read_smi(module):
     return result
 
 
+def build_request(params):
+    chosen = resolve_wanted(
+        version=params["version"],
+        branch=params["branch"],
+        supported_branches=params["supported_branches"],
+        recommended_branch=params["recommended_branch"],
+        check_gpus=params["check_branch"],
+    )
+    module_type = kernel_module_type(params["module_type"], chosen["branch"], params["gpu_device_ids"])
+    flags = None
+    if chosen["version"]:
+        flags = runfile_flags(chosen["version"], module_type, signing_key=params["signing_key"],
+                              signing_cert=params["signing_cert"])
+    return {
+        "branch": chosen["branch"],
+        "version": chosen["version"],
+        "wanted": chosen["version"] or chosen["branch"],
+        "module_type": module_type,
+        "runfile_flags": flags,
+    }
+
+
 def run(module):
     params = module.params
+    request = None
+    if params["gpu_device_ids"] is not None:
+        request = build_request(params)
     kernel = params["kernel"] or os.uname().release
     loaded, loaded_modules, nouveau_loaded = read_loaded(params)
     state = {
@@ -266,8 +347,11 @@ def run(module):
         "secure_boot": read_secure_boot(module, params["sysfs_root"]),
         "smi": read_smi(module) if params["query_smi"] and loaded else None,
     }
-    if params["wanted"]:
-        state["plan"] = plan(state, params["wanted"])
+    wanted = request["wanted"] if request else params["wanted"]
+    if request:
+        state["request"] = request
+    if wanted:
+        state["plan"] = plan(state, wanted)
     state["changed"] = False
     return state
 

@@ -359,6 +359,7 @@ def plan(state, wanted):
 
         install       the driver itself must be (re)installed
         dkms_build    only the kernel module must be built for this kernel
+        dkms_version  the registered version to build (with dkms_build)
         unload        the loaded modules must go before the change
         load          the module must be loaded afterwards (no reboot needed)
         reboot_required, up_to_date, reasons
@@ -371,6 +372,7 @@ def plan(state, wanted):
     kernel = state.get("kernel")
 
     install = dkms_build = False
+    dkms_version = None
     if not version_matches(userspace, wanted):
         install = True
         reasons.append(f"userspace driver is {userspace or 'absent'}, wanted {wanted}")
@@ -380,6 +382,7 @@ def plan(state, wanted):
         ]
         if registered:
             dkms_build = True
+            dkms_version = registered[0]["version"]
             reasons.append(f"module {registered[0]['version']} is registered with DKMS but not built "
                            f"for kernel {kernel}")
         else:
@@ -397,6 +400,7 @@ def plan(state, wanted):
     return {
         "install": install,
         "dkms_build": dkms_build,
+        "dkms_version": dkms_version,
         "unload": unload,
         "load": load,
         "reboot_required": reboot_required,

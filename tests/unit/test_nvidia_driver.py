@@ -291,6 +291,7 @@ def test_plan_after_kernel_upgrade_only_builds_the_module():
     state = host("535.129.03", None, None, [("535.129.03", "6.1.0-17-amd64", "installed")])
     result = plan(state, "535.129.03")
     assert result["dkms_build"] and not result["install"] and result["load"]
+    assert result["dkms_version"] == "535.129.03"
 
 
 def test_plan_installed_but_not_loaded_loads():

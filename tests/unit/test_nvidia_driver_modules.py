@@ -249,3 +249,26 @@ def test_load_failure_names_the_module(fake, run_module):
     fake.commands["modprobe nvidia"] = (1, "", "modprobe: FATAL: Module nvidia not found in directory")
     ok, result = run_module(nvidia_kernel_modules, {"names": ["nvidia"], "proc_root": str(fake.proc)})
     assert not ok and "modprobe nvidia failed" in result["msg"] and "not found" in result["msg"]
+
+
+def test_request_is_decided_and_checked_before_anything_is_read(fake, run_module):
+    fake.commands["dkms status nvidia"] = (0, "", "")
+    args = fake.args(version="570.133.20", supported_branches=["595", "570", "535"], gpu_device_ids=["1eb8"])
+    ok, result = run_module(nvidia_driver_state, args)
+    assert ok, result
+    assert result["request"]["wanted"] == "570.133.20"
+    assert result["request"]["module_type"] == "open"
+    assert "--kernel-module-type=open" in result["request"]["runfile_flags"]
+    assert result["plan"]["install"]
+
+    fake.calls.clear()
+    args = fake.args(branch="550", supported_branches=["470"], recommended_branch="470",
+                     gpu_device_ids=["102d"])
+    ok, result = run_module(nvidia_driver_state, args)
+    assert not ok and "branch 550 cannot drive every GPU" in result["msg"]
+    assert fake.calls == []  # refused before running anything
+
+    args = fake.args(supported_branches=["470"], recommended_branch="470", gpu_device_ids=["102d"])
+    ok, result = run_module(nvidia_driver_state, args)
+    assert ok and result["request"] == {"branch": "470", "version": None, "wanted": "470",
+                                        "module_type": "proprietary", "runfile_flags": None}

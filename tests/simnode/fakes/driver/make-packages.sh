@@ -1,0 +1,137 @@
+#!/bin/sh
+# Write stub NVIDIA driver package trees for tests/simnode/aptrepo/build.sh
+# into OUTDIR, for one driver VERSION, under the real package names and
+# dependencies of Ubuntu's server series, Debian's non-free and NVIDIA's CUDA
+# repository (see README.md). Usage: make-packages.sh VERSION OUTDIR
+set -eu
+[ $# -eq 2 ] || { echo "usage: $0 VERSION OUTDIR" >&2; exit 2; }
+version=$1 out=$2 here=$(cd "$(dirname "$0")" && pwd)
+echo "$version" | grep -Eq '^[0-9]+\.[0-9]+(\.[0-9]+)?$' || { echo "$0: bad version $version" >&2; exit 2; }
+branch=${version%%.*}
+deb=$version-0ubuntu1
+lib=usr/lib/x86_64-linux-gnu
+
+tree() {  # NAME DESCRIPTION DEPENDS [EXTRA CONTROL LINES]
+  dir=$out/$1-$version
+  rm -rf "$dir"
+  mkdir -p "$dir/DEBIAN" "$dir/usr/share/doc/$1"
+  {
+    echo "Package: $1"
+    echo "Version: $deb"
+    echo "Architecture: amd64"
+    echo "Maintainer: gpunode tests <gpunode@example.invalid>"
+    [ -n "$3" ] && echo "Depends: $3"
+    [ -n "${4:-}" ] && printf '%s\n' "$4"
+    echo "Description: $2 (gpunode stub of the NVIDIA driver $version)"
+  } >"$dir/DEBIAN/control"
+  echo "gpunode stub" >"$dir/usr/share/doc/$1/README"
+}
+
+# kernel module source, built and installed by the real DKMS
+tree "nvidia-dkms-$branch-server" "NVIDIA DKMS package" "dkms" \
+"Provides: nvidia-dkms-kernel
+Conflicts: nvidia-dkms-kernel
+Replaces: nvidia-dkms-kernel"
+d=$out/nvidia-dkms-$branch-server-$version
+mkdir -p "$d/usr/src/nvidia-$version"
+sed "s/@VERSION@/$version/g" "$here/src/dkms.conf" >"$d/usr/src/nvidia-$version/dkms.conf"
+cp "$here/src/fake-build.sh" "$d/usr/src/nvidia-$version/fake-build.sh"
+echo "$version" >"$d/usr/src/nvidia-$version/version"
+echo proprietary >"$d/usr/src/nvidia-$version/flavor"
+cat >"$d/DEBIAN/postinst" <<POSTINST
+#!/bin/sh
+set -e
+if [ "\$1" = configure ]; then
+  dkms install nvidia/$version -k "\$(uname -r)"
+fi
+POSTINST
+cat >"$d/DEBIAN/prerm" <<PRERM
+#!/bin/sh
+set -e
+dkms remove nvidia/$version --all >/dev/null 2>&1 || true
+PRERM
+
+tree "libnvidia-compute-$branch-server" "NVIDIA libcompute package" "" \
+"Provides: libnvidia-compute
+Conflicts: libnvidia-compute
+Replaces: libnvidia-compute"
+d=$out/libnvidia-compute-$branch-server-$version
+mkdir -p "$d/$lib"
+: >"$d/$lib/libnvidia-ml.so.$version"
+ln -s "libnvidia-ml.so.$version" "$d/$lib/libnvidia-ml.so.1"
+
+tree "nvidia-utils-$branch-server" "NVIDIA driver support binaries" "libnvidia-compute-$branch-server (= $deb)" \
+"Provides: nvidia-utils
+Conflicts: nvidia-utils
+Replaces: nvidia-utils"
+d=$out/nvidia-utils-$branch-server-$version
+mkdir -p "$d/usr/bin"
+sed "s/@VERSION@/$version/g" "$here/bin/nvidia-smi" >"$d/usr/bin/nvidia-smi"
+chmod 0755 "$d/usr/bin/nvidia-smi"
+
+tree "nvidia-compute-utils-$branch-server" "NVIDIA compute utilities" "libnvidia-compute-$branch-server (= $deb), adduser" \
+"Provides: nvidia-compute-utils
+Conflicts: nvidia-compute-utils
+Replaces: nvidia-compute-utils"
+d=$out/nvidia-compute-utils-$branch-server-$version
+mkdir -p "$d/usr/bin" "$d/lib/systemd/system"
+sed "s/@VERSION@/$version/g" "$here/bin/nvidia-persistenced" >"$d/usr/bin/nvidia-persistenced"
+chmod 0755 "$d/usr/bin/nvidia-persistenced"
+cat >"$d/lib/systemd/system/nvidia-persistenced.service" <<'UNIT'
+[Unit]
+Description=NVIDIA Persistence Daemon
+Wants=syslog.target
+StopWhenUnneeded=false
+
+[Service]
+Type=forking
+ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persistence-mode --verbose
+ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+cat >"$d/DEBIAN/postinst" <<'POSTINST'
+#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+  adduser --system --group --no-create-home --home /nonexistent nvidia-persistenced >/dev/null 2>&1 || true
+fi
+POSTINST
+
+dep="nvidia-dkms-$branch-server (= $deb), nvidia-compute-utils-$branch-server (= $deb), libnvidia-compute-$branch-server (= $deb)"
+tree "nvidia-headless-$branch-server" "NVIDIA headless metapackage" "$dep"
+tree "nvidia-driver-$branch-server" "NVIDIA driver metapackage" "nvidia-headless-$branch-server (= $deb), nvidia-utils-$branch-server (= $deb)"
+# Debian non-free and NVIDIA's CUDA repository: their metapackage names over the same stubs
+tree "nvidia-tesla-$branch-driver" "NVIDIA Tesla driver metapackage (Debian)" "nvidia-headless-$branch-server (= $deb), nvidia-utils-$branch-server (= $deb)"
+tree "cuda-drivers-$branch" "CUDA driver metapackage (NVIDIA)" "nvidia-headless-$branch-server (= $deb), nvidia-utils-$branch-server (= $deb)"
+[ "$branch" = 535 ] && tree nvidia-driver "NVIDIA metapackage (Debian)" "nvidia-headless-$branch-server (= $deb), nvidia-utils-$branch-server (= $deb)"
+
+# fabric manager: refuses to start unless the loaded driver is exactly its version
+tree "nvidia-fabricmanager-$branch" "Fabric Manager for NVSwitch based systems" ""
+d=$out/nvidia-fabricmanager-$branch-$version
+mkdir -p "$d/usr/bin" "$d/lib/systemd/system"
+cat >"$d/usr/bin/nv-fabricmanager" <<FM
+#!/bin/sh
+# gpunode stub of nv-fabricmanager $version: like the real one, it exits when
+# the loaded driver is not exactly its version; otherwise it stays up.
+. /etc/gpunode-sim/driver-fakes.conf
+loaded=\$(cat "\$SIM_ROOT/sys/module/nvidia/version" 2>/dev/null || echo none)
+if [ "\$loaded" != "$version" ]; then
+  echo "fabric manager $version: driver version mismatch (loaded: \$loaded)" >&2
+  exit 1
+fi
+exec sleep infinity
+FM
+chmod 0755 "$d/usr/bin/nv-fabricmanager"
+cat >"$d/lib/systemd/system/nvidia-fabricmanager.service" <<'UNIT'
+[Unit]
+Description=NVIDIA fabric manager service
+
+[Service]
+ExecStart=/usr/bin/nv-fabricmanager
+Restart=no
+
+[Install]
+WantedBy=multi-user.target
+UNIT

@@ -1,0 +1,95 @@
+"""Write a directory of rendered manifests: which files to create, rewrite, remove.
+
+Used by the gpu_cluster_addons role's module ``gpu_addons_manifest_files``
+(render mode, for GitOps). Standard library only: it runs wherever the play
+runs. Nothing here writes; ``plan`` reads the directory and says what would
+change, the module carries it out.
+"""
+
+import os
+import re
+
+# One object per file, names like 10-serviceaccount-gpushare-device-plugin.yaml:
+# no directories, no hidden files, nothing outside the output directory.
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.ya?ml$")
+
+
+class ManifestFilesError(ValueError):
+    """Bad arguments or an unusable directory; the message names the path."""
+
+
+def check_name(name):
+    """A plain file name ending in .yaml/.yml, or ManifestFilesError."""
+    if not isinstance(name, str) or not _NAME_RE.match(name) or ".." in name:
+        raise ManifestFilesError(
+            f"{name!r}: not a plain manifest file name (letters, digits, '.', '_', '-', ending in .yaml)"
+        )
+    return name
+
+
+def read_text(path):
+    """The file's text, or None when it does not exist."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as exc:
+        raise ManifestFilesError(f"{path}: not UTF-8 text ({exc.reason}); left unchanged") from exc
+    except OSError as exc:
+        raise ManifestFilesError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def plan(directory, files, remove=()):
+    """What writing ``files`` (name -> text) and removing ``remove`` changes.
+
+    Returns a list of ``{"name", "path", "action", "before", "after"}`` with
+    action ``create``, ``update`` or ``remove``, sorted by name; files already
+    holding the text, and removals of files that are not there, are left out.
+    """
+    if not isinstance(files, dict):
+        raise ManifestFilesError("files must be a mapping of file name to content")
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise ManifestFilesError(f"{directory}: exists and is not a directory")
+    overlap = set(files) & set(remove or ())
+    if overlap:
+        raise ManifestFilesError(f"{', '.join(sorted(overlap))}: asked both to write and to remove")
+    changes = []
+    for name in sorted(files):
+        check_name(name)
+        content = files[name]
+        if not isinstance(content, str):
+            raise ManifestFilesError(f"{name}: content must be text")
+        if not content.endswith("\n"):
+            content += "\n"
+        path = os.path.join(directory, name)
+        if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
+            raise ManifestFilesError(f"{path}: not a regular file; left unchanged")
+        before = read_text(path)
+        if before == content:
+            continue
+        changes.append({"name": name, "path": path, "action": "create" if before is None else "update",
+                        "before": before, "after": content})
+    for name in sorted(set(remove or ())):
+        check_name(name)
+        path = os.path.join(directory, name)
+        if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
+            raise ManifestFilesError(f"{path}: not a regular file; left unchanged")
+        before = read_text(path)
+        if before is None:
+            continue
+        changes.append({"name": name, "path": path, "action": "remove", "before": before, "after": None})
+    return changes
+
+
+def diffs(changes):
+    """Ansible's list-of-diffs form for ``--diff``."""
+    return [
+        {
+            "before_header": change["path"] if change["before"] is not None else "/dev/null",
+            "after_header": change["path"] if change["after"] is not None else "/dev/null",
+            "before": change["before"] or "",
+            "after": change["after"] or "",
+        }
+        for change in changes
+    ]

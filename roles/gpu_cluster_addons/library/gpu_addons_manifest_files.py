@@ -1,0 +1,150 @@
+#!/usr/bin/python
+"""Write rendered Kubernetes manifests into a directory, one file per object."""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpu_addons import ManifestFilesError, diffs, plan
+
+DOCUMENTATION = r"""
+---
+module: gpu_addons_manifest_files
+short_description: Write rendered Kubernetes manifests into a directory, one file per object
+description:
+  - Writes each entry of O(files) to O(path)/NAME, only when its content differs, atomically
+    (a temporary file in the same directory, then a rename).
+  - Removes the files named in O(remove) (the other mode's objects), when present.
+  - Files in O(path) that are named in neither are never touched.
+options:
+  path:
+    description: The output directory; created (mode 0755) when missing.
+    type: path
+    required: true
+  files:
+    description: File name (no directories, ending in .yaml or .yml) to file content.
+    type: dict
+    required: true
+  remove:
+    description: File names to remove from O(path) when present.
+    type: list
+    elements: str
+    default: []
+  mode:
+    description: Permissions of the files written.
+    type: raw
+    default: "0644"
+  backup:
+    description: Keep a timestamped copy of each file before it is rewritten or removed.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+author: gpunode
+"""
+
+EXAMPLES = r"""
+- name: Write the manifests for GitOps
+  gpu_addons_manifest_files:
+    path: /srv/gitops/gpu
+    files:
+      10-serviceaccount-nvidia-device-plugin.yaml: "{{ rendered_text }}"
+    remove:
+      - 50-daemonset-gpushare-device-plugin.yaml
+"""
+
+RETURN = r"""
+created:
+  description: Files written that did not exist.
+  returned: always
+  type: list
+  elements: str
+updated:
+  description: Files rewritten because their content differed.
+  returned: always
+  type: list
+  elements: str
+removed:
+  description: Files removed.
+  returned: always
+  type: list
+  elements: str
+backup_files:
+  description: Backups made (O(backup=true)).
+  returned: always
+  type: list
+  elements: str
+"""
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec={
+            "path": {"type": "path", "required": True},
+            "files": {"type": "dict", "required": True},
+            "remove": {"type": "list", "elements": "str", "default": []},
+            "mode": {"type": "raw", "default": "0644"},
+            "backup": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+
+
+def _write(module, path, content, mode):
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gpu-addons-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(content)
+        module.atomic_move(tmp, path)
+        module.set_mode_if_different(path, mode, False)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def run(module):
+    params = module.params
+    directory = params["path"]
+    files = {str(k): v for k, v in params["files"].items()}
+    changes = plan(directory, files, params["remove"])
+    result = {
+        "changed": bool(changes),
+        "created": [c["name"] for c in changes if c["action"] == "create"],
+        "updated": [c["name"] for c in changes if c["action"] == "update"],
+        "removed": [c["name"] for c in changes if c["action"] == "remove"],
+        "backup_files": [],
+    }
+    if module._diff:
+        result["diff"] = diffs(changes)
+    if not changes or module.check_mode:
+        return result
+    if not os.path.isdir(directory):
+        try:
+            os.makedirs(directory, mode=0o755)
+        except OSError as exc:
+            raise ManifestFilesError(f"{directory}: cannot create: {exc.strerror}") from exc
+    for change in changes:
+        if params["backup"] and change["before"] is not None:
+            result["backup_files"].append(module.backup_local(change["path"]))
+        if change["action"] == "remove":
+            os.unlink(change["path"])
+        else:
+            _write(module, change["path"], change["after"], params["mode"])
+    return result
+
+
+def main():
+    module = build_module()
+    try:
+        result = run(module)
+    except ManifestFilesError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,435 @@
+"""Selection logic of roles/gpu_cluster_addons (filter_plugins/gpu_addons.py)."""
+
+import importlib.util
+import pathlib
+import re
+
+import pytest
+import yaml
+from conftest import shared_files
+
+ROLE = pathlib.Path(__file__).resolve().parents[2] / "roles" / "gpu_cluster_addons"
+_spec = importlib.util.spec_from_file_location(
+    "gpu_addons_filters", ROLE / "filter_plugins" / "gpu_addons.py"
+)
+ga = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ga)
+
+CP = "node-role.kubernetes.io/control-plane"
+MASTER = "node-role.kubernetes.io/master"
+RKE1 = "node-role.kubernetes.io/controlplane"
+
+
+def node(name, labels=None, taints=None, allocatable=None):
+    return {
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": {"taints": list(taints or [])},
+        "status": {"allocatable": dict(allocatable or {})},
+    }
+
+
+def tolerates(tolerations, key, effect):
+    """Would these tolerations let a pod onto a node tainted key:effect?"""
+    for tol in tolerations:
+        key_ok = (tol.get("key") == key and tol.get("operator") == "Exists") or tol.get("key") in (None, "")
+        effect_ok = tol.get("effect") in (None, "", effect)
+        if key_ok and effect_ok:
+            return True
+    return False
+
+
+# --- versions ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1.29", "1.29.0"),
+        ("v1.28.2", "1.28.2"),
+        ("v1.29.3+rke2r1", "1.29.3"),
+        ("v1.27.4+k3s1", "1.27.4"),
+        ("v1.28.5-eks-5e0fdde", "1.28.5"),
+        ("v1.30.1-gke.1329003", "1.30.1"),
+        (" 1.18.20 ", "1.18.20"),
+    ],
+)
+def test_kube_version_reads_what_servers_report(text, expected):
+    assert ga.kube_version(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "latest", "1", "one.two", None, "1.29.x"])
+def test_kube_version_rejects_garbage_with_the_variable_name(text):
+    with pytest.raises(ga.GpuAddonsError, match="gpu_cluster_addons_kubernetes_version"):
+        ga.kube_version(text)
+
+
+def test_versions_compare_numerically_not_as_strings():
+    # "1.9" > "1.20" as strings; 1.9 must count as older than 1.20.
+    assert ga.parse_version("1.9") < ga.parse_version("1.20")
+    assert ga.api_versions("1.20")["runtimeclass"] == "node.k8s.io/v1"
+    assert ga.api_versions("1.19.16")["runtimeclass"] == "node.k8s.io/v1beta1"
+
+
+@pytest.mark.parametrize(
+    ("version", "runtimeclass", "seccomp_field", "scheduling", "ssa"),
+    [
+        ("1.14", "node.k8s.io/v1beta1", False, False, False),
+        ("1.16", "node.k8s.io/v1beta1", False, True, False),
+        ("1.18", "node.k8s.io/v1beta1", False, True, False),
+        ("1.19", "node.k8s.io/v1beta1", True, True, False),
+        ("1.22", "node.k8s.io/v1", True, True, True),
+        ("1.35", "node.k8s.io/v1", True, True, True),
+    ],
+)
+def test_api_versions_follow_what_each_release_serves(version, runtimeclass, seccomp_field, scheduling, ssa):
+    apis = ga.api_versions(version)
+    assert apis["apps"] == "apps/v1"
+    assert apis["rbac"] == "rbac.authorization.k8s.io/v1"
+    assert apis["runtimeclass"] == runtimeclass
+    assert apis["seccomp_field"] is seccomp_field
+    assert apis["runtimeclass_scheduling"] is scheduling
+    assert apis["server_side_apply"] is ssa
+
+
+def test_versions_older_than_supported_fail_clearly():
+    with pytest.raises(ga.GpuAddonsError, match=r"1\.13\.12 is older than 1\.14"):
+        ga.api_versions("v1.13.12")
+
+
+def test_critical_priority_outside_kube_system_from_1_17():
+    assert not ga.api_versions("1.16")["critical_priority_any_namespace"]
+    assert ga.api_versions("1.17")["critical_priority_any_namespace"]
+
+
+# --- control plane ------------------------------------------------------------
+
+
+def test_kubeadm_modern_cluster_is_detected_by_control_plane_label():
+    nodes = [
+        node("cp1", {CP: ""}, [{"key": CP, "effect": "NoSchedule"}]),
+        node("gpu1", {"nvidia.com/gpu.present": "true"}),
+    ]
+    cp = ga.control_plane(nodes)
+    assert cp["label_keys"] == [CP]
+    assert tolerates(cp["tolerations"], CP, "NoSchedule")
+    assert cp["source"] == "detected"
+
+
+def test_kubeadm_1_20_to_1_23_with_both_labels_selects_one():
+    nodes = [node("cp1", {CP: "", MASTER: ""}, [{"key": MASTER, "effect": "NoSchedule"}]), node("w1")]
+    cp = ga.control_plane(nodes)
+    assert cp["label_keys"] == [CP]
+    assert tolerates(cp["tolerations"], MASTER, "NoSchedule")
+
+
+def test_old_kubeadm_cluster_uses_master_label():
+    nodes = [node("m1", {MASTER: ""}, [{"key": MASTER, "effect": "NoSchedule"}]), node("w1")]
+    cp = ga.control_plane(nodes)
+    assert cp["label_keys"] == [MASTER]
+    assert tolerates(cp["tolerations"], MASTER, "NoSchedule")
+
+
+def test_rke1_cluster_uses_controlplane_true_and_tolerates_etcd():
+    nodes = [
+        node("rke-cp", {RKE1: "true", "node-role.kubernetes.io/etcd": "true"},
+             [{"key": RKE1, "value": "true", "effect": "NoSchedule"},
+              {"key": "node-role.kubernetes.io/etcd", "value": "true", "effect": "NoExecute"}]),
+        node("rke-worker", {"node-role.kubernetes.io/worker": "true"}),
+    ]
+    cp = ga.control_plane(nodes)
+    assert cp["label_keys"] == [RKE1]
+    assert tolerates(cp["tolerations"], RKE1, "NoSchedule")
+    assert tolerates(cp["tolerations"], "node-role.kubernetes.io/etcd", "NoExecute")
+
+
+def test_rke2_server_tainted_critical_addons_only_is_tolerated():
+    nodes = [
+        node("srv", {CP: "true", MASTER: "true", "node-role.kubernetes.io/etcd": "true"},
+             [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoExecute"}]),
+        node("agent"),
+    ]
+    cp = ga.control_plane(nodes)
+    assert cp["label_keys"] == [CP]
+    assert tolerates(cp["tolerations"], "CriticalAddonsOnly", "NoExecute")
+
+
+def test_single_node_cluster_runs_anywhere_and_tolerates_its_taint():
+    for labels in ({CP: ""}, {}, {MASTER: "true"}):
+        cp = ga.control_plane([node("only", labels, [{"key": CP, "effect": "NoSchedule"}])])
+        assert cp["label_keys"] == []
+        assert tolerates(cp["tolerations"], CP, "NoSchedule")
+        assert tolerates(cp["tolerations"], MASTER, "NoSchedule")
+
+
+def test_managed_cluster_without_control_plane_nodes_warns():
+    cp = ga.control_plane([node("w1"), node("w2")])
+    assert cp["label_keys"] == []
+    assert cp["warnings"] and "node port" in cp["warnings"][0]
+
+
+def test_unrelated_taints_on_control_plane_are_not_tolerated():
+    unreachable = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
+    nodes = [node("cp", {CP: ""}, [unreachable]), node("w")]
+    cp = ga.control_plane(nodes)
+    assert not tolerates(cp["tolerations"], "node.kubernetes.io/unreachable", "NoExecute")
+
+
+@pytest.mark.parametrize(
+    ("distribution", "version", "key"),
+    [
+        ("kubeadm", "1.18", MASTER),
+        ("kubeadm", "1.19.16", MASTER),
+        ("kubeadm", "1.20", CP),
+        ("kubeadm", "1.30", CP),
+        ("rke", "1.26", RKE1),
+        ("rke2", "1.29", CP),
+        ("k3s", "1.29", CP),
+    ],
+)
+def test_distribution_picks_its_label_when_rendering(distribution, version, key):
+    cp = ga.control_plane(None, distribution, version)
+    assert cp["label_keys"] == [key]
+    assert cp["source"] == "distribution"
+
+
+def test_auto_without_nodes_matches_every_known_distribution():
+    cp = ga.control_plane(None, "auto", "1.30")
+    assert set(cp["label_keys"]) == {CP, MASTER, RKE1}
+    for key in (CP, MASTER, RKE1):
+        assert tolerates(cp["tolerations"], key, "NoSchedule")
+
+
+def test_explicit_label_wins_over_detection():
+    nodes = [node("cp", {CP: ""}), node("infra", {"example.com/infra": "yes"})]
+    cp = ga.control_plane(nodes, "auto", "1.30", "example.com/infra=yes")
+    assert cp["label_keys"] == ["example.com/infra"]
+    assert cp["source"] == "variable"
+
+
+def test_unknown_distribution_fails_with_choices():
+    with pytest.raises(ga.GpuAddonsError, match="kubeadm"):
+        ga.control_plane(None, "openshift", "1.30")
+
+
+def test_tolerations_are_sorted_and_unique():
+    cp = ga.control_plane(None, "auto", "1.30")
+    keys = [(t["key"], t.get("effect", "")) for t in cp["tolerations"]]
+    assert keys == sorted(set(keys))
+
+
+# --- node labels ------------------------------------------------------------------
+
+
+T4_FACTS = {
+    "present": True,
+    "gpu_count": 1,
+    "models": ["TU104GL [Tesla T4]"],
+    "devices": [
+        {"address": "0000:00:1e.0", "kind": "gpu", "name": "TU104GL [Tesla T4]", "device_id": "1eb8"},
+    ],
+}
+
+A100_FACTS = {
+    "present": True,
+    "gpu_count": 8,
+    "nvswitch_count": 6,
+    "models": ["GA100 [A100 SXM4 40GB]"],
+    "devices": [{"address": f"0000:{i:02x}:00.0", "kind": "gpu", "name": "GA100 [A100 SXM4 40GB]"}
+                for i in range(8)]
+    + [{"address": "0000:c0:00.0", "kind": "nvswitch", "name": "GA100 [A100 NVSwitch]"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("model", "product", "accelerator"),
+    [
+        ("TU104GL [Tesla T4]", "Tesla-T4", "nvidia-tesla-t4"),
+        ("GA100 [A100 SXM4 40GB]", "A100-SXM4-40GB", "nvidia-a100-sxm4-40gb"),
+        ("GP102 [TITAN X / TITAN Xp]", "TITAN-X", "nvidia-titan-x"),
+        ("NVIDIA H100 80GB HBM3", "NVIDIA-H100-80GB-HBM3", "nvidia-h100-80gb-hbm3"),
+        ("Device 2330", "Device-2330", "nvidia-device-2330"),
+    ],
+)
+def test_labels_from_pci_names(model, product, accelerator):
+    facts = {"present": True, "gpu_count": 1, "models": [model],
+             "devices": [{"address": "0000:01:00.0", "kind": "gpu", "name": model}]}
+    labels = ga.node_labels(facts, "nvidia")
+    assert labels["nvidia.com/gpu.product"] == product
+    assert labels["accelerator"] == accelerator
+
+
+def test_label_values_are_valid_kubernetes_label_values():
+    valid = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+    for model in ["GK210GL [Tesla K80]", "AD102 [GeForce RTX 4090 D]", "x" * 100 + " [" + "y" * 100 + "]",
+                  "GH100 [H100 SXM5 80GB] (rev a1)", "  [--weird__ name..]  "]:
+        labels = ga.node_labels({"present": True, "gpu_count": 1, "models": [model]}, "gpushare")
+        for key in ("nvidia.com/gpu.product", "accelerator"):
+            if key in labels:
+                assert valid.match(labels[key]) and len(labels[key]) <= 63, (model, labels[key])
+
+
+def test_gpushare_mode_adds_the_device_plugin_selector_label():
+    labels = ga.node_labels(A100_FACTS, "gpushare")
+    assert labels["gpushare"] == "true"
+    assert labels["nvidia.com/gpu.count"] == "8"  # GPUs only, not the NVSwitches
+    assert labels["nvidia.com/gpu.present"] == "true"
+
+
+def test_nvidia_mode_removes_a_leftover_gpushare_label():
+    assert ga.node_labels(T4_FACTS, "nvidia")["gpushare"] is None
+
+
+def test_extra_labels_are_added_and_can_remove():
+    labels = ga.node_labels(T4_FACTS, "nvidia", {"team": "ml", "accelerator": None})
+    assert labels["team"] == "ml"
+    assert labels["accelerator"] is None
+
+
+def test_gpu_nodes_from_hostvars_use_the_kubelet_node_name():
+    hostvars = {
+        "gpu-a": {"ansible_facts": {"nvidia_gpu": T4_FACTS, "nodename": "GPU-A.example.com"}},
+        "gpu-b": {"ansible_facts": {"nvidia_gpu": A100_FACTS}, "gpu_cluster_addons_node_name": "b-node"},
+    }
+    nodes = ga.gpu_nodes(["gpu-a", "gpu-b"], hostvars, "gpushare")
+    assert [n["node"] for n in nodes] == ["b-node", "gpu-a.example.com"]
+    assert {n["host"]: n["gpu_count"] for n in nodes} == {"gpu-a": 1, "gpu-b": 8}
+    assert all(n["labels"]["gpushare"] == "true" for n in nodes)
+
+
+def test_gpu_hosts_without_facts_are_named_in_the_error():
+    hostvars = {
+        "gpu-a": {"ansible_facts": {"nvidia_gpu": T4_FACTS}},
+        "gpu-b": {"ansible_facts": {}},
+        "gpu-c": {},
+    }
+    with pytest.raises(ga.GpuAddonsError, match=r"no ansible_facts\.nvidia_gpu for gpu-b, gpu-c"):
+        ga.gpu_nodes(["gpu-a", "gpu-b", "gpu-c"], hostvars, "nvidia")
+
+
+def test_gpu_host_whose_facts_found_no_gpu_is_an_error():
+    hostvars = {"cpu-only": {"ansible_facts": {"nvidia_gpu": {"present": False, "gpu_count": 0}}}}
+    with pytest.raises(ga.GpuAddonsError, match="no NVIDIA GPU detected on cpu-only"):
+        ga.gpu_nodes(["cpu-only"], hostvars, "nvidia")
+
+
+def test_two_hosts_on_one_node_name_is_an_error():
+    hostvars = {h: {"ansible_facts": {"nvidia_gpu": T4_FACTS, "nodename": "same"}} for h in ("a", "b")}
+    with pytest.raises(ga.GpuAddonsError, match="several hosts map to node same"):
+        ga.gpu_nodes(["a", "b"], hostvars, "nvidia")
+
+
+@pytest.mark.parametrize("path", shared_files("pci", "lspci-nn-*.txt"), ids=lambda p: p.name)
+def test_labels_from_real_lspci_names(path):
+    """Names as lspci -nn prints them (from pci.ids) give valid labels."""
+    names = []
+    for line in path.read_text(errors="replace").splitlines():
+        match = re.search(r"NVIDIA Corporation (.+?) \[10de:([0-9a-f]{4})\]", line)
+        if match and ("3D controller" in line or "VGA" in line):
+            names.append(match.group(1))
+    if not names:
+        pytest.skip("no NVIDIA GPU lines")
+    facts = {"present": True, "gpu_count": len(names), "models": sorted(set(names)),
+             "devices": [{"address": str(i), "kind": "gpu", "name": n} for i, n in enumerate(names)]}
+    labels = ga.node_labels(facts, "nvidia")
+    assert labels["nvidia.com/gpu.count"] == str(len(names))
+    assert re.match(r"^[A-Za-z0-9][-A-Za-z0-9_.]*[A-Za-z0-9]$", labels["nvidia.com/gpu.product"])
+    assert labels["accelerator"].startswith("nvidia-")
+
+
+# --- manifest plan ----------------------------------------------------------------
+
+
+def test_switching_mode_removes_the_other_device_plugin():
+    nvidia = ga.manifest_plan("nvidia", "1.30")
+    gpushare = ga.manifest_plan("gpushare", "1.30")
+    nvidia_files = {m["file"] for m in nvidia["present"]}
+    gpushare_files = {m["file"] for m in gpushare["present"]}
+    assert "50-daemonset-gpushare-device-plugin.yaml" in {m["file"] for m in nvidia["absent"]}
+    assert "50-daemonset-nvidia-device-plugin.yaml" in {m["file"] for m in gpushare["absent"]}
+    # What one mode writes, the other removes, except what both share.
+    assert {m["file"] for m in nvidia["absent"]} == gpushare_files - nvidia_files
+    assert {m["file"] for m in gpushare["absent"]} == nvidia_files - gpushare_files
+
+
+def test_plan_files_are_in_apply_order_and_templates_exist():
+    for mode in ga.MODES:
+        present = ga.manifest_plan(mode, "1.30")["present"]
+        files = [m["file"] for m in present]
+        assert files == sorted(files)
+        # ServiceAccounts and RBAC come before the workloads that use them.
+        assert files[0].startswith("10-serviceaccount-")
+        for entry in present:
+            assert (ROLE / "templates" / entry["template"]).is_file()
+
+
+def test_runtime_class_off_is_neither_written_nor_deleted():
+    plan = ga.manifest_plan("nvidia", "1.30", runtime_class=False)
+    every = [m["file"] for m in plan["present"] + plan["absent"]]
+    assert "40-runtimeclass-nvidia.yaml" not in every
+
+
+def test_manifest_files_refuses_misaligned_lists():
+    with pytest.raises(ga.GpuAddonsError, match="2 names but 1"):
+        ga.manifest_files(["a.yaml", "b.yaml"], ["x"])
+
+
+# --- readiness ----------------------------------------------------------------------
+
+
+def test_daemonset_ready_only_when_every_pod_is():
+    ds = {"metadata": {"generation": 2}, "status": {"observedGeneration": 2, "desiredNumberScheduled": 3,
+                                                     "numberReady": 2, "updatedNumberScheduled": 3}}
+    status = ga.workload_status([ds], "DaemonSet", "nvidia-device-plugin-daemonset")
+    assert not status["ready"] and "2/3 pods ready" in status["message"]
+    ds["status"]["numberReady"] = 3
+    assert ga.workload_status([ds], "DaemonSet", "x")["ready"]
+
+
+def test_daemonset_on_no_node_says_the_nodes_are_not_labelled():
+    ds = {"status": {"desiredNumberScheduled": 0, "numberReady": 0}}
+    status = ga.workload_status([ds], "DaemonSet", "gpushare-device-plugin-ds")
+    assert not status["ready"] and "labelled" in status["message"]
+
+
+def test_deployment_and_missing_objects():
+    assert not ga.workload_status([], "Deployment", "gpushare-schd-extender")["ready"]
+    dep = {"spec": {"replicas": 1}, "status": {"availableReplicas": 1, "updatedReplicas": 1}}
+    assert ga.workload_status([dep], "Deployment", "gpushare-schd-extender")["ready"]
+    stale = {"metadata": {"generation": 3}, "spec": {"replicas": 1},
+             "status": {"observedGeneration": 2, "availableReplicas": 1, "updatedReplicas": 1}}
+    assert not ga.workload_status([stale], "Deployment", "x")["ready"]
+
+
+def test_allocatable_names_each_node_missing_its_resource():
+    nodes = [
+        node("gpu-a", allocatable={"nvidia.com/gpu": "4"}),
+        node("gpu-b", allocatable={"nvidia.com/gpu": "0"}),
+        node("gpu-c", allocatable={"cpu": "8"}),
+    ]
+    status = ga.allocatable_status(nodes, ["gpu-a", "gpu-b", "gpu-c", "gpu-d"], "nvidia.com/gpu")
+    assert not status["ready"]
+    assert status["missing"] == ["gpu-b", "gpu-c", "gpu-d"]
+    assert "gpu-d: no such node" in status["message"]
+    assert ga.allocatable_status(nodes[:1], ["gpu-a"], "nvidia.com/gpu")["ready"]
+
+
+def test_gpushare_memory_quantity_counts():
+    nodes = [node("g", allocatable={"aliyun.com/gpu-mem": "15", "aliyun.com/gpu-count": "1"})]
+    assert ga.allocatable_status(nodes, ["g"], "aliyun.com/gpu-mem")["ready"]
+
+
+
+# --- role interface -------------------------------------------------------------------
+
+
+def test_every_default_is_declared_in_argument_specs_with_the_same_value():
+    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+    specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())
+    options = specs["argument_specs"]["main"]["options"]
+    assert set(defaults) == set(options)
+    for name, option in options.items():
+        assert name.startswith("gpu_cluster_addons_")
+        assert option["default"] == defaults[name], name
+        assert option.get("description"), name
+        if "choices" in option:
+            assert defaults[name] in option["choices"], name

@@ -1,0 +1,121 @@
+"""module_utils/gpu_addons.py and the role's gpu_addons_manifest_files module."""
+
+import importlib.util
+import os
+import pathlib
+import stat
+
+import pytest
+import yaml
+from ansible.module_utils.gpu_addons import ManifestFilesError, check_name, plan
+
+LIBRARY = pathlib.Path(__file__).resolve().parents[2] / "roles" / "gpu_cluster_addons" / "library"
+_spec = importlib.util.spec_from_file_location(
+    "gpu_addons_manifest_files", LIBRARY / "gpu_addons_manifest_files.py"
+)
+module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(module)
+
+SA = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n"
+
+
+def test_plan_creates_updates_removes_and_skips_identical(tmp_path):
+    (tmp_path / "10-same.yaml").write_text(SA)
+    (tmp_path / "20-old.yaml").write_text("old\n")
+    (tmp_path / "30-gone.yaml").write_text("x\n")
+    changes = plan(str(tmp_path), {"10-same.yaml": SA, "20-old.yaml": SA, "40-new.yaml": SA},
+                   ["30-gone.yaml", "50-never-there.yaml"])
+    assert [(c["name"], c["action"]) for c in changes] == [
+        ("20-old.yaml", "update"), ("40-new.yaml", "create"), ("30-gone.yaml", "remove")]
+
+
+def test_plan_adds_the_final_newline(tmp_path):
+    (tmp_path / "a.yaml").write_text("kind: X\n")
+    assert plan(str(tmp_path), {"a.yaml": "kind: X"}) == []
+
+
+@pytest.mark.parametrize(
+    "name", ["../escape.yaml", "sub/dir.yaml", ".hidden.yaml", "notyaml.txt", "", "a..b.yaml"]
+)
+def test_names_outside_plain_manifest_files_are_refused(name):
+    with pytest.raises(ManifestFilesError, match="not a plain manifest file name"):
+        check_name(name)
+
+
+def test_directory_that_is_a_file_is_refused(tmp_path):
+    target = tmp_path / "out"
+    target.write_text("")
+    with pytest.raises(ManifestFilesError, match=f"{target}: exists and is not a directory"):
+        plan(str(target), {"a.yaml": SA})
+
+
+def test_symlink_in_place_of_a_manifest_is_refused(tmp_path):
+    (tmp_path / "elsewhere").write_text("precious\n")
+    (tmp_path / "a.yaml").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ManifestFilesError, match="not a regular file"):
+        plan(str(tmp_path), {"a.yaml": SA})
+
+
+def test_write_and_remove_of_one_name_is_refused(tmp_path):
+    with pytest.raises(ManifestFilesError, match="both to write and to remove"):
+        plan(str(tmp_path), {"a.yaml": SA}, ["a.yaml"])
+
+
+def test_module_writes_files_with_mode_and_is_idempotent(run_module, tmp_path):
+    out = tmp_path / "new" / "dir"
+    args = {"path": str(out), "files": {"10-a.yaml": SA, "20-b.yaml": SA}}
+    ok, result = run_module(module, args)
+    assert ok and result["changed"] and result["created"] == ["10-a.yaml", "20-b.yaml"]
+    assert (out / "10-a.yaml").read_text() == SA
+    assert stat.S_IMODE(os.stat(out / "10-a.yaml").st_mode) == 0o644
+    assert not [p for p in out.iterdir() if p.name.startswith(".gpu-addons-")]
+    ok, result = run_module(module, args)
+    assert ok and not result["changed"]
+
+
+def test_module_check_mode_writes_nothing_and_diff_shows_the_change(run_module, tmp_path):
+    (tmp_path / "10-a.yaml").write_text("old\n")
+    ok, result = run_module(module, {"path": str(tmp_path), "files": {"10-a.yaml": SA, "20-b.yaml": SA}},
+                            check_mode=True, diff=True)
+    assert ok and result["changed"]
+    assert (tmp_path / "10-a.yaml").read_text() == "old\n" and not (tmp_path / "20-b.yaml").exists()
+    assert result["diff"][0]["before"] == "old\n" and result["diff"][0]["after"] == SA
+    assert result["diff"][1]["before_header"] == "/dev/null"
+
+
+def test_module_check_mode_on_a_missing_directory_creates_nothing(run_module, tmp_path):
+    args = {"path": str(tmp_path / "nope"), "files": {"a.yaml": SA}}
+    ok, result = run_module(module, args, check_mode=True)
+    assert ok and result["changed"] and not (tmp_path / "nope").exists()
+
+
+def test_module_removes_the_other_modes_files_and_keeps_foreign_ones(run_module, tmp_path):
+    (tmp_path / "50-daemonset-gpushare-device-plugin.yaml").write_text("x\n")
+    (tmp_path / "kustomization.yaml").write_text("resources: []\n")
+    ok, result = run_module(module, {"path": str(tmp_path), "files": {"50-daemonset-nvidia.yaml": SA},
+                                     "remove": ["50-daemonset-gpushare-device-plugin.yaml"], "backup": True})
+    assert ok and result["removed"] == ["50-daemonset-gpushare-device-plugin.yaml"]
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".yaml"))
+    assert names == ["50-daemonset-nvidia.yaml", "kustomization.yaml"]
+    assert len(result["backup_files"]) == 1 and pathlib.Path(result["backup_files"][0]).read_text() == "x\n"
+
+
+def test_module_fails_naming_the_file_and_leaves_it_untouched(run_module, tmp_path):
+    bad = tmp_path / "10-a.yaml"
+    bad.write_bytes(b"\xff\xfe binary\n")
+    ok, result = run_module(module, {"path": str(tmp_path), "files": {"10-a.yaml": SA}})
+    assert not ok and str(bad) in result["msg"] and "not UTF-8" in result["msg"]
+    assert bad.read_bytes() == b"\xff\xfe binary\n"
+
+
+def test_documentation_matches_the_argument_spec(monkeypatch):
+    captured = {}
+    monkeypatch.setattr(module, "AnsibleModule", lambda **kwargs: captured.update(kwargs))
+    module.build_module()
+    documented = yaml.safe_load(module.DOCUMENTATION)["options"]
+    spec = captured["argument_spec"]
+    assert set(documented) == set(spec)
+    for name, option in spec.items():
+        assert documented[name]["type"] == option["type"], name
+        assert documented[name].get("default", None) == option.get("default", None), name
+    assert captured["supports_check_mode"] is True

@@ -135,6 +135,14 @@ options:
     description: Copy each file into O(backup_dir) before changing it.
     type: bool
     default: false
+  restore:
+    description:
+      - Roll back instead of configuring - a map of file to the backup to put back (as
+        O(backup) made it and RV(backup_files) returned it), or to null for a file this
+        module created, which is removed. The other options are then ignored except
+        O(manifest_path) (temp files are never made in its directory).
+      - Roles use it when kube-scheduler does not come back healthy after a change.
+    type: dict
   backup_dir:
     description:
       - Where backups go; never inside the static pod directory. Default
@@ -197,6 +205,12 @@ backup_files:
   type: dict
   sample:
     /etc/kubernetes/manifests/kube-scheduler.yaml: /etc/kubernetes/gpunode-backups/kube-scheduler.yaml.2024~
+rollback:
+  description:
+    - With O(backup=true), what to pass to O(restore) to undo this change - each file
+      changed mapped to its backup, or to null for a file this run created.
+  returned: when O(backup=true)
+  type: dict
 diff:
   description: Text before and after, one entry per file.
   returned: when diff mode is on
@@ -230,6 +244,7 @@ ARGUMENT_SPEC = {
     "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
     "backup": {"type": "bool", "default": False},
     "backup_dir": {"type": "path"},
+    "restore": {"type": "dict"},
 }
 
 
@@ -264,10 +279,51 @@ def make_backup(path, directory):
     return target
 
 
+def _write(path, text, static_dir):
+    tmp_dir = None
+    if _inside(os.path.dirname(path), static_dir):
+        # never a temp file inside the static pod directory: make it one level up
+        tmp_dir = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+    atomic_write(path, text, tmp_dir=tmp_dir)
+
+
+def restore(module, static_dir):
+    """Put backups back (null: remove the file); returns the result."""
+    wanted = {}
+    for path, backup in module.params["restore"].items():
+        if backup is None:
+            wanted[path] = None
+            continue
+        try:
+            with open(backup, encoding="utf-8", newline="") as handle:
+                wanted[path] = handle.read()
+        except OSError as exc:
+            module.fail_json(msg=f"{backup}: cannot read the backup of {path}: {exc.strerror}")
+    changed = []
+    for path, text in wanted.items():
+        try:
+            with open(path, encoding="utf-8", newline="") as handle:
+                current = handle.read()
+        except FileNotFoundError:
+            current = None
+        if current != text:
+            changed.append(path)
+            if module.check_mode:
+                continue
+            if text is None:
+                os.unlink(path)
+            else:
+                _write(path, text, static_dir)
+    return {"changed": bool(changed), "files": sorted(changed), "api_version": None, "backup_files": {},
+            "config_path": module.params["config_path"]}
+
+
 def run(module):
     params = module.params
     static_dir = os.path.dirname(params["manifest_path"])
     backup_dir = backup_dir_for(params)
+    if params["restore"] is not None:
+        return restore(module, static_dir)
     if params["flavor"] == "kubeadm" and _inside(backup_dir, static_dir):
         module.fail_json(msg=f"backup_dir {backup_dir}: inside the static pod directory {static_dir}; "
                              "the kubelet would run a backup as a pod")
@@ -292,14 +348,12 @@ def run(module):
         old, new = files[path]
         if params["backup"] and old is not None:
             out["backup_files"][path] = make_backup(path, backup_dir)
+        if params["backup"]:
+            out.setdefault("rollback", {})[path] = out["backup_files"].get(path)
         if new is None:
             os.unlink(path)
             continue
-        tmp_dir = None
-        if _inside(os.path.dirname(path), static_dir):
-            # never a temp file inside the static pod directory: make it one level up
-            tmp_dir = os.path.dirname(os.path.dirname(os.path.abspath(path)))
-        atomic_write(path, new, tmp_dir=tmp_dir)
+        _write(path, new, static_dir)
     return out
 
 

@@ -162,3 +162,21 @@ def test_flavor_defaults_are_documented_paths():
         "kubeadm": "/etc/kubernetes/scheduler.conf",
         "rke": "/etc/kubernetes/ssl/kubecfg-kube-scheduler.yaml",
         "rke2": "/var/lib/rancher/rke2/server/cred/scheduler.kubeconfig"}
+
+
+def test_restore_puts_backups_back_and_removes_created_files(run_module, node, temp_dirs):
+    original = node["manifest"].read_bytes()
+    ok, result = run_module(module, {**node["args"], "backup": True})
+    assert ok and result["changed"]
+    plan = result["rollback"]
+    assert plan == {path: result["backup_files"].get(path) for path in result["files"]}
+    ok, check = run_module(module, {**node["args"], "restore": plan}, check_mode=True)
+    assert ok and check["changed"] and node["manifest"].read_bytes() != original
+    ok, back = run_module(module, {**node["args"], "restore": plan})
+    assert ok and back["changed"]
+    assert node["manifest"].read_bytes() == original
+    assert not (node["etc"] / "scheduler-extender-config.yaml").exists()
+    assert sorted(os.listdir(node["manifests"])) == ["kube-scheduler.yaml"]
+    assert str(node["manifests"]) not in temp_dirs
+    ok, again = run_module(module, {**node["args"], "restore": plan})
+    assert ok and not again["changed"]

@@ -25,6 +25,7 @@ from ansible.module_utils.kube_scheduler_yaml import (
     sequence_indent,
     set_key,
 )
+from ansible.module_utils.yaml_edit import YamlEditError, append_to_list, remove_key, set_scalar
 
 GROUP = "kubescheduler.config.k8s.io"
 POLICY = "Policy"
@@ -643,7 +644,7 @@ def plan_rke_cluster(params, version, read, warnings):
         if key is None:
             return {}, None, config_path
         target = _emptied_parent(text, ("services", "scheduler", "extra_args", key))
-        new = apply_ops(path, text, [("remove", target)], "yaml", warnings)
+        new = edit_rke(path, text, [("remove_key", target)], [("remove", target)], warnings)
         return {path: (text, new)}, None, config_path
     if pol and version >= (1, 23):
         raise KubeSchedulerError(f"{path}: services.scheduler.extra_args.policy-config-file={pol}: "
@@ -661,9 +662,37 @@ def plan_rke_cluster(params, version, read, warnings):
     for name in reversed(keys[depth + 1:]):
         value = {name: value}
     target = tuple(keys[:depth + 1])
-    new = apply_ops(path, text, [("set", target, value)], "yaml", warnings)
+    # yaml_edit turns an empty flow mapping (rke's generated `extra_args: {}`) into a block
+    # one; the own splicer keeps it flow, so state=absent gives back `{}` byte for byte
+    parent = find(yaml.compose(text, Loader=yaml.SafeLoader), tuple(keys[:depth]))
+    flow = depth > 0 and parent is not None and getattr(parent[1], "flow_style", False)
+    edits = [] if flow else [("set_scalar", tuple(keys), config_path)]
+    new = edit_rke(path, text, edits, [("set", target, value)], warnings)
     api = POLICY if fmt == POLICY else f"{GROUP}/{fmt}"
     return {path: (text, new)}, api, config_path
+
+
+def edit_rke(path, text, edits, fallback_ops, warnings):
+    """RKE1 cluster.yml / RKE2 config.yaml edits through yaml_edit (comment-preserving).
+
+    ``edits`` are (function, path[, value]) for yaml_edit; ``fallback_ops`` the same
+    change as ops for apply_ops, used to check the result and when yaml_edit cannot
+    make an edit (an empty file, a layout it refuses).
+    """
+    functions = {"set_scalar": set_scalar, "append_to_list": append_to_list, "remove_key": remove_key}
+    expected = yaml.safe_load(text) if text.strip() else None
+    for op in fallback_ops:
+        expected = _apply_data(expected, op)
+    if text.strip() and edits:
+        try:
+            new = text
+            for name, where, *value in edits:
+                new = functions[name](new, list(where), *value)
+            if yaml.safe_load(new) == expected:
+                return new
+        except (YamlEditError, yaml.YAMLError):
+            pass
+    return apply_ops(path, text, fallback_ops, "yaml", warnings)
 
 
 def _emptied_parent(text, path):
@@ -743,8 +772,12 @@ def plan_rke2(params, version, read, warnings):
         mount = f"{config_path}:{config_path}:ro"
         ops.append(_list_add_op(data, "kube-scheduler-extra-mount", mount, indent))
     ops = [op for group in ops for op in group]
+    edits = [("append_to_list", (key,), item) for key, item in
+             (("kube-scheduler-arg", f"{flag}={config_path}"),
+              ("kube-scheduler-extra-mount", f"{config_path}:{config_path}:ro"))
+             if key == "kube-scheduler-arg" or _rke2_mounts(mounts).get(config_path) != config_path]
     files[config_path] = (old_config, new_cfg)
-    files[path] = (text if text else None, apply_ops(path, text, ops, "yaml", warnings))
+    files[path] = (text if text else None, edit_rke(path, text, edits, ops, warnings))
     return files, api, config_path
 
 
@@ -769,7 +802,8 @@ def _rke2_unwire(path, text, data, *, container_path, source, warnings):
             ops.append(("remove", (key,)))
         else:
             ops += [("remove", (key, i)) for i in reversed(hits)]
-    return apply_ops(path, text, ops, "yaml", warnings) if ops else text
+    edits = [("remove_key", op[1]) for op in ops]
+    return edit_rke(path, text, edits, ops, warnings) if ops else text
 
 
 # ---------------------------------------------------------------- entry point

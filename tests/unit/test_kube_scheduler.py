@@ -54,6 +54,13 @@ def check_ksc(data, minor):
     assert binders <= 1
 
 
+def validate_pod(data, minor):
+    """The edited manifest against the Kubernetes OpenAPI Pod schema (strict; schemas from 1.25)."""
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    data = {k: v for k, v in data.items() if k != "status"}
+    kubernetes_validate.validate(data, f"1.{max(minor, 25)}.0", strict=True)
+
+
 def ours(data):
     return [e for e in data.get("extenders") or [] if e.get("urlPrefix") == GPUSHARE["url_prefix"]]
 
@@ -201,6 +208,7 @@ def test_kubeadm_manifest_present_idempotent_absent(path):
     for key in ("livenessProbe", "startupProbe", "readinessProbe", "resources", "image"):
         assert container.get(key) == old_container.get(key)
     assert comments(original) == comments(fs[MANIFEST])
+    validate_pod(data, minor)
     config = yaml.safe_load(fs[source])
     assert len(ours(config)) == 1
     if config["kind"] == "Policy":
@@ -555,3 +563,22 @@ def test_four_space_indented_manifest_keeps_its_style():
     assert not new.endswith("\n") and not text.endswith("\n")
     run(fs, "1.25.0", state="absent")
     assert fs[MANIFEST] == text
+
+
+def test_rke_files_are_edited_through_yaml_edit(monkeypatch):
+    """The shared comment-preserving editor does the RKE work; the own splicer is only a fallback."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("fallback used")
+
+    monkeypatch.setattr(ks, "apply_ops", refuse)
+    text = (OWN / "rke2-config-commented.yaml").read_text()
+    fs = FS({RKE2_CONFIG: text})
+    run(fs, "1.28.9", flavor="rke2")
+    assert f"  - \"config={RKE2_FILE}\"\n" in fs[RKE2_CONFIG]  # the list's own indentation and quoting
+    run(fs, "1.28.9", flavor="rke2", state="absent")
+    assert fs[RKE2_CONFIG] == text
+    cluster = (OWN / "rke1-cluster-commented.yml").read_text()
+    fs = FS({"/rke/cluster.yml": cluster})
+    run(fs, "1.26.8", flavor="rke", cluster_yml="/rke/cluster.yml")
+    run(fs, "1.26.8", flavor="rke", cluster_yml="/rke/cluster.yml", state="absent")
+    assert fs["/rke/cluster.yml"] == cluster

@@ -35,7 +35,10 @@ if shutil.which("ansible-playbook", path=BINDIR + os.pathsep + os.environ["PATH"
 
 def ansible_playbook(inventory, *args):
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_FORCE_COLOR="0", PATH=BINDIR + os.pathsep + os.environ["PATH"])
+               ANSIBLE_FORCE_COLOR="0", PATH=BINDIR + os.pathsep + os.environ["PATH"],
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json",  # one line per message
+               # the stand-in GPU node's facts stay out of the project's fact cache
+               ANSIBLE_CACHE_PLUGIN_CONNECTION=str(pathlib.Path(inventory).parent / "facts"))
     proc = subprocess.run(["ansible-playbook", "-i", str(inventory), "--forks", "32", str(PLAYBOOK), *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode != 0:
@@ -45,11 +48,17 @@ def ansible_playbook(inventory, *args):
     return proc
 
 
+T4 = {"present": True, "gpu_count": 1, "models": ["TU104GL [Tesla T4]"],
+      "devices": [{"address": "0000:00:1e.0", "kind": "gpu", "name": "TU104GL [Tesla T4]",
+                   "vendor_id": "10de", "device_id": "1eb8"}]}
+
+
 def inventory(path, cases, switch=None):
     """An inventory with one local host per case: name -> role variables."""
     common = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
               "gpu_cluster_addons_gpu_hosts": []}
-    groups = {"addons_render": {"hosts": cases, "vars": common}}
+    groups = {"addons_render": {"hosts": cases, "vars": common},
+              "addons_gpu": {"hosts": {"t4-node": {"addons_nvidia_gpu": T4}}, "vars": common}}
     if switch:
         groups["addons_switch"] = {"hosts": {"switch": {"gpu_cluster_addons_kubernetes_version": "1.30",
                                                         "gpu_cluster_addons_output_dir": str(switch)}},
@@ -109,7 +118,8 @@ def rendered(tmp_path_factory):
     for mode, options in OPTIONS.items():
         cases[f"{mode}-options"] = dict(options, gpu_cluster_addons_mode=mode,
                                         gpu_cluster_addons_kubernetes_version="1.30",
-                                        gpu_cluster_addons_output_dir=str(out / "options" / mode))
+                                        gpu_cluster_addons_output_dir=str(out / "options" / mode),
+                                        gpu_cluster_addons_gpu_hosts=["t4-node"])
     first = ansible_playbook(inventory(out / "inventory-1.json", cases, switch))
     before = snapshot(matrix)
     again = {k: v for k, v in cases.items() if k.endswith(("-" + OLD, "-1.30", "-1.35"))}
@@ -426,6 +436,15 @@ def test_gpushare_options_reach_plugin_rbac_and_extender(rendered):
     assert keys == ["node-role.kubernetes.io/controlplane"]
     etcd = {"key": "node-role.kubernetes.io/etcd", "operator": "Exists", "effect": "NoExecute"}
     assert etcd in dep["tolerations"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gpu_node_labels_come_from_the_facts_via_hostvars(rendered, mode):
+    """Rendering prints the labels each GPU node needs, from its ansible_facts.nvidia_gpu."""
+    lines = re.findall(r'"kubectl label node t4-node --overwrite ([^"]*)"', rendered["first"])
+    wanted = {"accelerator=nvidia-tesla-t4", "nvidia.com/gpu.count=1", "nvidia.com/gpu.present=true",
+              "nvidia.com/gpu.product=Tesla-T4", "gpushare=true" if mode == "gpushare" else "gpushare-"}
+    assert any(wanted <= set(line.split()) for line in lines), lines
 
 
 def test_check_mode_writes_nothing(rendered):

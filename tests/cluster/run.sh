@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# make test-cluster: apply gpu_cluster_addons to the cluster in $KUBECONFIG and
+# check that the GPUs become schedulable. For users with a cluster; CI has no
+# API server and does not run this.
+#
+#   KUBECONFIG=~/.kube/config INVENTORY=inventories/mine make test-cluster
+#
+# INVENTORY   inventory whose gpu_nodes hosts are the cluster's GPU nodes, with
+#             their facts in the fact cache (run site.yml first) [required]
+# MODE        nvidia | gpushare                                  [nvidia]
+# TIMEOUT     seconds to wait for readiness                      [300]
+# EXTRA_VARS  more -e for ansible-playbook (JSON or key=value)   []
+#
+# Steps: (1) render the manifests for the cluster's version and validate each
+# with kubernetes-validate (strict); (2) apply them (the role waits until the
+# device plugin is ready and every GPU node advertises its resource, and
+# fails naming the nodes that do not); (3) apply again: nothing may change;
+# (4) show each GPU node's allocatable resource.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+fail() { echo "test-cluster: $*" >&2; exit 1; }
+
+: "${KUBECONFIG:?test-cluster: set KUBECONFIG to the cluster to test against (CI does not run this)}"
+[[ -r $KUBECONFIG ]] || fail "KUBECONFIG=$KUBECONFIG is not a readable file"
+: "${INVENTORY:?test-cluster: set INVENTORY to an inventory with the GPU nodes of the cluster in group gpu_nodes}"
+MODE=${MODE:-nvidia}
+TIMEOUT=${TIMEOUT:-300}
+[[ $MODE == nvidia || $MODE == gpushare ]] || fail "MODE must be nvidia or gpushare, not $MODE"
+python3 -c 'import kubernetes' 2>/dev/null \
+  || fail "the Python package kubernetes is missing: pip install -r requirements.txt"
+export KUBECONFIG ANSIBLE_NOCOLOR=1
+
+log=$(mktemp -d "${TMPDIR:-/tmp}/gpunode-test-cluster.XXXXXX")
+common=(-i "$INVENTORY" -e "gpu_cluster_addons_mode=$MODE" -e "gpu_cluster_addons_wait_timeout=$TIMEOUT")
+[[ -n ${EXTRA_VARS:-} ]] && common+=(-e "$EXTRA_VARS")
+
+version=$(python3 -c 'from kubernetes import client, config
+config.load_kube_config()
+print(client.VersionApi().get_code().git_version)') || fail "cannot reach the API server in $KUBECONFIG"
+echo "== Kubernetes $version; mode $MODE; logs in $log"
+
+start=$SECONDS
+echo "== 1/4 render and validate"
+ansible-playbook "${common[@]}" playbooks/cluster_addons.yml \
+  -e "gpu_cluster_addons_output_dir=$log/manifests" -e "gpu_cluster_addons_kubernetes_version=$version" \
+  >"$log/render.log" 2>&1 || { tail -n 40 "$log/render.log"; fail "rendering failed"; }
+if python3 -c 'import kubernetes_validate' 2>/dev/null; then
+  minor=$(sed -E 's/^v?([0-9]+\.[0-9]+).*/\1/' <<<"$version")
+  kubernetes-validate --strict --quiet -k "$minor.0" "$log"/manifests/*.yaml \
+    || fail "rendered manifests do not validate for $version"
+else
+  echo "   (kubernetes-validate not installed: skipped; pip install -r requirements-dev.txt)"
+fi
+
+echo "== 2/4 apply and wait for the GPUs (up to $TIMEOUT s)"
+ansible-playbook "${common[@]}" playbooks/cluster_addons.yml | tee "$log/apply1.log" \
+  || fail "applying failed (see above; the last assert names what is not ready)"
+
+echo "== 3/4 apply again: nothing may change"
+ansible-playbook "${common[@]}" playbooks/cluster_addons.yml >"$log/apply2.log" 2>&1 \
+  || { tail -n 40 "$log/apply2.log"; fail "second apply failed"; }
+recap=$(grep -E '^localhost +:' "$log/apply2.log" | tail -n1)
+grep -qE 'changed=0 .*failed=0' <<<"$recap" || fail "second apply was not a no-op: $recap"
+
+echo "== 4/4 GPU nodes and what they advertise"
+resource=$([[ $MODE == nvidia ]] && echo nvidia.com/gpu || echo aliyun.com/gpu-mem)
+python3 - "$resource" <<'PY'
+import sys
+from kubernetes import client, config
+config.load_kube_config()
+nodes = client.CoreV1Api().list_node(label_selector="nvidia.com/gpu.present=true").items
+for node in nodes:
+    alloc = node.status.allocatable or {}
+    print(f"   {node.metadata.name}: {sys.argv[1]}={alloc.get(sys.argv[1], 'absent')}"
+          f" product={node.metadata.labels.get('nvidia.com/gpu.product', '?')}")
+sys.exit(0 if nodes else 1)
+PY
+echo "== test-cluster passed in $((SECONDS - start)) s ($recap)"

@@ -48,4 +48,13 @@ else
   echo "== second run was not a no-op: $recap" >&2
   exit 1
 fi
+addons_dir=$PWD/demo-output/addons
+echo "== GPU cluster add-ons for the simulated node (the demo has no cluster: rendered, not applied)"
+ansible-playbook -i inventories/demo playbooks/cluster_addons.yml -e gpu_cluster_addons_mode=gpushare \
+  -e gpu_cluster_addons_kubernetes_version=1.30 -e "gpu_cluster_addons_output_dir=$addons_dir" \
+  >"$log_dir/addons.log" 2>&1 || { cat "$log_dir/addons.log"; exit 1; }
+echo "== labels for the GPU node:"
+grep -zo "kubectl label node [^']*" "$log_dir/addons.log" | tr -s ' \n\0' '  \n' || true
+echo "== manifests written to $addons_dir:"
+ls "$addons_dir"
 echo "== the node stays up: docker exec -it $node bash; remove it with: make demo-clean"

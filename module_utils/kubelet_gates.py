@@ -235,13 +235,17 @@ def merge(existing, apply, remove):
 def gates_needed(version, legacy_accelerators=False):
     """The gates a GPU node needs on this version (what the role asks for by default).
 
-    DevicePlugins must be set to true where it is alpha (1.8-1.9); beta and later
-    it is on by default. Accelerators (the pre-device-plugin GPU support) only
-    where asked for and the version still has it (before 1.11).
+    DevicePlugins must be set to true where it is alpha (1.8-1.9); beta and GA
+    it is on by default, nothing to write. From its removal (1.28) it is asked
+    for too: decide() then skips it, and the caller takes a leftover
+    ``DevicePlugins=true`` out of the file (an upgraded node's kubelet would
+    refuse to start with it). Accelerators (the pre-device-plugin GPU support)
+    only where asked for and the version still has it (before 1.11).
     """
     needed = {}
     stage = stage_at("DevicePlugins", version)
-    if stage is not None and stage.default is False:
+    removed = GATES["DevicePlugins"]["removed"]
+    if (stage is not None and stage.default is False) or parse_version(version) >= parse_version(removed):
         needed["DevicePlugins"] = True
     if legacy_accelerators and stage_at("Accelerators", version) is not None:
         needed["Accelerators"] = True

@@ -334,7 +334,7 @@ def test_exactly_one_target(run_module, config):
     [
         ("1.9.11", False, {"DevicePlugins": True}),
         ("1.9.11", True, {"DevicePlugins": True, "Accelerators": True}),
-        ("1.28.2", True, {}),
+        ("1.20.15", True, {}),
     ],
 )
 def test_gpu_node_asks_for_what_the_version_needs(run_module, tmp_path, version, legacy, expected):
@@ -351,6 +351,25 @@ def test_gpu_node_asks_for_what_the_version_needs(run_module, tmp_path, version,
     assert result["gates"] == expected
     assert result["changed"] is bool(expected)
     assert path.exists() is bool(expected)
+
+
+def test_gpu_node_takes_a_leftover_deviceplugins_out_after_an_upgrade(run_module, tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "kind: KubeletConfiguration\nfeatureGates:\n  DevicePlugins: true  # from 1.9 days\nport: 10250\n"
+    )
+    args = {"gpu_node": True, "kubernetes_version": "1.28.2", "config_file": str(path)}
+    ok, result = run_module(kubelet_feature_gates, args)
+    assert ok, result
+    assert result["changed"]
+    assert "DevicePlugins" in result["skipped_gates"]
+    assert path.read_text() == "kind: KubeletConfiguration\nfeatureGates: {}\nport: 10250\n"
+    ok, again = run_module(kubelet_feature_gates, args)
+    assert ok and not again["changed"]
+    # a 1.28 node without the leftover: nothing to write
+    path.write_text("kind: KubeletConfiguration\nport: 10250\n")
+    ok, clean = run_module(kubelet_feature_gates, args)
+    assert ok and not clean["changed"]
 
 
 def test_explicit_gates_win_over_the_gpu_defaults(run_module, tmp_path):

@@ -132,7 +132,8 @@ def test_string_values_are_read_like_the_kubelet():
         ("1.10.0", True, {"Accelerators": True}),
         ("1.10.0", False, {}),
         ("1.11.0", True, {}),
-        ("1.28.2", False, {}),
+        ("1.27.9", False, {}),
+        ("1.28.2", False, {"DevicePlugins": True}),
     ],
 )
 def test_gates_needed_by_a_gpu_node(version, legacy, expected):

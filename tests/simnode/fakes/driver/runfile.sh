@@ -92,9 +92,9 @@ fi
 cat >/usr/bin/nvidia-uninstall <<UNINSTALL
 #!/bin/sh
 # nvidia-uninstall of the gpunode fake driver $VERSION
+$undo >/dev/null 2>&1 || true
 rm -f $files
 rm -rf $src
-$undo >/dev/null 2>&1 || true
 rm -f /usr/bin/nvidia-uninstall
 UNINSTALL
 chmod 0755 /usr/bin/nvidia-uninstall

@@ -390,7 +390,10 @@ def plan(state, wanted):
             reasons.append(f"kernel module for {kernel} is {on_disk or 'absent'}, wanted {wanted}")
 
     changing = install or dkms_build
-    unload = bool(loaded) and (install or not version_matches(loaded, wanted))
+    # with a branch wanted, the loaded module must still be the very version installed
+    installed_exact = userspace if not install and version_matches(userspace, wanted) else None
+    stale = bool(installed_exact) and not version_matches(loaded, installed_exact)
+    unload = bool(loaded) and (install or not version_matches(loaded, wanted) or stale)
     if unload:
         reasons.append(f"loaded module {loaded} must be unloaded")
     reboot_required = bool(state.get("nouveau_loaded"))

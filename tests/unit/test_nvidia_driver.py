@@ -309,3 +309,11 @@ def test_plan_nouveau_loaded_needs_a_reboot_not_a_load():
 def test_plan_rejects_a_bad_wanted_version():
     with pytest.raises(DriverError):
         plan(host(), "latest")
+
+
+def test_plan_branch_wanted_but_loaded_module_is_another_version_of_it():
+    # packages put 535.129.03 on disk while 535.183.01 is still loaded: a mismatch to resolve
+    state = host("535.129.03", "535.129.03", "535.183.01", [("535.129.03", KERNEL, "installed")])
+    result = plan(state, "535")
+    assert result["unload"] and result["load"] and not result["install"]
+    assert not result["up_to_date"]

@@ -3,7 +3,6 @@
 
 import glob
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
@@ -16,6 +15,7 @@ from ansible.module_utils.containerd_config import (
     plan,
     version_from_output,
 )
+from ansible.module_utils.text_file import read_text, write_text
 
 DOCUMENTATION = r"""
 ---
@@ -154,39 +154,6 @@ def build_module():
     return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), supports_check_mode=True)
 
 
-def read_text(path):
-    """The file's text, or None when absent. Raises ContainerdConfigError."""
-    if os.path.isdir(path):
-        raise ContainerdConfigError(f"{path}: is a directory")
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8")
-    except FileNotFoundError:
-        return None
-    except UnicodeDecodeError as exc:
-        raise ContainerdConfigError(f"{path}: byte {exc.start}: not UTF-8 text") from exc
-    except OSError as exc:
-        raise ContainerdConfigError(f"{path}: cannot read: {exc.strerror}") from exc
-
-
-def write_text(module, path, text, existed):
-    directory = os.path.dirname(path) or "."
-    if not os.path.isdir(directory):
-        os.makedirs(directory, mode=0o755)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gpunode.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        module.atomic_move(tmp, path)
-        if not existed:
-            os.chmod(path, 0o644)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def containerd_facts(module, wanted_version):
     """(version, `containerd config default` text or None)."""
     binary = module.get_bin_path("containerd")
@@ -214,7 +181,7 @@ def other_imports(config_text, config_path, dropin_path):
         absolute = pattern if os.path.isabs(pattern) else os.path.join(os.path.dirname(config_path), pattern)
         for path in sorted(glob.glob(absolute)):
             if os.path.abspath(path) != os.path.abspath(dropin_path) and os.path.isfile(path):
-                found.append((path, read_text(path)))
+                found.append((path, read_text(path, ContainerdConfigError)))
     return found
 
 
@@ -223,8 +190,8 @@ def run(module):
     config_path, dropin_path = params["config_path"], params["dropin_path"]
     result = {"changed": False, "files": [], "backup_files": {}, "diff": [], "restart_required": False}
     try:
-        config_text = read_text(config_path)
-        dropin_text = read_text(dropin_path)
+        config_text = read_text(config_path, ContainerdConfigError)
+        dropin_text = read_text(dropin_path, ContainerdConfigError)
         version, defaults = containerd_facts(module, params["containerd_version"])
         outcome = plan(
             config_text,
@@ -268,7 +235,7 @@ def run(module):
         try:
             if params["backup"] and before is not None:
                 result["backup_files"][path] = module.backup_local(path)
-            write_text(module, path, after, existed=before is not None)
+            write_text(path, after, replace=module.atomic_move)
         except OSError as exc:
             module.fail_json(msg=f"{path}: cannot write: {to_native(exc)}", **result)
     return result

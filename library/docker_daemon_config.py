@@ -2,11 +2,11 @@
 """Ansible module docker_daemon_config: merge settings into /etc/docker/daemon.json."""
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.json_config import JSONConfigError, plan
+from ansible.module_utils.text_file import read_text, write_text
 
 DOCUMENTATION = r"""
 ---
@@ -106,47 +106,11 @@ def build_module():
     )
 
 
-def read_text(path):
-    """The file's text, or None when it does not exist. Raises JSONConfigError."""
-    if os.path.isdir(path):
-        raise JSONConfigError(f"{path}: is a directory")
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise JSONConfigError(f"{path}: cannot read: {exc.strerror}") from exc
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise JSONConfigError(f"{path}: byte {exc.start}: not UTF-8 text") from exc
-
-
-def write_text(module, path, text, existed):
-    """Write ``text`` to ``path`` atomically (temp file in the same directory)."""
-    directory = os.path.dirname(path) or "."
-    if not os.path.isdir(directory):
-        os.makedirs(directory, mode=0o755)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".daemon.json.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        module.atomic_move(tmp, path)
-        if not existed:
-            os.chmod(path, NEW_FILE_MODE)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def run(module):
     path = module.params["path"]
     result = {"changed": False, "path": path, "backup_file": None}
     try:
-        text = read_text(path)
+        text = read_text(path, JSONConfigError)
         changed, new_text, config = plan(text, module.params["settings"], path, docker=True)
     except JSONConfigError as exc:
         module.fail_json(msg=f"{exc}; left unchanged", **result)
@@ -161,7 +125,7 @@ def run(module):
         if module.params["backup"] and text is not None:
             result["backup_file"] = module.backup_local(path)
         try:
-            write_text(module, path, new_text, existed=text is not None)
+            write_text(path, new_text, NEW_FILE_MODE, replace=module.atomic_move)
         except OSError as exc:
             module.fail_json(msg=f"{path}: cannot write: {to_native(exc)}", **result)
     result["changed"] = changed

@@ -10,9 +10,9 @@ from ansible.module_utils.kube_scheduler import (
     DEFAULT_MANIFEST,
     DEFAULT_RKE2_CONFIG,
     KubeSchedulerError,
-    atomic_write,
     plan,
 )
+from ansible.module_utils.text_file import write_text
 
 DOCUMENTATION = r"""
 ---
@@ -284,7 +284,7 @@ def _write(path, text, static_dir):
     if _inside(os.path.dirname(path), static_dir):
         # never a temp file inside the static pod directory: make it one level up
         tmp_dir = os.path.dirname(os.path.dirname(os.path.abspath(path)))
-    atomic_write(path, text, tmp_dir=tmp_dir)
+    write_text(path, text, new_file_mode=0o600, tmp_dir=tmp_dir)
 
 
 def restore(module, static_dir):

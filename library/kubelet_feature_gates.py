@@ -1,8 +1,6 @@
 #!/usr/bin/python
 """Ansible module kubelet_feature_gates: set kubelet feature gates safely."""
 
-import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.kubelet_flags import (
@@ -31,6 +29,7 @@ from ansible.module_utils.kubelet_gates import (
     parse_version,
     refused_in_file,
 )
+from ansible.module_utils.text_file import read_text, write_text
 from ansible.module_utils.yaml_edit import get as yaml_get
 
 DOCUMENTATION = r"""
@@ -227,15 +226,10 @@ class ModuleError(Exception):
 
 
 def _read(path, missing_ok=False):
-    if not os.path.exists(path):
-        if missing_ok:
-            return None
+    text = read_text(path, ModuleError)
+    if text is None and not missing_ok:
         raise ModuleError(f"{path}: does not exist")
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModuleError(f"{path}: cannot read: {exc}") from exc
+    return text
 
 
 def detect_version(module, params, texts):
@@ -362,20 +356,6 @@ def _where_flags(text, fmt):
     return found[0][0] if found else None
 
 
-def _write(module, path, content):
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kubelet_feature_gates.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(content)
-        if not os.path.exists(path):
-            os.chmod(tmp, 0o644)
-        module.atomic_move(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def run(module):
     params = module.params
     try:
@@ -394,7 +374,7 @@ def run(module):
                 backup = module.backup_local(name)
                 result.setdefault("backup_file", backup)
                 result.setdefault("backup_files", {})[name] = backup
-            _write(module, name, new)
+            write_text(name, new, replace=module.atomic_move)
     return result
 
 

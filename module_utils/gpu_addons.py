@@ -1,13 +1,15 @@
 """Write a directory of rendered manifests: which files to create, rewrite, remove.
 
 Used by the gpu_cluster_addons role's module ``gpu_addons_manifest_files``
-(render mode, for GitOps). Standard library only: it runs wherever the play
-runs. Nothing here writes; ``plan`` reads the directory and says what would
+(render mode, for GitOps). Standard library and module_utils only: it runs
+wherever the play runs. Nothing here writes; ``plan`` reads the directory and says what would
 change, the module carries it out.
 """
 
 import os
 import re
+
+from ansible.module_utils.text_file import read_text as read_file_text
 
 # One object per file, names like 10-serviceaccount-gpushare-device-plugin.yaml:
 # no directories, no hidden files, nothing outside the output directory.
@@ -29,15 +31,7 @@ def check_name(name):
 
 def read_text(path):
     """The file's text, or None when it does not exist."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-    except UnicodeDecodeError as exc:
-        raise ManifestFilesError(f"{path}: not UTF-8 text ({exc.reason}); left unchanged") from exc
-    except OSError as exc:
-        raise ManifestFilesError(f"{path}: cannot read: {exc.strerror}") from exc
+    return read_file_text(path, ManifestFilesError)
 
 
 def plan(directory, files, remove=()):

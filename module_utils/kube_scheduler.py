@@ -13,7 +13,6 @@ import copy
 import json
 import os
 import re
-import tempfile
 
 import yaml
 from ansible.module_utils.kube_scheduler_yaml import (
@@ -25,6 +24,7 @@ from ansible.module_utils.kube_scheduler_yaml import (
     sequence_indent,
     set_key,
 )
+from ansible.module_utils.text_file import read_text
 from ansible.module_utils.yaml_edit import YamlEditError, append_to_list, remove_key, set_scalar
 
 GROUP = "kubescheduler.config.k8s.io"
@@ -809,13 +809,7 @@ def _rke2_unwire(path, text, data, *, container_path, source, warnings):
 # ---------------------------------------------------------------- entry point
 
 def read_file(path):
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-    except UnicodeDecodeError as exc:
-        raise KubeSchedulerError(f"{path}: not UTF-8 text ({exc}); left unchanged") from exc
+    return read_text(path, KubeSchedulerError)
 
 
 def plan(params, read=read_file):
@@ -864,25 +858,3 @@ def _plan_rke_node(params, version, read, warnings):
     api = POLICY if fmt == POLICY else f"{GROUP}/{fmt}"
     text = new_config(fmt, version, params["extender"], params["kubeconfig"], carried)
     return {path: (None, text)}, api, path
-
-
-def atomic_write(path, text, tmp_dir=None, mode=0o600):
-    """Write text to path via a temp file in tmp_dir (default: path's dir) and os.replace."""
-    directory = os.path.dirname(path)
-    tmp_dir = tmp_dir or directory
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".gpunode-", dir=tmp_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        try:
-            st = os.stat(path)
-            os.chmod(tmp, st.st_mode & 0o7777)
-            os.chown(tmp, st.st_uid, st.st_gid)
-        except FileNotFoundError:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -2,10 +2,10 @@
 """Write rendered Kubernetes manifests into a directory, one file per object."""
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_addons import ManifestFilesError, diffs, plan
+from ansible.module_utils.text_file import write_text
 
 DOCUMENTATION = r"""
 ---
@@ -93,19 +93,6 @@ def build_module():
     )
 
 
-def _write(module, path, content, mode):
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gpu-addons-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(content)
-        module.atomic_move(tmp, path)
-        module.set_mode_if_different(path, mode, False)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def run(module):
     params = module.params
     directory = params["path"]
@@ -133,7 +120,8 @@ def run(module):
         if change["action"] == "remove":
             os.unlink(change["path"])
         else:
-            _write(module, change["path"], change["after"], params["mode"])
+            write_text(change["path"], change["after"], replace=module.atomic_move)
+            module.set_mode_if_different(change["path"], params["mode"], False)
     return result
 
 

@@ -11,6 +11,7 @@ from ansible.module_utils.kube_scheduler import (
     DEFAULT_RKE2_CONFIG,
     KubeSchedulerError,
     plan,
+    scheduler_pids,
 )
 from ansible.module_utils.text_file import write_text
 
@@ -211,6 +212,15 @@ rollback:
       changed mapped to its backup, or to null for a file this run created.
   returned: when O(backup=true)
   type: dict
+scheduler_pids:
+  description:
+    - PIDs of the kube-scheduler processes running just before the files changed. Until the kubelet
+      (or rke2-server) replaces them, the old scheduler keeps answering its health endpoint, so a
+      health check must first wait for them to be gone.
+  returned: when files changed
+  type: list
+  elements: int
+  sample: [2314]
 diff:
   description: Text before and after, one entry per file.
   returned: when diff mode is on
@@ -341,6 +351,7 @@ def run(module):
                        for path, (old, new) in files.items()]
     if module.check_mode or not files:
         return out
+    out["scheduler_pids"] = scheduler_pids()
     manifest = params["manifest_path"]
     # present: the config exists before the scheduler is pointed at it; absent: the reverse
     order = sorted(files, key=lambda p: (p == manifest) == (params["state"] == "present"))

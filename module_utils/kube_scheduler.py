@@ -858,3 +858,27 @@ def _plan_rke_node(params, version, read, warnings):
     api = POLICY if fmt == POLICY else f"{GROUP}/{fmt}"
     text = new_config(fmt, version, params["extender"], params["kubeconfig"], carried)
     return {path: (None, text)}, api, path
+
+
+def scheduler_pids(proc_root="/proc"):
+    """PIDs of the running kube-scheduler processes (command name ``kube-scheduler``).
+
+    Taken just before a change, so that the health check can first wait for
+    these to be replaced: until the kubelet (or rke2-server) restarts the
+    scheduler, the old one keeps answering /healthz with 200.
+    """
+    pids = []
+    try:
+        entries = os.listdir(proc_root)
+    except OSError:
+        return pids
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc_root, entry, "comm"), encoding="utf-8", errors="replace") as handle:
+                if handle.read().strip() == "kube-scheduler":
+                    pids.append(int(entry))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return sorted(pids)

@@ -582,3 +582,14 @@ def test_rke_files_are_edited_through_yaml_edit(monkeypatch):
     run(fs, "1.26.8", flavor="rke", cluster_yml="/rke/cluster.yml")
     run(fs, "1.26.8", flavor="rke", cluster_yml="/rke/cluster.yml", state="absent")
     assert fs["/rke/cluster.yml"] == cluster
+
+
+def test_scheduler_pids_finds_processes_by_command_name(tmp_path):
+    processes = {1: "systemd", 412: "kube-scheduler", 77: "kube-apiserver", 9001: "kube-scheduler"}
+    for pid, comm in processes.items():
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "comm").write_text(comm + "\n")
+    (tmp_path / "self").mkdir()
+    (tmp_path / "55").mkdir()  # a process that exited while /proc was read: no comm
+    assert ks.scheduler_pids(str(tmp_path)) == [412, 9001]
+    assert ks.scheduler_pids(str(tmp_path / "absent")) == []

@@ -2,8 +2,8 @@
 
 Used by the gpu_cluster_addons role's module ``gpu_addons_manifest_files``
 (render mode, for GitOps). Standard library and module_utils only: it runs
-wherever the play runs. Nothing here writes; ``plan`` reads the directory and says what would
-change, the module carries it out.
+wherever the play runs. Nothing here writes; ``plan`` reads the directory
+and says what would change, the module carries it out.
 """
 
 import os
@@ -31,7 +31,10 @@ def check_name(name):
 
 def read_text(path):
     """The file's text, or None when it does not exist."""
-    return read_file_text(path, ManifestFilesError)
+    try:
+        return read_file_text(path, ManifestFilesError)
+    except ManifestFilesError as exc:
+        raise ManifestFilesError(f"{exc}; left unchanged") from exc
 
 
 def plan(directory, files, remove=()):

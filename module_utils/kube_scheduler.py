@@ -809,7 +809,10 @@ def _rke2_unwire(path, text, data, *, container_path, source, warnings):
 # ---------------------------------------------------------------- entry point
 
 def read_file(path):
-    return read_text(path, KubeSchedulerError)
+    try:
+        return read_text(path, KubeSchedulerError)
+    except KubeSchedulerError as exc:
+        raise KubeSchedulerError(f"{exc}; left unchanged") from exc
 
 
 def plan(params, read=read_file):

@@ -15,12 +15,21 @@ Paths are lists of keys (str) for mappings and indices (int) for sequences:
 ``["services", "kubelet", "extra_args", "feature-gates"]`` or
 ``["kubelet-arg", 0]``.
 
-Standard library and PyYAML only: this runs on target hosts.
+Standard library and PyYAML only: this runs on target hosts, where PyYAML
+(python3-yaml) may be missing; modules check ``YAML_IMPORT_ERROR`` and fail
+with ``missing_required_lib`` before calling anything here.
 """
 
 import copy
+import traceback
 
-import yaml
+try:
+    import yaml
+except ImportError:  # the node has no python3-yaml
+    yaml = None
+    YAML_IMPORT_ERROR = traceback.format_exc()
+else:
+    YAML_IMPORT_ERROR = None
 
 _NULL_TAG = "tag:yaml.org,2002:null"
 _MISSING = object()

@@ -1,52 +1,45 @@
 #!/usr/bin/python
-"""Ansible module kubelet_feature_gates: set kubelet feature gates safely."""
+"""Ansible module kubelet_feature_gates: set kubelet feature gates where the kubelet reads them."""
 
+import os
+import time
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.kubelet_flags import (
-    FlagsError,
-    GateError,
-    YamlEditError,
-    detect_format,
-    read_config_gates,
-    read_flags_gates,
-    read_gate_values,
-    read_rke1_gates,
-    read_rke2_gates,
-    rke2_files,
-    rke2_items,
-    set_gate_string,
-    write_config_gates,
-    write_rke1_gates,
-    write_rke2_gates,
-)
-from ansible.module_utils.kubelet_gates import (
-    decide,
-    format_gate_string,
-    format_version,
-    gates_needed,
-    merge,
-    parse_version,
-    refused_in_file,
-)
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.kubelet_plan import MissingRequirement, PlanError, plan
 from ansible.module_utils.text_file import read_text, write_text
-from ansible.module_utils.yaml_edit import get as yaml_get
+from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
 
 DOCUMENTATION = r"""
 ---
 module: kubelet_feature_gates
-short_description: Set kubelet feature gates, refusing any gate the kubelet version would reject
+short_description: Set kubelet feature gates where the kubelet reads them, refusing any it would reject
 description:
-  - Merges feature gates into the place the kubelet reads them from, keeping every other
-    setting, comment and layout.
-  - Checks each gate against a table of gate histories (module_utils/kubelet_gates.py) for the
-    kubelet's version. A gate this version does not know, or a value it cannot take (a GA gate
-    locked to its default), fails with the reason and nothing is written.
+  - Finds the kubelet (its process, its systemd unit and the unit's drop-ins and environment files,
+    or RKE2), asks its version once, and merges the gates where the kubelet reads them, keeping every
+    other setting, comment and layout. With no file named, the gates go to a drop-in gpunode owns in
+    the kubelet's C(--config-dir) when it reads one (the main files are not touched), else to its
+    C(--config) file (YAML or JSON, which stays JSON), else to its C(--feature-gates) flag at the
+    assignment that really reaches C(ExecStart) by systemd's rules (C(EnvironmentFile=) wins over
+    C(Environment=); a variable C(ExecStart) never expands reaches nothing).
+  - Checks each gate against a table of gate histories (module_utils/kubelet_gates.py, with sources)
+    for the kubelet's version. A gate this version does not know, or a value it cannot take (a GA gate
+    locked to its default), fails with the reason and nothing is written. On a kubelet newer than the
+    table, gates are written as they stood in the table's last version, with a warning that names it.
   - A gate removed after it graduated, asked for with its graduated value (C(DevicePlugins=true)
-    on 1.28+), needs no setting; it is reported in RI(skipped_gates) and, if the file still holds
+    on 1.28+), needs no setting; it is reported in RV(skipped_gates) and, if the file still holds
     it (the kubelet would refuse to start), removed from the file.
+  - Compares the result with the running kubelet (its C(--feature-gates), its start time against the
+    config file's, systemd's C(NeedDaemonReload)) and reports RV(restart_required) when the kubelet
+    must restart to run what the files say, also when an earlier run wrote them and was stopped
+    before the restart. Before a restart would be needed, refuses (writing nothing) when the kubelet
+    would not come back - a flag its version removed (C(--pod-infra-container-image) from 1.35, the
+    cAdvisor flags from 1.37), or a cgroup v1 host from 1.35 without C(failCgroupV1=false).
   - Gates already in the file and not asked about are kept as they are. If the kubelet would
     refuse one of them, the module warns.
+  - Publishes C(ansible_facts.kubelet_gpu).
+requirements:
+  - PyYAML (C(python3-yaml)) on the node for YAML files (KubeletConfiguration in YAML, RKE files);
+    JSON configurations, flags files and units need only the standard library.
 options:
   gates:
     description: Gate name -> value.
@@ -55,42 +48,56 @@ options:
   gpu_node:
     description:
       - Also set the gates a GPU node needs on this kubelet version
-        (C(DevicePlugins=true) where it is alpha, 1.8-1.9); gates in I(gates) win.
+        (C(DevicePlugins=true) where it is alpha, 1.8-1.9), and take out of the file the GPU gates a
+        newer kubelet no longer knows (C(DevicePlugins), C(KubeletPodResources),
+        C(KubeletPodResourcesGetAllocatable), C(DevicePluginCDIDevices)); gates in O(gates) win.
     type: bool
     default: false
   legacy_accelerators:
     description:
-      - With I(gpu_node), also set C(Accelerators=true) on kubelets that still have it (before 1.11),
+      - With O(gpu_node), also set C(Accelerators=true) on kubelets that still have it (before 1.11),
         for the alpha C(alpha.kubernetes.io/nvidia-gpu) resource.
     type: bool
     default: false
   kubernetes_version:
     description:
       - Version of the kubelet (C(1.28.2) or C(v1.28.2)).
-      - When omitted, read from C(kubelet --version) (I(kubelet_path) or the PATH, and
-        C(/var/lib/rancher/rke2/bin)); with I(rke_cluster_yml), from its C(kubernetes_version).
+      - When omitted, read from C(kubelet --version) of the binary the kubelet's unit starts (or
+        O(kubelet_path), the PATH, C(/var/lib/rancher/rke2/bin)); with O(rke_cluster_yml), from its
+        C(kubernetes_version).
     type: str
   kubelet_path:
     description: The kubelet binary to ask for its version.
     type: path
+  target:
+    description:
+      - Where the gates go when no file is named. V(auto) finds it (RKE2, else the kubelet's
+        C(--config-dir), C(--config), flags); V(config) the kubelet's C(--config) file; V(flags) its
+        flags; V(rke2) RKE2's C(/etc/rancher/rke2/config.yaml).
+    type: str
+    choices: [auto, config, flags, rke2]
+    default: auto
   config_file:
-    description: A KubeletConfiguration file (C(/var/lib/kubelet/config.yaml)); sets C(featureGates).
+    description: A KubeletConfiguration file (YAML or JSON) whose C(featureGates) to set.
     type: path
   flags_file:
     description:
       - A file holding kubelet flags; the gates are merged into one C(--feature-gates=) flag.
       - An environment file (C(/etc/default/kubelet), C(/etc/sysconfig/kubelet)) is created
         when missing; a systemd unit or drop-in (C(10-kubeadm.conf)) must exist.
+      - When the kubelet's unit is known, the module checks that the flag reaches C(ExecStart)
+        from this file and fails saying why when it would not.
     type: path
   flags_format:
-    description: Format of I(flags_file); C(auto) is C(systemd) when the file has a C([Section]) header.
+    description: Format of O(flags_file); V(auto) is V(systemd) when the file has a C([Section]) header.
     type: str
     choices: [auto, env, systemd]
     default: auto
   flags_variable:
     description:
       - Variable that gets the flag when no C(--feature-gates) is present yet. Default
-        C(KUBELET_EXTRA_ARGS), or in an environment file the only variable holding flags.
+        C(KUBELET_EXTRA_ARGS) when C(ExecStart) expands it, else the last variable it expands that
+        holds flags.
     type: str
   rke_cluster_yml:
     description:
@@ -102,16 +109,47 @@ options:
       - RKE2 C(config.yaml); sets a C(feature-gates=...) item of C(kubelet-arg), taking the
         C(config.yaml.d/*.yaml) drop-ins (and C(kubelet-arg+)) into account.
     type: path
+  service:
+    description:
+      - The systemd unit that runs the kubelet; found when omitted (the running kubelet's,
+        C(kubelet), or RKE2's).
+    type: str
+  unit_files:
+    description:
+      - The kubelet unit's files in the order systemd applies them (the unit, then its drop-ins);
+        found with C(systemctl show) when omitted.
+    type: list
+    elements: path
+  proc_root:
+    description: Where the node's C(/proc) is (the kubelet process, the cgroup mounts).
+    type: path
+    default: /proc
+  check_running:
+    description: Compare with the running kubelet and report a restart when it runs older settings.
+    type: bool
+    default: true
+  restart_planned:
+    description:
+      - The caller restarts the kubelet when RV(restart_required); the facts then say no restart
+        is pending.
+    type: bool
+    default: false
+  report_missing_requirements:
+    description:
+      - When a library the node lacks is needed (PyYAML for a YAML file), return
+        RV(missing_requirements) without failing, so that the caller can install it and run again.
+    type: bool
+    default: false
   allow_unknown:
     description: Write gates that are not in the module's table, unchecked.
     type: bool
     default: false
   backup:
-    description: Keep a timestamped copy of each file changed.
+    description: Keep a timestamped copy of each file changed (never where the kubelet would load it).
     type: bool
     default: false
 notes:
-  - Exactly one of I(config_file), I(flags_file), I(rke_cluster_yml), I(rke2_config).
+  - At most one of O(config_file), O(flags_file), O(rke_cluster_yml), O(rke2_config).
 attributes:
   check_mode:
     support: full
@@ -121,16 +159,23 @@ author: gpunode
 """
 
 EXAMPLES = r"""
+- name: Gates wherever this node's kubelet reads them (found), restart decided by the module
+  kubelet_feature_gates:
+    gates: {DynamicResourceAllocation: true}
+    gpu_node: true
+    backup: true
+  register: kubelet_gates
+
 - name: DevicePlugins on a 1.9 kubelet (alpha there; must be set)
   kubelet_feature_gates:
     gates: {DevicePlugins: true}
     flags_file: /etc/systemd/system/kubelet.service.d/10-kubeadm.conf
     backup: true
 
-- name: Gates in the KubeletConfiguration, version detected
+- name: EKS node (a JSON KubeletConfiguration stays JSON)
   kubelet_feature_gates:
-    gates: {DynamicResourceAllocation: true}
-    config_file: /var/lib/kubelet/config.yaml
+    gates: {KubeletPodResourcesDynamicResources: true}
+    config_file: /etc/kubernetes/kubelet/config.json
 
 - name: RKE2 node
   kubelet_feature_gates:
@@ -145,12 +190,31 @@ changed:
   type: bool
   returned: always
 diff:
-  description: Before/after text of each file changed (a list when several RKE2 files are involved).
+  description: Before/after text of each file changed (a list when several files are involved).
   type: raw
   returned: when changed and diff mode is on
 restart_required:
-  description: The kubelet (or rke2 service, or C(rke up)) must be restarted for the change to take effect.
+  description:
+    - The kubelet (or rke2 service, or C(rke up)) must be restarted to run what the files say - because
+      they changed, or because what runs is older than them (RV(stale)).
   type: bool
+  returned: always
+stale:
+  description: Why the running kubelet is older than its files (empty when it is not).
+  type: list
+  elements: str
+  returned: always
+  sample:
+    - the running kubelet (PID 812) has --feature-gates=(none), its files give --feature-gates=A=true
+daemon_reload:
+  description:
+    - A unit file or drop-in changed (or systemd has not reloaded one) - run C(systemctl daemon-reload)
+      before the restart.
+  type: bool
+  returned: always
+service:
+  description: The unit that runs the kubelet (C(kubelet.service), C(rke2-agent.service)); null on RKE1.
+  type: str
   returned: always
 applied_gates:
   description: The asked-for gates that the file now sets.
@@ -167,13 +231,23 @@ gates:
   type: dict
   returned: always
 kubernetes_version:
-  description: The kubelet version the gates were checked against.
+  description: The kubelet version the gates were checked against (null when no kubelet was found).
   type: str
   returned: always
   sample: 1.28.2
 target:
-  description: Where the gates are (C(featureGates), C(Environment KUBELET_EXTRA_ARGS), C(ExecStart), ...).
+  description: The kind of place the gates are in (V(config), V(config_dir), V(flags), V(rke2), V(rke1)).
   type: str
+  returned: always
+location:
+  description:
+    - Where exactly (C(/var/lib/kubelet/config.yaml featureGates), C(/etc/default/kubelet KUBELET_EXTRA_ARGS),
+      ...).
+  type: str
+  returned: always
+present:
+  description: Whether a kubelet was found (false - nothing done, with a warning).
+  type: bool
   returned: always
 files:
   description: Files changed (or that would change in check mode).
@@ -181,8 +255,15 @@ files:
   elements: str
   returned: always
 needed_gates:
-  description: With I(gpu_node), the gates a GPU node needs on this version (empty on modern kubelets).
+  description: With O(gpu_node), the gates a GPU node needs on this version (empty on modern kubelets).
   type: dict
+  returned: always
+restore:
+  description:
+    - What C(verified_restart) puts back when the kubelet does not come back - each file with its
+      backup (none - the file did not exist and is removed).
+  type: list
+  elements: dict
   returned: always
 backup_file:
   description: Backup of the changed file (the first one, when several).
@@ -192,10 +273,24 @@ backup_files:
   description: Changed file -> its backup.
   type: dict
   returned: when backup=true and a file changed
+missing_requirements:
+  description: With O(report_missing_requirements), the libraries the node lacks (nothing else was done).
+  type: list
+  elements: dict
+  returned: when a library is missing
+  sample:
+    - library: PyYAML
+      packages: {Debian: python3-yaml, RedHat: python3-pyyaml}
+      path: /var/lib/kubelet/config.yaml
+ansible_facts:
+  description: C(kubelet_gpu) - present, kubernetes_version, target, files, gates, service, restart_pending.
+  type: dict
+  returned: always
 """
 
-TARGETS = ("config_file", "flags_file", "rke_cluster_yml", "rke2_config")
-RKE2_BIN = "/var/lib/rancher/rke2/bin"
+C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
+TARGET_PATHS = ("config_file", "flags_file", "rke_cluster_yml", "rke2_config")
+YAML_PACKAGES = {"Debian": "python3-yaml", "RedHat": "python3-pyyaml", "Suse": "python3-PyYAML"}
 
 
 def build_module():
@@ -206,176 +301,121 @@ def build_module():
             "legacy_accelerators": {"type": "bool", "default": False},
             "kubernetes_version": {"type": "str"},
             "kubelet_path": {"type": "path"},
+            "target": {"type": "str", "choices": ["auto", "config", "flags", "rke2"], "default": "auto"},
             "config_file": {"type": "path"},
             "flags_file": {"type": "path"},
             "flags_format": {"type": "str", "choices": ["auto", "env", "systemd"], "default": "auto"},
             "flags_variable": {"type": "str"},
             "rke_cluster_yml": {"type": "path"},
             "rke2_config": {"type": "path"},
+            "service": {"type": "str"},
+            "unit_files": {"type": "list", "elements": "path"},
+            "proc_root": {"type": "path", "default": "/proc"},
+            "check_running": {"type": "bool", "default": True},
+            "restart_planned": {"type": "bool", "default": False},
+            "report_missing_requirements": {"type": "bool", "default": False},
             "allow_unknown": {"type": "bool", "default": False},
             "backup": {"type": "bool", "default": False},
         },
-        mutually_exclusive=[TARGETS],
-        required_one_of=[TARGETS],
+        mutually_exclusive=[TARGET_PATHS],
         supports_check_mode=True,
     )
 
 
-class ModuleError(Exception):
-    """Turned into fail_json once, in run()."""
+class Host:
+    """The node, as kubelet_plan sees it: files, commands and clocks."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def read_text(self, path):
+        return read_text(path, PlanError)
+
+    def exists(self, path):
+        return os.path.exists(path)
+
+    def isdir(self, path):
+        return os.path.isdir(path)
+
+    def listdir(self, path):
+        return os.listdir(path)
+
+    def mtime(self, path):
+        try:
+            return os.stat(path).st_mtime
+        except OSError:
+            return None
+
+    def which(self, name, opt_dirs=None):
+        return self.module.get_bin_path(name, opt_dirs=opt_dirs or [])
+
+    def run(self, argv):
+        return self.module.run_command(argv, environ_update=C_LOCALE)
+
+    def boot_time(self):
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+    def wall_time(self):
+        return time.time()
 
 
-def _read(path, missing_ok=False):
-    text = read_text(path, ModuleError)
-    if text is None and not missing_ok:
-        raise ModuleError(f"{path}: does not exist")
-    return text
-
-
-def detect_version(module, params, texts):
-    if params["kubernetes_version"]:
-        return params["kubernetes_version"]
-    if params["rke_cluster_yml"]:
-        text = texts[params["rke_cluster_yml"]] or ""
-        version = yaml_get(text, ["kubernetes_version"])
-        if version:
-            return str(version)
-        raise ModuleError(
-            f"{params['rke_cluster_yml']}: no kubernetes_version in the file; pass kubernetes_version"
-        )
-    kubelet = params["kubelet_path"] or module.get_bin_path("kubelet", opt_dirs=[RKE2_BIN])
-    if not kubelet:
-        raise ModuleError("kubelet not found to detect its version; pass kubernetes_version")
-    rc, out, err = module.run_command([kubelet, "--version"], environ_update={"LC_ALL": "C"})
-    if rc != 0:
-        raise ModuleError(f"{kubelet} --version failed (rc={rc}): {(err or out).strip()}")
-    return out.strip()
-
-
-def _target_path(params):
-    for name in TARGETS:
-        if params[name]:
-            return name, params[name]
-    raise ModuleError("no target given")
-
-
-def plan(module, params):
-    """Compute everything; returns (result, new_texts) where new_texts maps path -> (old, new)."""
-    kind, path = _target_path(params)
-    texts = {}
-    if kind == "rke2_config":
-        for name in rke2_files(path):
-            texts[name] = _read(name, missing_ok=(name == path))
-        texts = {name: text or "" for name, text in texts.items()}
-    elif kind == "flags_file":
-        texts[path] = _read(path, missing_ok=params["flags_format"] != "systemd")
-    else:
-        texts[path] = _read(path)
-
-    version = format_version(parse_version(detect_version(module, params, texts)))
-    needed = gates_needed(version, params["legacy_accelerators"]) if params["gpu_node"] else {}
-    asked = {**needed, **(params["gates"] or {})}
-    try:
-        apply, skipped, warnings = decide(asked, version, params["allow_unknown"])
-    except GateError as exc:
-        raise ModuleError(f"{path}: {exc}; nothing written") from exc
-
-    text = texts.get(path)
-    where = None
-    flag_warnings = []
-    try:
-        if kind == "config_file":
-            current = read_config_gates(text)
-            where = "featureGates"
-        elif kind == "flags_file":
-            if text is None:
-                fmt = "env"
-                text = ""
-            else:
-                fmt = params["flags_format"] if params["flags_format"] != "auto" else detect_format(text)
-            current = read_flags_gates(text, fmt)
-        elif kind == "rke_cluster_yml":
-            current = read_rke1_gates(text)
-            where = "services.kubelet.extra_args.feature-gates"
-        else:
-            items = rke2_items(texts)
-            current = read_rke2_gates(items)
-            where = "kubelet-arg"
-    except (GateError, FlagsError, YamlEditError) as exc:
-        raise ModuleError(f"{path}: {exc}; left unchanged") from exc
-
-    remove = {name for name in skipped if name in current}
-    merged = merge(current, apply, remove)
-    for why in refused_in_file({k: v for k, v in current.items() if k not in asked}, version).values():
-        warnings.append(f"{path}: {why}; the kubelet would refuse it (not asked about, left as it is)")
-
-    new_texts = {}
-    try:
-        if kind == "config_file":
-            new_texts[path] = write_config_gates(text, current, merged)
-        elif kind == "flags_file":
-            if merged == current and list(merged) == list(current) and len(read_gate_values(text, fmt)) <= 1:
-                new_texts[path] = text
-            else:
-                new, where, flag_warnings = set_gate_string(
-                    text, fmt, format_gate_string(merged), params["flags_variable"]
-                )
-                new_texts[path] = new
-            where = where or _where_flags(text, fmt)
-        elif kind == "rke_cluster_yml":
-            new_texts[path] = write_rke1_gates(text, current, merged)
-        else:
-            new_texts.update(write_rke2_gates(texts, items, current, merged))
-    except (GateError, FlagsError, YamlEditError) as exc:
-        raise ModuleError(f"{path}: {exc}; left unchanged") from exc
-
-    before = texts if kind == "rke2_config" else {path: _read(path, missing_ok=True)}
-    changes = {
-        name: (before.get(name), new)
-        for name, new in new_texts.items()
-        if new != (before.get(name) or "") or (before.get(name) is None and new)
+def missing(module, exc):
+    """The result (or the failure) when the node lacks a library."""
+    message = f"{exc}: {missing_required_lib('PyYAML (python3-yaml)')}"
+    if not module.params["report_missing_requirements"]:
+        module.fail_json(msg=message, exception=YAML_IMPORT_ERROR)
+    return {
+        "changed": False,
+        "restart_required": False,
+        "msg": message,
+        "missing_requirements": [{"library": exc.library, "packages": YAML_PACKAGES, "path": exc.path}],
     }
-    result = {
-        "changed": bool(changes),
-        "restart_required": bool(changes),
-        "applied_gates": apply,
-        "skipped_gates": skipped,
-        "gates": merged,
-        "kubernetes_version": version,
-        "needed_gates": needed,
-        "target": where,
-        "files": sorted(changes),
-    }
-    for warning in warnings + flag_warnings:
-        module.warn(warning)
-    return result, changes
-
-
-def _where_flags(text, fmt):
-    found = read_gate_values(text, fmt)
-    return found[0][0] if found else None
 
 
 def run(module):
     params = module.params
     try:
-        result, changes = plan(module, params)
-    except ModuleError as exc:
+        outcome = plan(params, Host(module))
+    except MissingRequirement as exc:
+        return missing(module, exc)
+    except PlanError as exc:
         module.fail_json(msg=str(exc))
+    result = outcome.result
+    changes = outcome.changes
+    for warning in outcome.warnings:
+        module.warn(warning)
     if module._diff and changes:
         diffs = [
-            {"before": old or "", "after": new, "before_header": name, "after_header": name}
+            {"before": old or "", "after": new or "", "before_header": name, "after_header": name}
             for name, (old, new) in sorted(changes.items())
         ]
         result["diff"] = diffs[0] if len(diffs) == 1 else diffs
+    restore = [{"path": path, "backup": backup} for path, backup in sorted(outcome.stale_backups.items())]
     if changes and not module.check_mode:
-        for name, (old, new) in sorted(changes.items()):
-            if params["backup"] and old is not None:
-                backup = module.backup_local(name)
-                result.setdefault("backup_file", backup)
-                result.setdefault("backup_files", {})[name] = backup
-            write_text(name, new, replace=module.atomic_move)
+        restore = write(module, changes, result)
+    result["restore"] = restore
     return result
+
+
+def write(module, changes, result):
+    """Write (or delete) the changed files, backups first; returns the restore list."""
+    restore = []
+    for name, (old, new) in sorted(changes.items()):
+        backup = None
+        if module.params["backup"] and old is not None:
+            backup = module.backup_local(name)
+            result.setdefault("backup_file", backup)
+            result.setdefault("backup_files", {})[name] = backup
+        if old is None or backup:
+            restore.append({"path": name, "backup": backup})
+        try:
+            if new is None:
+                os.unlink(name)
+            else:
+                write_text(name, new, replace=module.atomic_move)
+        except OSError as exc:
+            module.fail_json(msg=f"{name}: cannot write: {exc.strerror or exc}", **result)
+    return restore
 
 
 def main():

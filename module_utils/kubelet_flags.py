@@ -1,255 +1,52 @@
-"""Read and edit ``--feature-gates`` in the files that hold kubelet flags.
+"""Read and edit the kubelet's ``--feature-gates`` flag where systemd gets it from.
 
-Two formats:
+Two file formats (parsed by systemd_exec, with systemd's own rules):
 
-- ``env``: an environment file as systemd's ``EnvironmentFile=`` reads it
-  (``/etc/default/kubelet``, ``/etc/sysconfig/kubelet``,
-  ``/var/lib/kubelet/kubeadm-flags.env``): ``NAME=value`` lines, the value
-  unquoted, "double-quoted" (backslash escapes, may span lines) or
-  'single-quoted'; a backslash at the end of a line continues the value.
+- ``env``: an environment file (``/etc/default/kubelet``,
+  ``/etc/sysconfig/kubelet``, ``/var/lib/kubelet/kubeadm-flags.env``,
+  kubespray's ``/etc/kubernetes/kubelet.env``);
 - ``systemd``: a unit or drop-in (``10-kubeadm.conf``): flags in
   ``Environment="KUBELET_EXTRA_ARGS=..."`` assignments or in ``ExecStart=``.
 
 Within a value, flags are words separated by whitespace; a word may carry
 quotes (``--feature-gates="A=true,B=false"``). Edits replace the text of one
-word and keep every other byte. All ``--feature-gates`` flags found are merged
-into the first one (the kubelet merges repeated flags the same way: later
-entries win), the others are removed.
+word and keep every other byte.
 
-The YAML targets are here too: a KubeletConfiguration file (``featureGates``),
-RKE1 ``cluster.yml`` (``services.kubelet.extra_args.feature-gates``) and RKE2
-``config.yaml`` plus ``config.yaml.d/*.yaml`` (``kubelet-arg`` items
-``feature-gates=...``), all edited through yaml_edit so comments survive.
+``set_gate_string`` edits one file on its own (all its ``--feature-gates``
+merged into the first, as the kubelet merges repeated flags). ``plan_edit``
+edits the files of a whole unit: it follows ``ExecStart=`` to the assignment
+that really reaches the kubelet (a variable set both by ``Environment=`` and
+by an ``EnvironmentFile=`` takes the file's value; a variable ExecStart never
+expands reaches nothing), writes there, and checks the result by resolving
+the unit again.
 
-Standard library and PyYAML only: this runs on target hosts.
+Standard library only: this runs on target hosts (Python 3.8+).
 """
 
-import os
 import re
 from collections import namedtuple
 
-from ansible.module_utils.kubelet_gates import GateError, format_gate_string, parse_bool, parse_gate_string
-from ansible.module_utils.yaml_edit import YamlEditError, append_to_list, get, remove_key, set_scalar
+from ansible.module_utils.kubelet_gates import GateError, format_gate_string, parse_gate_string
+from ansible.module_utils.systemd_exec import (
+    ENVIRONMENT,
+    ENVIRONMENT_FILE,
+    UnitError,
+    environment_assignments,
+    line_no,
+    resolve,
+    scan_env_file,
+    scan_unit,
+    split_words,
+)
 
-Word = namedtuple("Word", "start end value")
+FlagsError = UnitError
+
 # a place holding flags: ``start``/``end`` bound the raw flag text in the file
 Container = namedtuple("Container", "label name start end")
 
-_ENV_LINE_RE = re.compile(r"[ \t]*(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_]*)=")
-_UNIT_LINE_RE = re.compile(r"[ \t]*([A-Za-z][A-Za-z0-9]*)[ \t]*=[ \t]*")
 _SECTION_RE = re.compile(r"[ \t]*\[([^\]]+)\][ \t]*$")
-_GATES = "--feature-gates"
+GATES_FLAG = "--feature-gates"
 DEFAULT_VARIABLE = "KUBELET_EXTRA_ARGS"
-
-
-class FlagsError(ValueError):
-    """The file cannot be read as the format says; ``line`` is 1-based when known."""
-
-    def __init__(self, message, line=None):
-        if line is not None:
-            message = f"line {line}: {message}"
-        super().__init__(message)
-        self.line = line
-
-
-def _line_no(text, index):
-    return text.count("\n", 0, index) + 1
-
-
-def split_words(text, start=0, end=None):
-    """Shell-like words of ``text[start:end]`` with their raw spans and unquoted values."""
-    end = len(text) if end is None else end
-    words = []
-    i = start
-    while i < end:
-        char = text[i]
-        if char in " \t\r\n":
-            i += 1
-            continue
-        if char == "\\" and i + 1 < end and text[i + 1] == "\n":
-            i += 2
-            continue
-        word_start = i
-        buf = []
-        while i < end and text[i] not in " \t\r\n":
-            char = text[i]
-            if char == "\\":
-                if i + 1 < end and text[i + 1] == "\n":
-                    i += 2
-                elif i + 1 < end:
-                    buf.append(text[i + 1])
-                    i += 2
-                else:
-                    buf.append(char)
-                    i += 1
-            elif char == "'":
-                close = text.find("'", i + 1, end)
-                if close < 0:
-                    raise FlagsError("unterminated ' quote", _line_no(text, i))
-                buf.append(text[i + 1 : close])
-                i = close + 1
-            elif char == '"':
-                j = i + 1
-                while j < end and text[j] != '"':
-                    if text[j] == "\\" and j + 1 < end:
-                        if text[j + 1] != "\n":
-                            buf.append(text[j + 1])
-                        j += 2
-                        continue
-                    buf.append(text[j])
-                    j += 1
-                if j >= end:
-                    raise FlagsError('unterminated " quote', _line_no(text, i))
-                i = j + 1
-            else:
-                buf.append(char)
-                i += 1
-        words.append(Word(word_start, i, "".join(buf)))
-    return words
-
-
-# ---------------------------------------------------------------- env files
-
-
-def _scan_env(text):
-    """Assignments of an env file: list of (name, value_start, value_end, line)."""
-    assignments = []
-    i = 0
-    length = len(text)
-    while i < length:
-        eol = text.find("\n", i)
-        eol = length if eol < 0 else eol
-        stripped = text[i:eol].strip()
-        if not stripped or stripped[0] in "#;":
-            i = eol + 1
-            continue
-        match = _ENV_LINE_RE.match(text, i, eol)
-        if not match:
-            raise FlagsError(f"expected NAME=value, found {stripped[:60]!r}", _line_no(text, i))
-        name = match.group(1)
-        start = match.end()
-        quote = text[start : start + 1]
-        if quote in ("'", '"'):
-            j = start + 1
-            while j < length and text[j] != quote:
-                j += 2 if (quote == '"' and text[j] == "\\") else 1
-            if j >= length:
-                raise FlagsError(f"{name}: unterminated {quote} quote", _line_no(text, start))
-            value_start, value_end = start + 1, j
-            eol = text.find("\n", j)
-            eol = length if eol < 0 else eol
-            rest = text[j + 1 : eol].strip()
-            if rest and not rest.startswith("#"):
-                raise FlagsError(
-                    f"{name}: unexpected text after the closing quote: {rest!r}", _line_no(text, j)
-                )
-        else:
-            j = start
-            while True:
-                eol = text.find("\n", j)
-                eol = length if eol < 0 else eol
-                if eol > start and text[eol - 1] == "\\" and eol < length:
-                    j = eol + 1
-                    continue
-                break
-            value_start, value_end = start, eol
-            while value_end > value_start and text[value_end - 1] in " \t\r":
-                value_end -= 1
-        assignments.append((name, value_start, value_end, _line_no(text, i)))
-        i = eol + 1
-    return assignments
-
-
-def _env_containers(text):
-    return [Container(name, name, start, end) for name, start, end, _ in _scan_env(text)]
-
-
-# ---------------------------------------------------------------- unit files
-
-
-def _logical_lines(text):
-    """(start, end) of each logical line of a unit file (backslash continuations joined)."""
-    lines = []
-    i = 0
-    length = len(text)
-    while i < length:
-        j = i
-        while True:
-            eol = text.find("\n", j)
-            eol = length if eol < 0 else eol
-            stripped = text[i:eol].lstrip()
-            is_comment = stripped[:1] in ("#", ";") and j == i
-            if not is_comment and text[j:eol].rstrip().endswith("\\") and eol < length:
-                j = eol + 1
-                continue
-            break
-        lines.append((i, eol))
-        i = eol + 1
-    return lines
-
-
-def _scan_unit(text):
-    """Parse a unit file: dict with environment words, exec_start span, env files, service span."""
-    info = {"environment": [], "exec_start": None, "env_files": [], "service": None, "last_env": None}
-    section = None
-    for start, end in _logical_lines(text):
-        line = text[start:end]
-        stripped = line.strip()
-        if not stripped or stripped[0] in "#;":
-            continue
-        section_match = _SECTION_RE.match(line)
-        if section_match:
-            section = section_match.group(1)
-            if section == "Service" and info["service"] is None:
-                info["service"] = end
-            continue
-        match = _UNIT_LINE_RE.match(text, start, end)
-        if not match:
-            raise FlagsError(
-                f"not a [Section] header, a comment or a Key=value assignment: {stripped[:60]!r}",
-                _line_no(text, start),
-            )
-        if section is None:
-            raise FlagsError(f"{match.group(1)}= appears before any [Section] header", _line_no(text, start))
-        if section != "Service":
-            continue
-        key = match.group(1)
-        value_start, value_end = match.end(), end
-        if key == "Environment":
-            info["last_env"] = end
-            for word in split_words(text, value_start, value_end):
-                name = word.value.partition("=")[0]
-                raw = text[word.start : word.end]
-                inner = _inner_span(raw, name)
-                if inner is None:
-                    continue
-                info["environment"].append(
-                    Container(f"Environment {name}", name, word.start + inner[0], word.start + inner[1])
-                )
-        elif key == "ExecStart":
-            if text[value_start:value_end].strip():
-                info["exec_start"] = Container("ExecStart", None, value_start, value_end)
-            else:
-                info["exec_start"] = None
-            if info.get("first_exec") is None:
-                info["first_exec"] = start
-        elif key == "EnvironmentFile":
-            info["env_files"].append(text[value_start:value_end].strip())
-    return info
-
-
-def _inner_span(raw, name):
-    """Span of the flags text inside one Environment word: "NAME=..." / NAME="..." / NAME=..."""
-    if raw.startswith('"' + name + "=") and raw.endswith('"') and len(raw) >= len(name) + 3:
-        return len(name) + 2, len(raw) - 1
-    if raw.startswith(name + '="') and raw.endswith('"'):
-        return len(name) + 2, len(raw) - 1
-    if raw.startswith(name + "=") and '"' not in raw and "'" not in raw:
-        return len(name) + 1, len(raw)
-    return None
-
-
-# ---------------------------------------------------------------- shared logic
 
 
 def detect_format(text):
@@ -260,34 +57,83 @@ def detect_format(text):
     return "env"
 
 
-def _gate_words(text, container):
-    """(word, value_word_or_None) pairs for each --feature-gates flag in a container."""
-    words = split_words(text, container.start, container.end)
-    found = []
-    for index, word in enumerate(words):
-        if word.value.startswith(_GATES + "="):
-            found.append((word, None, word.value[len(_GATES) + 1 :]))
-        elif word.value == _GATES and index + 1 < len(words):
-            nxt = words[index + 1]
-            found.append((word, nxt, nxt.value))
-    return found
+def _unit_containers(text):
+    settings, places = scan_unit(text)
+    containers, exec_start, env_files = [], None, []
+    for key, start, end, line in settings:
+        if key == ENVIRONMENT:
+            for assignment in environment_assignments(text, None, start, end, line):
+                containers.append(
+                    Container(
+                        f"Environment {assignment.name}", assignment.name, assignment.start, assignment.end
+                    )
+                )
+        elif key == "ExecStart":
+            exec_start = Container("ExecStart", None, start, end) if text[start:end].strip() else None
+        elif key == ENVIRONMENT_FILE:
+            env_files.append(text[start:end].strip())
+    if exec_start is not None:
+        containers.append(exec_start)
+    return containers, dict(places, exec_start=exec_start, env_files=env_files)
 
 
 def flag_containers(text, fmt):
     """Places in the file that hold kubelet flags, and the parsed unit info (systemd)."""
     if fmt == "env":
-        return _env_containers(text), {}
-    info = _scan_unit(text)
-    containers = list(info["environment"])
-    if info["exec_start"] is not None:
-        containers.append(info["exec_start"])
-    return containers, info
+        return [Container(name, name, start, end) for name, start, end, _, _ in scan_env_file(text)], {}
+    return _unit_containers(text)
+
+
+def gate_words(text, start, end):
+    """(flag word, value word or None, gate string) for each --feature-gates in text[start:end]."""
+    words = split_words(text, start, end)
+    found = []
+    for index, word in enumerate(words):
+        if word.value.startswith(GATES_FLAG + "="):
+            found.append((word, None, word.value[len(GATES_FLAG) + 1 :]))
+        elif word.value == GATES_FLAG and index + 1 < len(words):
+            nxt = words[index + 1]
+            found.append((word, nxt, nxt.value))
+    return found
 
 
 def read_gate_values(text, fmt):
     """Every --feature-gates value in the file, in order: list of (label, raw gate string)."""
     containers, _ = flag_containers(text, fmt)
-    return [(c.label, value) for c in containers for _, _, value in _gate_words(text, c)]
+    return [(c.label, value) for c in containers for _, _, value in gate_words(text, c.start, c.end)]
+
+
+def read_flags_gates(text, fmt):
+    """The gates that the flags in ``text`` set, merged in order (later wins)."""
+    gates = {}
+    for _, value in read_gate_values(text, fmt):
+        gates.update(parse_gate_string(value))
+    return gates
+
+
+def gates_in_args(args):
+    """The gates a command line sets (the kubelet merges repeated flags, later winning)."""
+    gates = {}
+    values = [a.value if hasattr(a, "value") else a for a in args]
+    for index, value in enumerate(values):
+        if value.startswith(GATES_FLAG + "="):
+            gates.update(parse_gate_string(value[len(GATES_FLAG) + 1 :]))
+        elif value == GATES_FLAG and index + 1 < len(values):
+            gates.update(parse_gate_string(values[index + 1]))
+    return gates
+
+
+def flag_value(args, name):
+    """The last value of ``--name=value`` / ``--name value`` in a command line, or None."""
+    flag = "--" + name
+    values = [a.value if hasattr(a, "value") else a for a in args]
+    found = None
+    for index, value in enumerate(values):
+        if value.startswith(flag + "="):
+            found = value[len(flag) + 1 :]
+        elif value == flag and index + 1 < len(values):
+            found = values[index + 1]
+    return found
 
 
 def _quoted_like(raw_value, new_value):
@@ -298,8 +144,65 @@ def _quoted_like(raw_value, new_value):
     return new_value
 
 
+def _span_edits(text, start, end, gate_string, first=True):
+    """Edits making text[start:end] carry ``--feature-gates=<gate_string>`` once (or none)."""
+    edits = []
+    found = gate_words(text, start, end)
+    for index, (flag_word, value_word, _) in enumerate(found):
+        if index == 0 and first and gate_string:
+            if value_word is None:
+                raw_value = text[flag_word.start : flag_word.end][len(GATES_FLAG) + 1 :]
+                edits.append(
+                    (flag_word.start, flag_word.end, f"{GATES_FLAG}={_quoted_like(raw_value, gate_string)}")
+                )
+            else:
+                raw_value = text[value_word.start : value_word.end]
+                edits.append((value_word.start, value_word.end, _quoted_like(raw_value, gate_string)))
+            continue
+        cut_end = value_word.end if value_word is not None else flag_word.end
+        cut_start = flag_word.start
+        while cut_start > start and text[cut_start - 1] in " \t":
+            cut_start -= 1
+        if cut_start == start:
+            while cut_end < end and text[cut_end] in " \t":
+                cut_end += 1
+        edits.append((cut_start, cut_end, ""))
+    if not found and gate_string and first:
+        body = text[start:end]
+        edits.append((end, end, (" " if body.strip() else "") + f"{GATES_FLAG}={gate_string}"))
+    return edits
+
+
+def _apply(text, edits):
+    for start, end, replacement in sorted(edits, reverse=True):
+        text = text[:start] + replacement + text[end:]
+    return text
+
+
+def _append_env_line(text, name, value):
+    line = f"{name}={value}"
+    if not text:
+        return line + "\n"
+    if text.endswith("\n"):
+        return text + line + "\n"
+    return text + "\n" + line
+
+
+def _new_environment_edit(text, places, name, value):
+    line = f'Environment="{name}={value}"'
+    anchor = places.get("last_env")
+    if anchor is None and places.get("first_exec") is not None:
+        start = places["first_exec"]
+        return (start, start, line + "\n")
+    if anchor is None:
+        anchor = places.get("service")
+    if anchor is None:
+        raise FlagsError("no [Service] section")
+    return (anchor, anchor, "\n" + line)
+
+
 def set_gate_string(text, fmt, gate_string, variable=None):
-    """Make the file's kubelet flags carry exactly ``--feature-gates=<gate_string>``.
+    """Make one file's kubelet flags carry exactly ``--feature-gates=<gate_string>``.
 
     Returns (new_text, where, warnings). ``gate_string`` empty removes the flag.
     ``variable`` names the variable to add the flag to when none holds it
@@ -309,57 +212,34 @@ def set_gate_string(text, fmt, gate_string, variable=None):
     warnings = []
     edits = []
     where = None
-    found = [(c, hit) for c in containers for hit in _gate_words(text, c)]
-    for index, (container, (flag_word, value_word, _)) in enumerate(found):
-        if index == 0 and gate_string:
-            where = container.label
-            if value_word is None:
-                raw_value = text[flag_word.start : flag_word.end][len(_GATES) + 1 :]
-                edits.append(
-                    (flag_word.start, flag_word.end, f"{_GATES}={_quoted_like(raw_value, gate_string)}")
-                )
-            else:
-                raw_value = text[value_word.start : value_word.end]
-                edits.append((value_word.start, value_word.end, _quoted_like(raw_value, gate_string)))
-            continue
-        end = value_word.end if value_word is not None else flag_word.end
-        start = flag_word.start
-        while start > container.start and text[start - 1] in " \t":
-            start -= 1
-        if start == container.start:
-            while end < container.end and text[end] in " \t":
-                end += 1
-        edits.append((start, end, ""))
-        where = where or container.label
-    if not found and gate_string:
-        flag = f"{_GATES}={gate_string}"
+    first = True
+    for container in containers:
+        found = gate_words(text, container.start, container.end)
+        if found:
+            edits += _span_edits(text, container.start, container.end, gate_string, first)
+            if first and gate_string:
+                where = container.label
+            where = where or container.label
+            first = False
+    if first and gate_string:
+        flag = f"{GATES_FLAG}={gate_string}"
         target = _pick_container(text, fmt, containers, info, variable)
         if target is not None:
             where = target.label
-            body = text[target.start : target.end]
-            edits.append((target.end, target.end, (" " if body.strip() else "") + flag))
+            edits += _span_edits(text, target.start, target.end, gate_string)
         elif fmt == "env":
             name = variable or DEFAULT_VARIABLE
-            where = name
-            line = f"{name}={flag}"
-            if not text:
-                edits.append((0, 0, line + "\n"))
-            elif text.endswith("\n"):
-                edits.append((len(text), len(text), line + "\n"))
-            else:
-                edits.append((len(text), len(text), "\n" + line))
+            return _append_env_line(text, name, flag), name, warnings
         else:
             name = variable or DEFAULT_VARIABLE
             where = f"Environment {name}"
-            edits.append(_new_environment_line(text, info, name, flag))
+            edits.append(_new_environment_edit(text, info, name, flag))
     if fmt == "systemd" and info.get("env_files") and where and where.startswith("Environment"):
         warnings.append(
             f"{where} may be overridden: variables from EnvironmentFile= "
             f"({', '.join(info['env_files'])}) take precedence over Environment="
         )
-    for start, end, replacement in sorted(edits, reverse=True):
-        text = text[:start] + replacement + text[end:]
-    return text, where, warnings
+    return _apply(text, edits), where, warnings
 
 
 def _pick_container(text, fmt, containers, info, variable):
@@ -379,169 +259,198 @@ def _pick_container(text, fmt, containers, info, variable):
     return None
 
 
-def _new_environment_line(text, info, name, flag):
-    line = f'Environment="{name}={flag}"'
-    anchor = info.get("last_env")
-    if anchor is None and info.get("first_exec") is not None:
-        start = info["first_exec"]
-        return (start, start, line + "\n")
-    if anchor is None:
-        anchor = info.get("service")
-    if anchor is None:
-        raise FlagsError("no [Service] section")
-    return (anchor, anchor, "\n" + line)
+# ---------------------------------------------------------------- a whole unit
 
 
-def read_flags_gates(text, fmt):
-    """The gates that the flags in ``text`` set, merged in order (later wins)."""
-    gates = {}
-    for _, value in read_gate_values(text, fmt):
-        gates.update(parse_gate_string(value))
-    return gates
+class FlagsPlan:
+    """Where the gates go in a unit's files, and the files' new texts."""
+
+    def __init__(self, where, texts, warnings):
+        self.where = where  # e.g. "/etc/default/kubelet KUBELET_EXTRA_ARGS"
+        self.texts = texts  # path -> new text (only files that change)
+        self.warnings = warnings
 
 
-# ---------------------------------------------------------------- YAML targets
-
-FEATURE_GATES_ARG = "feature-gates="
-RKE1_PATH = ["services", "kubelet", "extra_args", "feature-gates"]
-
-
-def read_config_gates(text):
-    """featureGates of a KubeletConfiguration text (YamlEditError/GateError when unusable)."""
-    data = get(text, [], None) if text.strip() else None
-    if not isinstance(data, dict):
-        raise GateError("not a KubeletConfiguration: the document is not a mapping")
-    kind = data.get("kind")
-    if kind not in (None, "KubeletConfiguration"):
-        raise GateError(f"not a KubeletConfiguration (kind: {kind})")
-    gates = data.get("featureGates") or {}
-    if not isinstance(gates, dict):
-        raise GateError("featureGates is not a mapping")
-    for name, value in gates.items():
-        if not isinstance(value, bool):
-            raise GateError(f"featureGates.{name}: {value!r} is not true or false")
-    return dict(gates)
+def _label(assignment):
+    if assignment is None:
+        return "ExecStart"
+    if assignment.kind == ENVIRONMENT:
+        return f"{assignment.path} Environment {assignment.name}"
+    return f"{assignment.path} {assignment.name}"
 
 
-def write_config_gates(text, current, merged):
-    for name in current:
-        if name not in merged:
-            text = remove_key(text, ["featureGates", name])
-    for name, value in merged.items():
-        if current.get(name) is not value:
-            text = set_scalar(text, ["featureGates", name], value)
-    return text
+def _flag_holders(command):
+    """Variables that ExecStart expands and whose value holds flags, in ExecStart order."""
+    holders = []
+    for name in command.referenced:
+        winner = command.winner(name)
+        if winner is not None and command.value(winner).lstrip().startswith("-") and name not in holders:
+            holders.append(name)
+    return holders
 
 
-def read_rke1_gates(text):
-    value = get(text, RKE1_PATH)
-    if value is None:
-        return {}
-    return parse_gate_string(value)
+def _writable_env_file(command):
+    """The last EnvironmentFile= of the unit (created when missing), or None."""
+    if not command.environment_files:
+        return None
+    return command.environment_files[-1][0]
 
 
-def write_rke1_gates(text, current, merged):
-    if merged == current:
-        return text
-    if not merged:
-        return remove_key(text, RKE1_PATH)
-    return set_scalar(text, RKE1_PATH, format_gate_string(merged))
+def plan_edit(command, unit_files, read_file, gate_string, variable=None):
+    """FlagsPlan putting ``--feature-gates=<gate_string>`` where it reaches the kubelet.
 
-
-def rke2_files(config_path):
-    """config.yaml then config.yaml.d/*.yaml (and .yml) in the order RKE2 reads them."""
-    files = [config_path]
-    dropins = config_path + ".d"
-    if os.path.isdir(dropins):
-        files += [
-            os.path.join(dropins, name)
-            for name in sorted(os.listdir(dropins))
-            if name.endswith((".yaml", ".yml"))
-        ]
-    return files
-
-
-def rke2_items(texts):
-    """Effective kubelet-arg items across RKE2 files: list of (file, key, index, value).
-
-    A later ``kubelet-arg`` replaces the list, ``kubelet-arg+`` appends to it.
-    ``texts`` maps path -> text, in reading order.
+    ``command`` is the resolved unit (systemd_exec.resolve of ``unit_files``
+    with ``read_file``). Existing ``--feature-gates`` flags that reach the
+    kubelet are merged into the first; otherwise the flag goes to
+    ``variable`` (default KUBELET_EXTRA_ARGS when ExecStart expands it, else
+    the last variable ExecStart expands that holds flags, else the
+    ExecStart line itself), at the assignment of it that wins. Raises
+    FlagsError when the result would not reach the kubelet.
     """
-    items = []
-    for path, text in texts.items():
-        data = get(text, [], None) if text.strip() else None
-        if data is None:
-            continue
-        if not isinstance(data, dict):
-            raise GateError(f"{path}: the document is not a mapping")
-        for key in ("kubelet-arg", "kubelet-arg+"):
-            if key not in data:
-                continue
-            value = data[key]
-            values = value if isinstance(value, list) else [value]
-            if key == "kubelet-arg":
-                items = []
-            items += [(path, key, index, str(v)) for index, v in enumerate(values) if v is not None]
-    return items
-
-
-def read_rke2_gates(items):
-    gates = {}
-    for _, _, _, value in items:
-        if value.startswith(FEATURE_GATES_ARG):
-            gates.update(parse_gate_string(value[len(FEATURE_GATES_ARG) :]))
-    return gates
-
-
-def write_rke2_gates(texts, items, current, merged):
-    """New texts (path -> text) so that the effective kubelet-arg carries ``merged``."""
-    texts = dict(texts)
-    if merged == current:
-        return texts
-    hits = [item for item in items if item[3].startswith(FEATURE_GATES_ARG)]
-    value = FEATURE_GATES_ARG + format_gate_string(merged)
-    keep = hits[-1] if hits and merged else None
-    # remove surplus items from the highest index down, so indices stay valid
-    for path, key, index, _ in sorted(hits, key=lambda h: (h[0], h[2]), reverse=True):
-        if keep is not None and (path, key, index) == keep[:3]:
-            texts[path] = _rke2_set(texts[path], key, index, value)
+    if command.exec_start is None:
+        raise FlagsError("the unit has no ExecStart=: cannot tell how the kubelet gets its flags")
+    texts = {path: command.texts[path] for path in command.texts}
+    edits = {}
+    warnings = []
+    sources = []
+    for arg in command.args:
+        if arg.value.startswith(GATES_FLAG) and arg.source not in sources:
+            sources.append(arg.source)
+    if sources:
+        where = sources[0]
+        for index, source in enumerate(sources):
+            path, start, end = _span_of(command, source)
+            edits.setdefault(path, []).extend(_span_edits(texts[path], start, end, gate_string, index == 0))
+    elif not gate_string:
+        return FlagsPlan(None, {}, warnings)
+    else:
+        name = variable
+        if name is None:
+            if DEFAULT_VARIABLE in command.referenced:
+                name = DEFAULT_VARIABLE
+            else:
+                holders = _flag_holders(command)
+                name = holders[-1] if holders else None
+        if name is not None and name not in command.referenced:
+            raise FlagsError(
+                f"ExecStart= ({command.exec_start[0]} line {command.exec_start[3]}) never expands ${name}: "
+                f"a --feature-gates flag in {name} would not reach the kubelet"
+            )
+        where = command.winner(name) if name else None
+        if where is not None:
+            path, start, end = _span_of(command, where)
+            edits.setdefault(path, []).extend(_span_edits(texts[path], start, end, gate_string))
+        elif name is not None:
+            env_file = _writable_env_file(command)
+            flag = f"{GATES_FLAG}={gate_string}"
+            if env_file is not None:
+                texts[env_file] = _append_env_line(texts.get(env_file) or "", name, flag)
+                where = f"{env_file} {name}"
+            else:
+                path = command.exec_start[0]
+                edits.setdefault(path, []).append(
+                    _new_environment_edit(texts[path], command.places[path], name, flag)
+                )
+                where = f"{path} Environment {name}"
         else:
-            texts[path] = _rke2_remove(texts[path], key, index)
-    if not hits and merged:
-        owner = next(
-            (p for p in reversed(list(texts)) if "kubelet-arg" in (get(texts[p], [], None) or {})), None
+            path, start, end = _span_of(command, None)
+            edits.setdefault(path, []).extend(_span_edits(texts[path], start, end, gate_string))
+    for path, path_edits in edits.items():
+        texts[path] = _apply(texts[path], path_edits)
+    label = where if isinstance(where, str) else _label(where)
+    changed = {path: text for path, text in texts.items() if text != command.texts.get(path)}
+    _check_reaches(unit_files, read_file, changed, gate_string)
+    return FlagsPlan(label, changed, warnings)
+
+
+def _span_of(command, source):
+    if source is None:
+        path, start, end, _line = command.exec_start
+        return path, start, end
+    return source.path, source.start, source.end
+
+
+def _check_reaches(unit_files, read_file, changed, gate_string):
+    """Resolve the unit again with the new texts: the kubelet must get exactly these gates."""
+    new_units = [(path, changed.get(path, text)) for path, text in unit_files]
+
+    def read_new(path):
+        return changed[path] if path in changed else read_file(path)
+
+    command = resolve(new_units, read_new)
+    wanted = parse_gate_string(gate_string)
+    got = gates_in_args(command.args)
+    if got != wanted:
+        raise FlagsError(
+            f"after the edit systemd would start the kubelet with --feature-gates={format_gate_string(got)}, "
+            f"not {format_gate_string(wanted)}: {explain_overrides(command)}"
         )
-        owner = owner or next(iter(texts))
-        texts[owner] = append_to_list(texts[owner], ["kubelet-arg"], value)
-    return texts
 
 
-def _rke2_set(text, key, index, value):
-    if isinstance(get(text, [key]), list):
-        return set_scalar(text, [key, index], value)
-    return set_scalar(text, [key], value)
+def explain_overrides(command):
+    """Why assignments of the variables ExecStart expands do not reach it (for messages)."""
+    reasons = []
+    for name in dict.fromkeys(command.referenced):
+        winner = command.winner(name)
+        for lost in command.overridden(name):
+            if winner is None:
+                continue
+            how = (
+                "EnvironmentFile= wins over Environment="
+                if winner.kind == ENVIRONMENT_FILE and lost.kind == ENVIRONMENT
+                else "the later assignment wins"
+            )
+            reasons.append(
+                f"{lost.path} line {lost.line} sets {name} but {winner.path} line {winner.line} sets it too "
+                f"and {how}"
+            )
+    return "; ".join(reasons) or "the flag is not in a place ExecStart expands"
 
 
-def _rke2_remove(text, key, index):
-    if isinstance(get(text, [key]), list):
-        return remove_key(text, [key, index])
-    return remove_key(text, [key])
+def check_reaches_kubelet(command, path, gates, absent=()):
+    """Why a flags file edited on its own does not give the kubelet ``gates``, or None.
+
+    ``command`` is the unit resolved with the edited file; ``absent`` are
+    gates that must no longer reach the kubelet.
+    """
+    got = gates_in_args(command.args)
+    missing = {name: value for name, value in gates.items() if got.get(name) is not value}
+    still = [name for name in absent if name in got]
+    if not missing and not still:
+        return None
+    if path not in command.texts:
+        return (
+            f"{path} is not read by the kubelet's unit (its files: "
+            f"{', '.join(command.texts)}), so the gates written there never reach the kubelet"
+        )
+    text = command.texts[path]
+    entries = scan_env_file(text) if text is not None and detect_format(text) == "env" else []
+    unused = [
+        name
+        for name, start, end, _, _ in entries
+        if name not in command.referenced and GATES_FLAG in text[start:end]
+    ]
+    detail = explain_overrides(command)
+    if unused:
+        detail += (
+            f"; ExecStart ({command.exec_start[0]} line {command.exec_start[3]}) never expands "
+            f"{', '.join('$' + n for n in unused)}"
+        )
+    return f"systemd would start the kubelet with --feature-gates={format_gate_string(got)}: {detail}"
 
 
 __all__ = [
     "FlagsError",
     "GateError",
-    "YamlEditError",
+    "check_reaches_kubelet",
     "detect_format",
-    "parse_bool",
-    "read_config_gates",
+    "flag_containers",
+    "flag_value",
+    "gates_in_args",
+    "line_no",
+    "plan_edit",
     "read_flags_gates",
-    "read_rke1_gates",
-    "read_rke2_gates",
-    "rke2_files",
-    "rke2_items",
+    "read_gate_values",
     "set_gate_string",
-    "write_config_gates",
-    "write_rke1_gates",
-    "write_rke2_gates",
+    "split_words",
 ]

@@ -8,7 +8,7 @@ import stat
 import kubelet_feature_gates
 import pytest
 import yaml
-from ansible.module_utils.kubelet_flags import read_rke2_gates, rke2_files, rke2_items
+from ansible.module_utils.rke_kubelet_args import read_rke2_gates, rke2_files, rke2_items
 from conftest import FIXTURES, shared_files
 
 
@@ -319,9 +319,14 @@ def test_rke2_without_gates_appends_to_config(run_module, tmp_path):
     )
 
 
-def test_exactly_one_target(run_module, config):
-    ok, result = run_module(kubelet_feature_gates, {"gates": {"DevicePlugins": True}})
-    assert not ok and "one of" in result["msg"]
+def test_at_most_one_target_and_none_means_find_the_kubelet(run_module, config, tmp_path):
+    # no file named and no kubelet on this host (an empty /proc, no unit): nothing to do, said so
+    ok, result = run_module(
+        kubelet_feature_gates,
+        {"gates": {"DevicePlugins": True}, "proc_root": str(tmp_path), "unit_files": []},
+    )
+    assert ok and not result["changed"] and result["present"] is False
+    assert result["ansible_facts"]["kubelet_gpu"]["present"] is False
     ok, result = run_module(
         kubelet_feature_gates,
         {"gates": {"DevicePlugins": True}, "config_file": str(config), "flags_file": str(config)},

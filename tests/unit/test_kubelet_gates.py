@@ -37,7 +37,7 @@ def test_parse_version(text, expected):
 
 @pytest.mark.parametrize("text", ["", "latest", None])
 def test_parse_version_refuses_garbage(text):
-    with pytest.raises(GateError, match="cannot read a Kubernetes version"):
+    with pytest.raises(GateError, match="Kubernetes version: cannot read a version"):
         parse_version(text)
 
 

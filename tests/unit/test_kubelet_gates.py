@@ -1,11 +1,11 @@
 """kubelet_gates: the gate table over the version matrix, and the merge rules."""
 
-import itertools
-
 import pytest
 from ansible.module_utils.kubelet_gates import (
     GATES,
+    TABLE_LAST_VERSION,
     GateError,
+    checked_through,
     decide,
     format_gate_string,
     gates_needed,
@@ -68,6 +68,38 @@ MATRIX = [
     ("DynamicResourceAllocation", True, "1.25.0", "fail"),
     ("DynamicResourceAllocation", False, "1.34.0", "apply"),
     ("DynamicResourceAllocation", False, "1.35.0", "fail"),
+    ("DynamicResourceAllocation", True, "1.37.2", "apply"),
+    ("DevicePluginCDIDevices", True, "1.27.0", "fail"),
+    ("DevicePluginCDIDevices", False, "1.28.0", "apply"),
+    ("DevicePluginCDIDevices", False, "1.31.0", "fail"),
+    ("DevicePluginCDIDevices", True, "1.33.5", "apply"),
+    ("DevicePluginCDIDevices", True, "1.34.0", "skip"),
+    ("DevicePluginCDIDevices", False, "1.34.0", "fail"),
+    ("DRAAdminAccess", True, "1.31.0", "fail"),
+    ("DRAAdminAccess", False, "1.35.0", "apply"),
+    ("DRAAdminAccess", False, "1.36.0", "fail"),
+    ("DRAAdminAccess", True, "1.37.0", "apply"),
+    ("DRAConsumableCapacity", True, "1.34.0", "apply"),
+    ("DRAExtendedResource", True, "1.33.0", "fail"),
+    ("DRAExtendedResource", False, "1.36.0", "apply"),
+    ("DRAExtendedResource", False, "1.37.0", "fail"),
+    ("DRADeviceTaints", False, "1.37.0", "apply"),
+    ("DRAPartitionableDevices", True, "1.33.0", "apply"),
+    ("DRAPrioritizedList", False, "1.36.0", "apply"),
+    ("DRAPrioritizedList", False, "1.37.0", "fail"),
+    ("KubeletPodResourcesDynamicResources", True, "1.26.0", "fail"),
+    ("KubeletPodResourcesGet", True, "1.27.0", "apply"),
+    ("KubeletPodResourcesGet", False, "1.36.0", "apply"),
+    ("ResourceHealthStatus", True, "1.31.0", "apply"),
+    ("ResourceHealthStatus", False, "1.36.0", "apply"),
+    # newer than the table: what the last known version says, with a warning (see below)
+    ("DRAConsumableCapacity", True, "1.38.0", "apply"),
+    ("DRAExtendedResource", True, "1.38.0", "skip"),
+    ("DRAExtendedResource", False, "1.38.0", "fail"),
+    ("DynamicResourceAllocation", True, "1.38.0", "skip"),
+    ("DRADeviceTaints", False, "1.40.0", "apply"),
+    ("DRADeviceTaints", False, "1.41.0", "fail"),
+    ("KubeletPodResourcesGet", True, "1.37.0", "apply"),
 ]
 
 
@@ -146,7 +178,8 @@ def test_gates_needed_by_a_gpu_node(version, legacy, expected):
 def test_table_stages_are_contiguous_and_removal_follows_the_last():
     for name, entry in GATES.items():
         stages = entry["stages"]
-        for before, after in itertools.pairwise(stages):
+        for index in range(1, len(stages)):  # pairs of stages (tests run on Python 3.8 too)
+            before, after = stages[index - 1], stages[index]
             assert parse_version(after.since)[:2] == (1, parse_version(before.until)[1] + 1), name
         if entry["removed"]:
             assert parse_version(entry["removed"])[1] == parse_version(stages[-1].until)[1] + 1, name
@@ -181,3 +214,40 @@ def test_merge_is_idempotent_and_keeps_unasked_gates(existing, apply, remove):
     for name, value in apply.items():
         assert once[name] is value
     assert parse_gate_string(format_gate_string(once)) == once
+
+
+@pytest.mark.parametrize(
+    ("gate", "version", "last"),
+    [("DRAConsumableCapacity", "1.38.0", "1.37"), ("KubeletPodResourcesGet", "1.37.1", "1.36")],
+)
+def test_past_the_table_the_warning_names_the_last_known_version(gate, version, last):
+    apply, _, warnings = decide({gate: True}, version)
+    assert apply == {gate: True}
+    assert f"newer than this module's gate table for {gate} (last: {last})" in warnings[0]
+    # inside the table: no warning
+    assert decide({gate: True}, last)[2] == []
+
+
+def test_past_the_table_a_locked_gate_is_not_written_and_says_why():
+    _, skipped, warnings = decide({"DynamicResourceAllocation": True}, "1.38.0")
+    assert "locked to true in Kubernetes 1.37" in skipped["DynamicResourceAllocation"]
+    assert "planned removal in 1.38" in skipped["DynamicResourceAllocation"]
+    assert warnings
+
+
+def test_every_gate_still_known_names_how_far_its_sources_go():
+    for name, entry in GATES.items():
+        if not entry["removed"]:
+            assert parse_version(checked_through(name)) <= parse_version(TABLE_LAST_VERSION), name
+            assert stage_at(name, checked_through(name)) is not None, name
+
+
+def test_gates_needed_cleans_up_every_removed_gpu_gate():
+    assert gates_needed("1.34.0") == {
+        "DevicePlugins": True,
+        "KubeletPodResources": True,
+        "KubeletPodResourcesGetAllocatable": True,
+        "DevicePluginCDIDevices": True,
+    }
+    apply, skipped, _ = decide(gates_needed("1.34.0"), "1.34.0")
+    assert apply == {} and set(skipped) == set(gates_needed("1.34.0"))

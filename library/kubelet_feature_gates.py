@@ -249,6 +249,11 @@ present:
   description: Whether a kubelet was found (false - nothing done, with a warning).
   type: bool
   returned: always
+summary:
+  description: One line for gpunode_changes - the gates and where they are.
+  type: str
+  returned: when a kubelet was found
+  sample: kubelet gates DynamicResourceAllocation=true in /var/lib/kubelet/config.yaml featureGates
 files:
   description: Files changed (or that would change in check mode).
   type: list
@@ -279,9 +284,7 @@ missing_requirements:
   elements: dict
   returned: when a library is missing
   sample:
-    - library: PyYAML
-      packages: {Debian: python3-yaml, RedHat: python3-pyyaml}
-      path: /var/lib/kubelet/config.yaml
+    - {library: PyYAML, path: /var/lib/kubelet/config.yaml}
 ansible_facts:
   description: C(kubelet_gpu) - present, kubernetes_version, target, files, gates, service, restart_pending.
   type: dict
@@ -290,7 +293,6 @@ ansible_facts:
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 TARGET_PATHS = ("config_file", "flags_file", "rke_cluster_yml", "rke2_config")
-YAML_PACKAGES = {"Debian": "python3-yaml", "RedHat": "python3-pyyaml", "Suse": "python3-PyYAML"}
 
 
 def build_module():
@@ -368,7 +370,7 @@ def missing(module, exc):
         "changed": False,
         "restart_required": False,
         "msg": message,
-        "missing_requirements": [{"library": exc.library, "packages": YAML_PACKAGES, "path": exc.path}],
+        "missing_requirements": [{"library": exc.library, "path": exc.path}],
     }
 
 

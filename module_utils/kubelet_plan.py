@@ -326,6 +326,7 @@ def plan(params, host):
         "daemon_reload": daemon_reload,
         "stale": reasons,
         "present": True,
+        "summary": f"kubelet gates {format_gate_string(merged) or '(none)'} in {target.label}",
         "ansible_facts": {
             "kubelet_gpu": {
                 "present": True,

@@ -322,7 +322,9 @@ def test_missing_pyyaml_is_reported_or_fails_clearly(run_module, tmp_path, monke
     args = node.args(gates={"DRAConsumableCapacity": True}, report_missing_requirements=True)
     ok, result = run_module(kubelet_feature_gates, args)
     assert ok and not result["changed"]
-    assert result["missing_requirements"][0]["packages"]["Debian"] == "python3-yaml"
+    assert result["missing_requirements"] == [
+        {"library": "PyYAML", "path": node.path("/var/lib/kubelet/config.yaml")}
+    ]
     assert "featureGates" not in node.read("/var/lib/kubelet/config.yaml")
 
 

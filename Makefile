@@ -47,3 +47,12 @@ bench: bootstrap
 
 test-cluster: bootstrap
 	@bash tests/cluster/run.sh
+
+# The Galaxy collection: build build/<namespace>-<name>-<version>.tar.gz from this
+# playbook project (collection/galaxy.yml), install it into a temporary collections
+# path, use it by FQCN, and run ansible-test sanity on it (no ignore file).
+# COLLECTION_TEST_ARGS, e.g. "-- --allow-missing-pythons", go to scripts/test-collection.sh.
+.PHONY: collection
+collection: bootstrap
+	python scripts/build_collection.py
+	bash scripts/test-collection.sh $(COLLECTION_TEST_ARGS)

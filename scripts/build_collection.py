@@ -348,7 +348,7 @@ class YamlRewrite:
                         self._roles(value)
             self._jinja(document)
         new_text = self._apply()
-        if new_text != self.text:
+        if self.expected:
             self._verify(documents, new_text)
         return new_text
 

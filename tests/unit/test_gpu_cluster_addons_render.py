@@ -1,6 +1,6 @@
 """gpu_cluster_addons in render mode, through ansible-playbook, as users run it.
 
-One ansible-playbook run renders every mode for Kubernetes 1.18 and 1.25-1.35
+One ansible-playbook run renders every mode for Kubernetes 1.18 and 1.25-1.37
 (tests/fixtures/addons/render-matrix.yml); a second run over the same
 directories must change nothing and leave every byte as it was. Each object
 is validated with kubernetes-validate in strict mode (unknown fields fail)
@@ -24,7 +24,8 @@ from conftest import shared_path
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / "tests" / "fixtures" / "addons" / "render-matrix.yml"
 MODES = ["nvidia", "gpushare"]
-VERSIONS = [f"1.{minor}" for minor in range(25, 36)]
+# 1.25 to the newest release kubernetes-validate has schemas for (1.37; 1.38 is due 2026-12-16)
+VERSIONS = [f"1.{minor}" for minor in range(25, 38)]
 OLD = "1.18"
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
@@ -53,12 +54,21 @@ T4 = {"present": True, "gpu_count": 1, "models": ["TU104GL [Tesla T4]"],
                    "vendor_id": "10de", "device_id": "1eb8"}]}
 
 
+# what the container runtime role reports on a node whose containerd runs nvidia by default
+NVIDIA_DEFAULT = {"kubelet_engine": "containerd",
+                  "engines": {"containerd": {"nvidia_runtime": True, "default_runtime": "nvidia",
+                                             "managed_by": "containerd"}}}
+
+
 def inventory(path, cases, switch=None):
     """An inventory with one local host per case: name -> role variables."""
     common = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
               "gpu_cluster_addons_gpu_hosts": []}
     groups = {"addons_render": {"hosts": cases, "vars": common},
-              "addons_gpu": {"hosts": {"t4-node": {"addons_nvidia_gpu": T4}}, "vars": common}}
+              "addons_gpu": {"hosts": {"t4-node": {"addons_nvidia_gpu": T4},
+                                       "t4-nvidia-default": {"addons_nvidia_gpu": T4,
+                                                             "addons_container_runtime": NVIDIA_DEFAULT}},
+                             "vars": common}}
     if switch:
         groups["addons_switch"] = {"hosts": {"switch": {"gpu_cluster_addons_kubernetes_version": "1.30",
                                                         "gpu_cluster_addons_output_dir": str(switch)}},
@@ -88,7 +98,7 @@ OPTIONS = {
     "nvidia": {
         "gpu_cluster_addons_nvidia_mig_strategy": "mixed",
         "gpu_cluster_addons_nvidia_time_slicing_replicas": 4,
-        "gpu_cluster_addons_nvidia_default_runtime": False,
+        "gpu_cluster_addons_pod_runtime_class": "always",
         "gpu_cluster_addons_nvidia_device_plugin_image": "registry.example.com/mirror/k8s-device-plugin",
         "gpu_cluster_addons_nvidia_device_plugin_version": "v0.16.2",
     },
@@ -120,6 +130,12 @@ def rendered(tmp_path_factory):
                                         gpu_cluster_addons_kubernetes_version="1.30",
                                         gpu_cluster_addons_output_dir=str(out / "options" / mode),
                                         gpu_cluster_addons_gpu_hosts=["t4-node"])
+    cases["nvidia-default-runtime"] = {
+        "gpu_cluster_addons_mode": "nvidia",
+        "gpu_cluster_addons_kubernetes_version": "1.37",
+        "gpu_cluster_addons_output_dir": str(out / "options" / "default-runtime"),
+        "gpu_cluster_addons_gpu_hosts": ["t4-nvidia-default"],
+    }
     first = ansible_playbook(inventory(out / "inventory-1.json", cases, switch))
     before = snapshot(matrix)
     again = {k: v for k, v in cases.items() if k.endswith(("-" + OLD, "-1.30", "-1.35"))}
@@ -422,6 +438,16 @@ def test_nvidia_options_reach_the_plugin(rendered):
     spec = by_kind(objs, "DaemonSet")["nvidia-device-plugin-daemonset"]["spec"]["template"]["spec"]
     assert spec["runtimeClassName"] == "nvidia"
     assert spec["containers"][0]["image"] == "registry.example.com/mirror/k8s-device-plugin:v0.16.2"
+
+
+def test_pods_ask_for_the_runtime_class_unless_every_kubelet_engine_runs_nvidia(rendered):
+    """t4-node has no container-runtime facts (unknown: RuntimeClass); t4-nvidia-default runs nvidia."""
+    unknown = by_kind(objects(rendered["options"] / "gpushare"), "DaemonSet")["gpushare-device-plugin-ds"]
+    assert unknown["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia"
+    default = by_kind(objects(rendered["options"] / "default-runtime"), "DaemonSet")
+    assert "runtimeClassName" not in default["nvidia-device-plugin-daemonset"]["spec"]["template"]["spec"]
+    assert "Device plugin pods use the default runtime: nvidia is the default runtime of every GPU node" in (
+        rendered["first"])
 
 
 def test_gpushare_options_reach_plugin_rbac_and_extender(rendered):

@@ -37,9 +37,7 @@ if shutil.which("ansible-playbook", path=BINDIR + os.pathsep + os.environ["PATH"
 def ansible_playbook(inventory, *args):
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_FORCE_COLOR="0", PATH=BINDIR + os.pathsep + os.environ["PATH"],
-               ANSIBLE_CALLBACK_RESULT_FORMAT="json",  # one line per message
-               # the stand-in GPU node's facts stay out of the project's fact cache
-               ANSIBLE_CACHE_PLUGIN_CONNECTION=str(pathlib.Path(inventory).parent / "facts"))
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json")  # one line per message
     proc = subprocess.run(["ansible-playbook", "-i", str(inventory), "--forks", "32", str(PLAYBOOK), *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode != 0:
@@ -476,3 +474,24 @@ def test_gpu_node_labels_come_from_the_facts_via_hostvars(rendered, mode):
 def test_check_mode_writes_nothing(rendered):
     assert not rendered["fresh"].exists()
     assert recap(rendered["second"])["changed"] > 0  # the fresh directory would be created
+
+
+def test_an_inventory_wide_become_does_not_reach_the_add_ons_play(tmp_path):
+    """playbooks/cluster_addons.yml runs on the controller as the user, whatever all.vars says.
+
+    The example inventory used to set ansible_become in all.vars, which reached the implicit
+    localhost: kubernetes.core ran under sudo with root's kubeconfig (here: as nobody, via a
+    sudo this machine does not even have).
+    """
+    inv = tmp_path / "hosts.yml"
+    inv.write_text(json.dumps({"all": {"vars": {"ansible_become": True, "ansible_become_user": "nobody"},
+                                       "children": {"gpu_nodes": {"hosts": {}}}}}))
+    out = tmp_path / "rendered"
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               PATH=BINDIR + os.pathsep + os.environ["PATH"])
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", str(inv), str(ROOT / "playbooks" / "cluster_addons.yml"),
+         "-e", f"gpu_cluster_addons_output_dir={out}", "-e", "gpu_cluster_addons_kubernetes_version=1.37"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
+    assert (out / "50-daemonset-nvidia-device-plugin.yaml").is_file()

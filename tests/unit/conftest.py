@@ -4,8 +4,21 @@ Modules import their logic as ``ansible.module_utils.<name>``; ansible.cfg
 points ``module_utils`` at ./module_utils. Here the same directory is added to
 the ``ansible.module_utils`` package path, and ./library to ``sys.path``, so
 tests import both without running Ansible.
+
+Two contexts (``make unit``, scripts/unit-tests.py):
+
+- target: Python 3.8 to 3.13 with only ``ansible.module_utils`` importable (what
+  AnsiballZ ships to a managed node). Tests of code that runs on nodes run here.
+- controller: the project's .venv, where ansible-core's controller is
+  importable. Tests marked ``@pytest.mark.controller(reason=...)`` (filter
+  plugins, templates, ansible-playbook) need it; in a target context they are
+  skipped with that reason, never silently. A module that skips itself as a
+  whole at import (``pytest.importorskip`` or ``pytest.skip(...,
+  allow_module_level=True)`` at module level) is an error: its tests would
+  vanish without a count.
 """
 
+import importlib.util
 import pathlib
 import sys
 
@@ -21,6 +34,40 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 sys.path.insert(0, str(ROOT / "library"))
+
+# True where ansible-core's controller is importable (the controller's Python);
+# False in make unit's target environments, which hold ansible.module_utils only.
+CONTROLLER = importlib.util.find_spec("ansible.cli") is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    """In a target context, skip tests marked controller, saying why."""
+    if CONTROLLER:
+        return
+    python = ".".join(map(str, sys.version_info[:2]))
+    for item in items:
+        marker = item.get_closest_marker("controller")
+        if marker is not None:
+            why = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "needs the controller")
+            item.add_marker(pytest.mark.skip(
+                reason=f"controller-side ({why}): ansible-core's controller is not importable on "
+                       f"Python {python}; make unit runs this test on the controller's Python"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    """A test module skipped as a whole is an error: its tests would vanish uncounted."""
+    report = yield
+    if isinstance(collector, pytest.Module) and report.skipped:
+        longrepr = report.longrepr
+        why = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{collector.path}: the whole module skipped itself at import ({why}); its tests would "
+            "vanish without a count. Skip single tests, or mark controller-side tests "
+            "@pytest.mark.controller(reason=...) and import controller-only packages inside them."
+        )
+    return report
 
 
 def shared_path(*parts):

@@ -8,6 +8,8 @@ import pytest
 import yaml
 from conftest import shared_files
 
+pytestmark = pytest.mark.controller(reason="a filter plugin: runs on the controller")
+
 ROLE = pathlib.Path(__file__).resolve().parents[2] / "roles" / "gpu_cluster_addons"
 _spec = importlib.util.spec_from_file_location(
     "gpu_addons_filters", ROLE / "filter_plugins" / "gpu_addons.py"

@@ -16,9 +16,17 @@ Two contexts (``make unit``, scripts/unit-tests.py):
   whole at import (``pytest.importorskip`` or ``pytest.skip(...,
   allow_module_level=True)`` at module level) is an error: its tests would
   vanish without a count.
+
+Real-world fixtures are read from ../shared (``shared_files``, ``shared_path``):
+without it about 200 test cases have nothing to run on, so the session stops
+at once with a message saying so. Someone who knows those tests will not run
+sets ``GPUNODE_TESTS_WITHOUT_SHARED=1``: the session then runs, the tests that
+read ../shared are skipped or not generated, and the summary says how many.
+A shared file or pattern that matches nothing is an error either way.
 """
 
 import importlib.util
+import os
 import pathlib
 import sys
 
@@ -31,6 +39,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 SHARED_FIXTURES = SHARED / "fixtures"
 FIXTURES = ROOT / "tests" / "fixtures"
+WITHOUT_SHARED_VARIABLE = "GPUNODE_TESTS_WITHOUT_SHARED"
+WITHOUT_SHARED = os.environ.get(WITHOUT_SHARED_VARIABLE) == "1"
+_not_generated = []  # shared_files() selections that gave no case because ../shared is absent
 
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 sys.path.insert(0, str(ROOT / "library"))
@@ -70,20 +81,57 @@ def pytest_make_collect_report(collector):
     return report
 
 
+def shared_present():
+    return SHARED_FIXTURES.is_dir()
+
+
+def pytest_configure(config):
+    if shared_present() or WITHOUT_SHARED:
+        return
+    raise pytest.UsageError(
+        f"{SHARED_FIXTURES} is missing: the unit tests read real-world fixtures from ../shared "
+        "(beside the repository) and about 200 test cases would not run without them. Put the "
+        f"shared checkout there, or, knowing that those tests will not run, set {WITHOUT_SHARED_VARIABLE}=1."
+    )
+
+
+def pytest_terminal_summary(terminalreporter):
+    if shared_present():
+        return
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if "../shared is absent" in str(r.longrepr)]
+    terminalreporter.write_sep("=", "WITHOUT ../shared", yellow=True, bold=True)
+    terminalreporter.write_line(
+        f"{SHARED} is absent and {WITHOUT_SHARED_VARIABLE}=1: {len(skipped)} tests skipped, and "
+        f"{len(_not_generated)} parametrized selections of shared files generated no case: "
+        + ", ".join(sorted(set(_not_generated)))
+    )
+
+
 def shared_path(*parts):
-    """A path under ../shared; the test is skipped when ../shared is absent."""
+    """A path under ../shared. Missing: the test fails (skipped only when ../shared is opted out)."""
     path = SHARED.joinpath(*parts)
+    if not shared_present() and WITHOUT_SHARED:
+        pytest.skip(f"{path}: ../shared is absent ({WITHOUT_SHARED_VARIABLE}=1)")
     if not path.exists():
-        pytest.skip(f"{path} not present (../shared is optional)")
+        pytest.fail(f"{path} is missing from ../shared", pytrace=False)
     return path
 
 
 def shared_files(folder, pattern="*"):
-    """Files of a ../shared/fixtures folder for parametrize; [] when absent."""
+    """Files of a ../shared/fixtures folder for parametrize (SOURCE.txt aside).
+
+    Nothing matching is an error (the cases would vanish); [] only when
+    ../shared is absent and opted out (GPUNODE_TESTS_WITHOUT_SHARED=1).
+    """
     directory = SHARED_FIXTURES / folder
-    if not directory.is_dir():
+    if not shared_present() and WITHOUT_SHARED:
+        _not_generated.append(f"{folder}/{pattern}")
         return []
-    return sorted(p for p in directory.glob(pattern) if p.name != "SOURCE.txt")
+    files = sorted(p for p in directory.glob(pattern) if p.name != "SOURCE.txt")
+    if not files:
+        raise FileNotFoundError(f"shared_files({folder!r}, {pattern!r}): nothing in {directory} matches")
+    return files
 
 
 class AnsibleExitJson(Exception):

@@ -13,10 +13,10 @@ import json
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 
+import kubernetes_validate
 import pytest
 import yaml
 from conftest import shared_path
@@ -28,10 +28,8 @@ MODES = ["nvidia", "gpushare"]
 VERSIONS = [f"1.{minor}" for minor in range(25, 38)]
 OLD = "1.18"
 
-kubernetes_validate = pytest.importorskip("kubernetes_validate")
+pytestmark = pytest.mark.controller(reason="renders the role's templates through ansible-playbook")
 BINDIR = os.path.dirname(sys.executable)
-if shutil.which("ansible-playbook", path=BINDIR + os.pathsep + os.environ["PATH"]) is None:
-    pytest.skip("ansible-playbook not installed", allow_module_level=True)
 
 
 def ansible_playbook(inventory, *args):

@@ -9,8 +9,6 @@ import yaml
 from ansible.module_utils import gpu_cluster_addons as ga
 from conftest import shared_files
 
-pytestmark = pytest.mark.controller(reason="a filter plugin: runs on the controller")
-
 ROLE = pathlib.Path(__file__).resolve().parents[2] / "roles" / "gpu_cluster_addons"
 
 CP = "node-role.kubernetes.io/control-plane"

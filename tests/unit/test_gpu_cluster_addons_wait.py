@@ -13,7 +13,8 @@ import urllib.parse
 import gpu_cluster_addons_wait
 import pytest
 
-pytest.importorskip("kubernetes")
+# the kubernetes client is a controller dependency (requirements.txt), like kubernetes.core's
+pytestmark = pytest.mark.controller(reason="needs the kubernetes client, a controller dependency")
 
 DS_PATH = "/apis/apps/v1/namespaces/kube-system/daemonsets/nvidia-device-plugin-daemonset"
 

@@ -58,7 +58,7 @@ docs() {  # every module and filter has documentation that ansible-doc can show
   local -a plugins
   for type in module filter; do
     listing=$(cd "$work/run" && ansible-doc -t "$type" -l "$fqcn")
-    mapfile -t plugins < <(awk '{print $1}' <<<"$listing")
+    mapfile -t plugins < <(awk 'NF {print $1}' <<<"$listing")
     undocumented=$(grep -F UNDOCUMENTED <<<"$listing" || true)
     if [[ -n $undocumented ]]; then
       printf 'test-collection: undocumented %ss:\n%s\n' "$type" "$undocumented" >&2

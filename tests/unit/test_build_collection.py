@@ -1,26 +1,44 @@
 """scripts/build_collection.py: the Galaxy collection built from the playbook project.
 
-Controller-side (needs ansible-core, PyYAML and Jinja2, as the build does).
+Controller-side: the build needs ansible-core's controller, PyYAML and Jinja2,
+so the script is loaded inside the tests, never at import.
 """
 
 import ast
+import functools
 import importlib.util
+import os
 import pathlib
 import re
+import subprocess
+import sys
 import textwrap
 
 import pytest
 import yaml
 from conftest import ROOT
 
-_spec = importlib.util.spec_from_file_location("build_collection", ROOT / "scripts" / "build_collection.py")
-bc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bc)
+pytestmark = pytest.mark.controller(reason="the build runs on the controller (ansible-core, Jinja2)")
 
 PREFIX = "gpunode.gpunode."
 
 
+@functools.lru_cache(maxsize=None)
+def load_build_collection():
+    path = ROOT / "scripts" / "build_collection.py"
+    spec = importlib.util.spec_from_file_location("build_collection", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(name="bc")
+def fixture_bc():
+    return load_build_collection()
+
+
 def content():
+    bc = load_build_collection()
     own = bc.Content("gpunode", "gpunode")
     own.modules = {"docker_daemon_config", "nvidia_gpu_facts", "gpu_addons_manifest_files"}
     own.module_utils = {"json_config", "text_file", "nvidia_branches"}
@@ -34,6 +52,7 @@ def content():
 
 
 def rewrite_yaml(text, kind="tasks", source="roles/r/tasks/main.yml"):
+    bc = load_build_collection()
     text = textwrap.dedent(text)
     return bc.YamlRewrite(text, source, content(), source=pathlib.PurePosixPath(source)).run(kind)
 
@@ -138,7 +157,7 @@ def test_import_playbook_relative_to_the_importing_file():
     assert yaml.safe_load(out)[0]["ansible.builtin.import_playbook"] == f"{PREFIX}driver"
 
 
-def test_import_of_a_playbook_outside_the_project_fails_with_file_and_line():
+def test_import_of_a_playbook_outside_the_project_fails_with_file_and_line(bc):
     with pytest.raises(bc.BuildError, match=r"^site\.yml:2: import_playbook 'elsewhere/x\.yml'"):
         rewrite_yaml("- name: X\n  ansible.builtin.import_playbook: elsewhere/x.yml\n",
                      kind="playbook", source="site.yml")
@@ -187,7 +206,7 @@ def test_jinja_in_every_scalar_style_is_rewritten_and_verified():
     assert yaml.safe_load(out)[0]["when"] == f"a | {PREFIX}gpu_addons_api"
 
 
-def test_a_rewrite_the_parser_disagrees_with_fails_instead_of_writing_it():
+def test_a_rewrite_the_parser_disagrees_with_fails_instead_of_writing_it(bc):
     # "\x7c" is "|" once parsed: the value has a filter that the source text does not show,
     # so the rewritten text would not mean what was intended.
     with pytest.raises(bc.BuildError, match=r"roles/r/tasks/main\.yml:3: the rewrite made"):
@@ -203,6 +222,7 @@ def test_ansible_tags_are_kept():
 
 
 def rewrite_python(text, is_module=True):
+    bc = load_build_collection()
     return bc.PythonRewrite(textwrap.dedent(text), "library/m.py", content(), is_module).run()
 
 
@@ -237,7 +257,7 @@ def test_imports_of_project_module_utils_point_into_the_collection():
         ("from ansible.module_utils import basic, json_config\n", "in separate statements"),
     ],
 )
-def test_import_forms_the_build_cannot_rewrite_fail(statement, message):
+def test_import_forms_the_build_cannot_rewrite_fail(bc, statement, message):
     with pytest.raises(bc.BuildError, match=re.escape(message)):
         rewrite_python(statement)
 
@@ -258,7 +278,7 @@ def test_module_examples_use_fqcns():
     assert "module: docker_daemon_config\n" in out
 
 
-def test_filter_names_are_read_without_importing_the_plugin(tmp_path):
+def test_filter_names_are_read_without_importing_the_plugin(bc, tmp_path):
     plugin = tmp_path / "f.py"
     plugin.write_text("raise SystemExit('not imported')\nclass FilterModule:\n"
                       "    def filters(self):\n        return {'a': len, 'b': str}\n")
@@ -268,12 +288,89 @@ def test_filter_names_are_read_without_importing_the_plugin(tmp_path):
         bc.plugin_names_from_class(plugin, "FilterModule", "filters")
 
 
+# --- Filter documentation: the form the build and ansible-doc need --------------------
+
+FILTER_PLUGIN = """\
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+\"\"\"Filters of an example project.\"\"\"
+
+
+def kube_minor(version):
+    return ".".join(str(version).lstrip("v").split(".")[:2])
+
+
+class FilterModule:
+    def filters(self):
+        return {"example_kube_minor": kube_minor}
+"""
+
+# One YAML file per filter, named after the filter, beside the plugin: the form
+# docs/COLLECTION.md describes (ansible-core documents its own filters so).
+FILTER_DOC = """\
+---
+DOCUMENTATION:
+  name: example_kube_minor
+  version_added: "1.0.0"
+  short_description: The MAJOR.MINOR of a Kubernetes version
+  description:
+    - Returns C(MAJOR.MINOR) of a version such as C(v1.29.3+rke2r1).
+  positional: _input
+  options:
+    _input:
+      description: The version.
+      type: str
+      required: true
+  author:
+    - gpunode maintainers (@gpunode)
+
+EXAMPLES: |
+  # "1.29"
+  minor: "{{ 'v1.29.3+rke2r1' | example_kube_minor }}"
+
+RETURN:
+  _value:
+    description: C(MAJOR.MINOR).
+    type: str
+    sample: "1.29"
+"""
+
+
+def test_a_filter_documented_by_a_yaml_file_beside_it_is_documented_in_the_collection(bc, tmp_path):
+    project = tmp_path / "project"
+    (project / "collection").mkdir(parents=True)
+    (project / "collection" / "galaxy.yml").write_text(
+        "namespace: example\nname: docs\nversion: 1.0.0\nreadme: README.md\nauthors: [x]\n")
+    (project / "filter_plugins").mkdir()
+    (project / "filter_plugins" / "example_filters.py").write_text(FILTER_PLUGIN)
+    (project / "filter_plugins" / "example_kube_minor.yml").write_text(FILTER_DOC)
+    target, _ = bc.build_tree(project, tmp_path / "tree")
+    built_doc = yaml.safe_load((target / "plugins" / "filter" / "example_kube_minor.yml").read_text())
+    assert "'v1.29.3+rke2r1' | example.docs.example_kube_minor" in built_doc["EXAMPLES"]
+    (tmp_path / "ansible.cfg").write_text("")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "tree"),
+               ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"),
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+
+    def ansible_doc(*args):
+        return subprocess.run(["ansible-doc", "-t", "filter", *args], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, check=True).stdout
+
+    listing = ansible_doc("-l", "example.docs")
+    assert re.search(r"^example\.docs\.example_kube_minor +The MAJOR\.MINOR of a Kubernetes", listing, re.M)
+    assert "UNDOCUMENTED" not in listing
+    shown = ansible_doc("example.docs.example_kube_minor")
+    assert "Returns `MAJOR.MINOR' of a version such as `v1.29.3+rke2r1'." in shown
+    assert "minor: \"{{ 'v1.29.3+rke2r1' | example.docs.example_kube_minor }}\"" in shown
+
+
 # --- The project itself ---------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    target, galaxy = bc.build_tree(ROOT, tmp_path_factory.mktemp("collection"))
+    target, galaxy = load_build_collection().build_tree(ROOT, tmp_path_factory.mktemp("collection"))
     return target, galaxy
 
 
@@ -310,7 +407,7 @@ def _task_actions(tasks):
         for key, value in task.items():
             if key in ("block", "rescue", "always"):
                 yield from _task_actions(value)
-            elif key not in bc.TASK_KEYWORDS and not key.startswith("with_"):
+            elif key not in load_build_collection().TASK_KEYWORDS and not key.startswith("with_"):
                 yield key
 
 
@@ -339,7 +436,7 @@ def test_built_yaml_differs_from_the_source_only_in_lines_with_fqcns(built):
         old = source.read_text(encoding="utf-8").split("\n")
         new = built_file.read_text(encoding="utf-8").split("\n")
         assert len(old) == len(new), source
-        for before, after in zip(old, new, strict=True):
+        for before, after in zip(old, new):
             assert before == after or PREFIX in after, f"{source}: {before!r} -> {after!r}"
         compared += 1
     assert compared

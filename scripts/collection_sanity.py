@@ -19,16 +19,18 @@ its file list from git, which ignores build output, and test nothing.
    requirements then come from PyPI (or the PIP_* settings) as usual.
 2. The multi-version tests (compile, import) run on every Python that
    ansible-test supports for modules (3.8 to 3.13 with ansible-core 2.19). The
-   interpreters are taken from PATH and from pyenv's versions; a missing one
-   fails the run unless --allow-missing-pythons is given (it is then listed).
+   interpreters are those ``make unit`` uses (scripts/unit-tests.py
+   ``find_interpreter``: pyenv's newest of each X.Y, else pythonX.Y on PATH);
+   a missing one fails the run unless --allow-missing-pythons is given (it is
+   then listed).
 3. ``ansible-test sanity --local`` runs in the collection's directory; a
    tests/sanity/ignore-*.txt there fails the run: the collection has none.
 """
 
 import argparse
+import importlib.util
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import time
@@ -81,35 +83,24 @@ def install_pip_bootstrap(versions):
             print(f"sanity: pip {version} bootstrap for ansible-test: {target}")
 
 
-def pyenv_bin_dirs(versions):
-    """bin/ of the newest pyenv interpreter of each wanted X.Y, if pyenv is installed."""
-    root = os.environ.get("PYENV_ROOT") or str(pathlib.Path.home() / ".pyenv")
-    pyenv = shutil.which("pyenv")
-    if pyenv:
-        out = subprocess.run([pyenv, "root"], capture_output=True, text=True, check=False)
-        if out.returncode == 0 and out.stdout.strip():
-            root = out.stdout.strip()
-    installed = pathlib.Path(root) / "versions"
-    dirs = {}
-    if installed.is_dir():
-        def numeric(entry):
-            return [int(part) if part.isdigit() else 0 for part in entry.name.split(".")]
-
-        for entry in sorted(installed.iterdir(), key=numeric):
-            xy = ".".join(entry.name.split(".")[:2])
-            if xy in versions and (entry / "bin" / f"python{xy}").is_file():
-                dirs[xy] = str(entry / "bin")
-    return dirs
+def load_unit_tests():
+    """scripts/unit-tests.py, whose find_interpreter() also finds the target Pythons for make unit."""
+    spec = importlib.util.spec_from_file_location("unit_tests", ROOT / "scripts" / "unit-tests.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def find_pythons(versions, path):
-    """X.Y -> interpreter path, for the versions found on ``path``."""
-    found = {}
+def find_pythons(versions):
+    """(X.Y -> interpreter, missing X.Y): pyenv's newest of each, else pythonX.Y on PATH."""
+    unit_tests = load_unit_tests()
+    found, missing = {}, []
     for version in versions:
-        exe = shutil.which(f"python{version}", path=path)
-        if exe and ".pyenv/shims" not in exe:
-            found[version] = exe
-    return found
+        try:
+            found[version] = unit_tests.find_interpreter(version)
+        except SystemExit:  # it has said which one it did not find, and where it looked
+            missing.append(version)
+    return found, missing
 
 
 def main(argv=None):
@@ -125,15 +116,16 @@ def main(argv=None):
         path = args.collection.resolve()
         check_collection(path)
         versions = list(SUPPORTED_PYTHON_VERSIONS)
-        extra_dirs = pyenv_bin_dirs(versions)
-        search_path = os.pathsep.join([*extra_dirs.values(), os.environ.get("PATH", "")])
-        found = find_pythons(versions, search_path)
-        missing = [v for v in versions if v not in found]
+        found, missing = find_pythons(versions)
         if missing and not args.allow_missing_pythons:
             raise SanityError(
-                f"Python {', '.join(missing)} not found (PATH, pyenv): ansible-test would skip the "
+                f"Python {', '.join(missing)} not found (pyenv, PATH): ansible-test would skip the "
                 "compile and import tests there. Install them, or pass --allow-missing-pythons"
             )
+        # ansible-test looks for pythonX.Y on PATH
+        path_dirs = os.environ.get("PATH", "").split(os.pathsep)
+        extra_dirs = [str(exe.parent) for exe in found.values() if str(exe.parent) not in path_dirs]
+        search_path = os.pathsep.join([*dict.fromkeys(extra_dirs), *path_dirs])
         install_pip_bootstrap(pip_versions(found))
     except SanityError as exc:
         print(f"sanity: {exc}", file=sys.stderr)
@@ -142,7 +134,9 @@ def main(argv=None):
     skipped = f" (not found, skipped: {', '.join(missing)})" if missing else ""
     print(f"sanity: Python {', '.join(found)}{skipped}")
     env = dict(os.environ, PATH=search_path)
-    command = ["ansible-test", "sanity", "--local", "--color", "no", *args.ansible_test_args]
+    # this virtualenv's ansible-test, whatever the interpreter directories put first on PATH hold
+    ansible_test = pathlib.Path(sys.executable).parent / "ansible-test"
+    command = [str(ansible_test), "sanity", "--local", "--color", "no", *args.ansible_test_args]
     result = subprocess.run(command, cwd=path, env=env, check=False)
     print(f"sanity: ansible-test sanity exited {result.returncode} after {time.monotonic() - started:.0f} s")
     return result.returncode

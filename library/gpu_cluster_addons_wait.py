@@ -1,7 +1,6 @@
 #!/usr/bin/python
 """Ansible module gpu_cluster_addons_wait: wait until the add-ons run and every GPU node advertises GPUs."""
 
-import os
 import time
 import traceback
 
@@ -121,10 +120,12 @@ class Cluster:
     """The few reads the wait needs, as plain dicts."""
 
     def __init__(self, kubeconfig, context):
-        default = os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config"))
-        if kubeconfig or context or os.path.exists(default):
+        try:
             self.api = k8s_config.new_client_from_config(config_file=kubeconfig, context=context)
-        else:  # no kubeconfig: a pod's service account
+        except ConfigException:
+            if kubeconfig or context:
+                raise
+            # no kubeconfig at all ($KUBECONFIG, ~/.kube/config): a pod's service account
             k8s_config.load_incluster_config()
             self.api = k8s_client.ApiClient()
         self.apps = k8s_client.AppsV1Api(self.api)

@@ -413,8 +413,8 @@ def pod_runtime_class(hosts, setting="auto", handler="nvidia"):
             needs.append(f"{host}: its kubelet's engine {engine} runs {runs} by default")
     if needs:
         return {"name": handler, "reasons": needs}
-    return {"name": None, "reasons": [f"nvidia is the default runtime of every GPU node's kubelet engine "
-                                       f"({len(hosts)} node(s))"]}
+    reason = f"nvidia is the default runtime of every GPU node's kubelet engine ({len(hosts)} node(s))"
+    return {"name": None, "reasons": [reason]}
 
 
 # --------------------------------------------------------------------------

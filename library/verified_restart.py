@@ -297,7 +297,7 @@ def run(module):
     if result["restored"]:
         service.reset_failed()
         restarted = service.restart()
-        healthy_after, _, _ = service.wait_healthy(checks, [], restarted)
+        healthy_after = service.wait_healthy(checks, [], restarted)[0]
     module.fail_json(
         msg=failure_message(
             service=params["name"],

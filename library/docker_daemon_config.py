@@ -131,9 +131,7 @@ def run(module):
     result["changed"] = changed
     file_args = module.load_file_common_arguments(module.params)
     if not module.check_mode or os.path.exists(path):
-        result["changed"] = module.set_fs_attributes_if_different(
-            file_args, result["changed"], diff=None
-        )
+        result["changed"] = module.set_fs_attributes_if_different(file_args, result["changed"], diff=None)
     return result
 
 

@@ -211,13 +211,15 @@ def host_records(hosts, host_facts, node_names):
     records = []
     for host in hosts:
         facts = host_facts.get(host) or {}
-        records.append({
-            "host": host,
-            "node_name": node_names.get(host) or "",
-            "nodename": facts.get("nodename") or "",
-            "nvidia_gpu": facts.get("nvidia_gpu"),
-            "container_runtime": facts.get("nvidia_container_runtime"),
-        })
+        records.append(
+            {
+                "host": host,
+                "node_name": node_names.get(host) or "",
+                "nodename": facts.get("nodename") or "",
+                "nvidia_gpu": facts.get("nvidia_gpu"),
+                "container_runtime": facts.get("nvidia_container_runtime"),
+            }
+        )
     return records
 
 

@@ -236,10 +236,13 @@ EXTENDER_SPEC = {
     "node_cache_capable": {"type": "bool", "default": True},
     "ignorable": {"type": "bool", "default": False},
     "managed_resources": {
-        "type": "list", "elements": "dict",
+        "type": "list",
+        "elements": "dict",
         "default": [{"name": "aliyun.com/gpu-mem", "ignored_by_scheduler": False}],
-        "options": {"name": {"type": "str", "required": True},
-                    "ignored_by_scheduler": {"type": "bool", "default": False}},
+        "options": {
+            "name": {"type": "str", "required": True},
+            "ignored_by_scheduler": {"type": "bool", "default": False},
+        },
     },
 }
 ARGUMENT_SPEC = {
@@ -324,8 +327,13 @@ def restore(module, static_dir):
                 os.unlink(path)
             else:
                 _write(path, text, static_dir)
-    return {"changed": bool(changed), "files": sorted(changed), "api_version": None, "backup_files": {},
-            "config_path": module.params["config_path"]}
+    return {
+        "changed": bool(changed),
+        "files": sorted(changed),
+        "api_version": None,
+        "backup_files": {},
+        "config_path": module.params["config_path"],
+    }
 
 
 def run(module):
@@ -335,8 +343,10 @@ def run(module):
     if params["restore"] is not None:
         return restore(module, static_dir)
     if params["flavor"] == "kubeadm" and _inside(backup_dir, static_dir):
-        module.fail_json(msg=f"backup_dir {backup_dir}: inside the static pod directory {static_dir}; "
-                             "the kubelet would run a backup as a pod")
+        module.fail_json(
+            msg=f"backup_dir {backup_dir}: inside the static pod directory {static_dir}; "
+            "the kubelet would run a backup as a pod"
+        )
     try:
         result = plan(params)
     except KubeSchedulerError as exc:
@@ -344,11 +354,18 @@ def run(module):
     for warning in result["warnings"]:
         module.warn(warning)
     files = result["files"]
-    out = {"changed": bool(files), "api_version": result["api_version"], "files": sorted(files),
-           "config_path": result["config_path"], "backup_files": {}}
+    out = {
+        "changed": bool(files),
+        "api_version": result["api_version"],
+        "files": sorted(files),
+        "config_path": result["config_path"],
+        "backup_files": {},
+    }
     if module._diff:
-        out["diff"] = [{"before_header": path, "after_header": path, "before": old or "", "after": new or ""}
-                       for path, (old, new) in files.items()]
+        out["diff"] = [
+            {"before_header": path, "after_header": path, "before": old or "", "after": new or ""}
+            for path, (old, new) in files.items()
+        ]
     if module.check_mode or not files:
         return out
     out["scheduler_pids"] = scheduler_pids()

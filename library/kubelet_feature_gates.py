@@ -1,13 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module kubelet_feature_gates: set kubelet feature gates where the kubelet reads them."""
-
-import os
-import time
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.kubelet_plan import MissingRequirement, PlanError, plan
-from ansible.module_utils.text_file import read_text, write_text
-from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
 
 DOCUMENTATION = r"""
 ---
@@ -150,12 +145,20 @@ options:
     default: false
 notes:
   - At most one of O(config_file), O(flags_file), O(rke_cluster_yml), O(rke2_config).
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: full
-author: gpunode
+  facts:
+    support: full
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -290,6 +293,14 @@ ansible_facts:
   type: dict
   returned: always
 """
+
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.kubelet_plan import MissingRequirement, PlanError, plan
+from ansible.module_utils.text_file import read_text, write_text
+from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 TARGET_PATHS = ("config_file", "flags_file", "rke_cluster_yml", "rke2_config")

@@ -292,12 +292,13 @@ def read_smi(module):
     smi = module.get_bin_path("nvidia-smi")
     if not smi:
         return {"error": "nvidia-smi not found", "driver_versions": [], "persistence_mode": []}
-    rc, out, err = _run(
-        module, [smi, "--query-gpu=driver_version,persistence_mode", "--format=csv,noheader"]
-    )
+    rc, out, err = _run(module, [smi, "--query-gpu=driver_version,persistence_mode", "--format=csv,noheader"])
     if rc != 0:
-        return {"error": (out.strip() or err.strip() or f"rc {rc}"), "driver_versions": [],
-                "persistence_mode": []}
+        return {
+            "error": (out.strip() or err.strip() or f"rc {rc}"),
+            "driver_versions": [],
+            "persistence_mode": [],
+        }
     try:
         result = parse_smi_query(out)
     except DriverError as exc:
@@ -317,8 +318,12 @@ def build_request(params):
     module_type = kernel_module_type(params["module_type"], chosen["branch"], params["gpu_device_ids"])
     flags = None
     if chosen["version"]:
-        flags = runfile_flags(chosen["version"], module_type, signing_key=params["signing_key"],
-                              signing_cert=params["signing_cert"])
+        flags = runfile_flags(
+            chosen["version"],
+            module_type,
+            signing_key=params["signing_key"],
+            signing_cert=params["signing_cert"],
+        )
     return {
         "branch": chosen["branch"],
         "version": chosen["version"],

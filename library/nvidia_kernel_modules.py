@@ -111,11 +111,13 @@ def run(module):
             if rc == 0 and name not in loaded_modules(params["proc_root"]):
                 result["unloaded"].append(name)
             else:
-                result["busy"][name] = (err.strip() or out.strip() or f"still loaded (rc {rc})")
+                result["busy"][name] = err.strip() or out.strip() or f"still loaded (rc {rc})"
                 break  # what depends on a busy module stays too
         if result["busy"] and params["fail_on_busy"]:
-            module.fail_json(msg=f"cannot unload {', '.join(result['busy'])}: "
-                                 f"{'; '.join(result['busy'].values())}", **result)
+            module.fail_json(
+                msg=f"cannot unload {', '.join(result['busy'])}: {'; '.join(result['busy'].values())}",
+                **result,
+            )
     else:
         for name in reversed(params["names"]):
             if name in loaded_modules(params["proc_root"]):

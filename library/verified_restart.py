@@ -291,8 +291,11 @@ def run(module):
     try:
         result["restored"] = service.restore()
     except OSError as exc:
-        module.fail_json(msg=f"{params['name'] or 'the service'} was not healthy ({problem}) and restoring "
-                             f"the backups failed: {to_native(exc)}", **result)
+        module.fail_json(
+            msg=f"{params['name'] or 'the service'} was not healthy ({problem}) and restoring "
+            f"the backups failed: {to_native(exc)}",
+            **result,
+        )
     healthy_after = False
     if result["restored"]:
         service.reset_failed()

@@ -353,9 +353,9 @@ def add_import(text, dropin_path, version):
         if not stripped.strip():
             new_inner = entry
         elif stripped.endswith(","):
-            new_inner = f"{stripped} {entry}{inner[len(stripped):]}"
+            new_inner = f"{stripped} {entry}{inner[len(stripped) :]}"
         else:
-            new_inner = f"{stripped}, {entry}{inner[len(stripped):]}"
+            new_inner = f"{stripped}, {entry}{inner[len(stripped) :]}"
         return text[: match.start(2)] + new_inner + text[match.end(2) :]
     line = f"imports = [{entry}]\n"
     version_line = re.search(r"^[ \t]*version[ \t]*=[^\n]*\n?", top, re.MULTILINE)

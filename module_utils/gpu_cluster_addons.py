@@ -104,6 +104,7 @@ class GpuAddonsError(ValueError):
 # Kubernetes versions and the APIs they serve
 # --------------------------------------------------------------------------
 
+
 def parse_version(value):
     """``"v1.29.3+rke2r1"`` -> ``(1, 29, 3)``; a missing patch level is 0."""
     return parse_kube_version(value, GpuAddonsError, "gpu_cluster_addons_kubernetes_version")
@@ -218,8 +219,12 @@ def control_plane(nodes=None, distribution="auto", kubernetes_version=None, labe
         if not label:
             raise GpuAddonsError("gpu_cluster_addons_control_plane_label: empty label key")
         taints = (*_TAINTS_BY_LABEL.get(label, all_taints), _TAINT_UNINITIALIZED)
-        return {"label_keys": [label], "tolerations": _tolerations(taints), "source": "variable",
-                "warnings": warnings}
+        return {
+            "label_keys": [label],
+            "tolerations": _tolerations(taints),
+            "source": "variable",
+            "warnings": warnings,
+        }
 
     if nodes:
         if not isinstance(nodes, list):
@@ -228,15 +233,23 @@ def control_plane(nodes=None, distribution="auto", kubernetes_version=None, labe
         if len(nodes) == 1:
             # Single-node cluster: the extender must run on the only node,
             # whatever it is labelled and however it is tainted.
-            return {"label_keys": [], "tolerations": _tolerations(all_taints), "source": "single-node",
-                    "warnings": warnings}
+            return {
+                "label_keys": [],
+                "tolerations": _tolerations(all_taints),
+                "source": "single-node",
+                "warnings": warnings,
+            }
         if not present:
             warnings.append(
                 "no node carries a control-plane label ({}); the scheduler extender may run on any node: "
                 "kube-scheduler must reach it through the node port".format(", ".join(CONTROL_PLANE_LABELS))
             )
-            return {"label_keys": [], "tolerations": _tolerations(all_taints), "source": "detected",
-                    "warnings": warnings}
+            return {
+                "label_keys": [],
+                "tolerations": _tolerations(all_taints),
+                "source": "detected",
+                "warnings": warnings,
+            }
         # kubeadm 1.20-1.23 sets both control-plane and master: one is enough.
         keys = [LABEL_CONTROL_PLANE] if LABEL_CONTROL_PLANE in present else present
         if LABEL_RKE1 in present and LABEL_RKE1 not in keys:
@@ -251,8 +264,12 @@ def control_plane(nodes=None, distribution="auto", kubernetes_version=None, labe
                 for taint in (node.get("spec") or {}).get("taints") or []:
                     if taint.get("key") in known:
                         taints.append((taint["key"], taint.get("effect")))
-        return {"label_keys": keys, "tolerations": _tolerations(taints), "source": "detected",
-                "warnings": warnings}
+        return {
+            "label_keys": keys,
+            "tolerations": _tolerations(taints),
+            "source": "detected",
+            "warnings": warnings,
+        }
 
     keys = _distribution_labels(distribution, kubernetes_version)
     if distribution == "auto":
@@ -261,13 +278,18 @@ def control_plane(nodes=None, distribution="auto", kubernetes_version=None, labe
         taints = [_TAINT_UNINITIALIZED]
         for key in keys:
             taints.extend(_TAINTS_BY_LABEL[key])
-    return {"label_keys": keys, "tolerations": _tolerations(taints), "source": "distribution",
-            "warnings": warnings}
+    return {
+        "label_keys": keys,
+        "tolerations": _tolerations(taints),
+        "source": "distribution",
+        "warnings": warnings,
+    }
 
 
 # --------------------------------------------------------------------------
 # GPU node labels from the detection role's facts
 # --------------------------------------------------------------------------
+
 
 def label_value(text):
     """A valid Kubernetes label value: ``"Tesla T4"`` -> ``"Tesla-T4"``."""
@@ -336,12 +358,14 @@ def gpu_nodes(hosts, mode, extra_labels=None):
             empty.append(host)
             continue
         node = record.get("node_name") or str(record.get("nodename") or host).lower()
-        result.append({
-            "host": host,
-            "node": str(node),
-            "gpu_count": int(facts["gpu_count"]),
-            "labels": node_labels(facts, mode, extra_labels),
-        })
+        result.append(
+            {
+                "host": host,
+                "node": str(node),
+                "gpu_count": int(facts["gpu_count"]),
+                "labels": node_labels(facts, mode, extra_labels),
+            }
+        )
     problems = []
     if missing:
         problems.append(
@@ -387,21 +411,27 @@ def pod_runtime_class(hosts, setting="auto", handler="nvidia"):
     always or never. Returns ``{"name": "nvidia" or None, "reasons": [...]}``.
     """
     if setting not in RUNTIME_CLASS_CHOICES:
-        raise GpuAddonsError(f"gpu_cluster_addons_pod_runtime_class: {setting!r} is not one of "
-                             f"{', '.join(RUNTIME_CLASS_CHOICES)}")
+        raise GpuAddonsError(
+            f"gpu_cluster_addons_pod_runtime_class: {setting!r} is not one of "
+            f"{', '.join(RUNTIME_CLASS_CHOICES)}"
+        )
     if setting == "always":
         return {"name": handler, "reasons": ["gpu_cluster_addons_pod_runtime_class is always"]}
     if setting == "never":
         return {"name": None, "reasons": ["gpu_cluster_addons_pod_runtime_class is never"]}
     if not hosts:
-        return {"name": handler, "reasons": ["no GPU host to tell whether nvidia is the default runtime "
-                                             "of its kubelet's engine"]}
+        return {
+            "name": handler,
+            "reasons": ["no GPU host to tell whether nvidia is the default runtime of its kubelet's engine"],
+        }
     needs = []
     for record in hosts:
         host, facts = record["host"], record.get("container_runtime")
         if not isinstance(facts, dict):
-            needs.append(f"{host}: no ansible_facts.nvidia_container_runtime "
-                         "(playbooks/container_runtime.yml has not run on it in this run)")
+            needs.append(
+                f"{host}: no ansible_facts.nvidia_container_runtime "
+                "(playbooks/container_runtime.yml has not run on it in this run)"
+            )
             continue
         engine = facts.get("kubelet_engine")
         if not engine:
@@ -447,12 +477,14 @@ def manifest_plan(mode, kubernetes_version, runtime_class=True):
     }
 
 
-def nvidia_device_plugin_config(mig_strategy="none", replicas=0, rename=False,
-                                fail_requests_greater_than_one=False):
+def nvidia_device_plugin_config(
+    mig_strategy="none", replicas=0, rename=False, fail_requests_greater_than_one=False
+):
     """The NVIDIA device plugin's config file (its ``version: v1`` format) as data."""
     if mig_strategy not in ("none", "single", "mixed"):
-        raise GpuAddonsError(f"gpu_cluster_addons_nvidia_mig_strategy: {mig_strategy!r} is not none, "
-                             "single or mixed")
+        raise GpuAddonsError(
+            f"gpu_cluster_addons_nvidia_mig_strategy: {mig_strategy!r} is not none, single or mixed"
+        )
     config = {
         "version": "v1",
         "flags": {
@@ -462,11 +494,13 @@ def nvidia_device_plugin_config(mig_strategy="none", replicas=0, rename=False,
         },
     }
     if int(replicas) > 1:
-        config["sharing"] = {"timeSlicing": {
-            "renameByDefault": bool(rename),
-            "failRequestsGreaterThanOne": bool(fail_requests_greater_than_one),
-            "resources": [{"name": "nvidia.com/gpu", "replicas": int(replicas)}],
-        }}
+        config["sharing"] = {
+            "timeSlicing": {
+                "renameByDefault": bool(rename),
+                "failRequestsGreaterThanOne": bool(fail_requests_greater_than_one),
+                "resources": [{"name": "nvidia.com/gpu", "replicas": int(replicas)}],
+            }
+        }
     return config
 
 
@@ -485,25 +519,34 @@ def workload_status(resources, kind, name):
     generation = (obj.get("metadata") or {}).get("generation")
     observed = status.get("observedGeneration")
     if generation is not None and observed is not None and observed < generation:
-        return {"ready": False,
-                "message": f"{kind} {name}: controller has not seen generation {generation} yet"}
+        return {
+            "ready": False,
+            "message": f"{kind} {name}: controller has not seen generation {generation} yet",
+        }
     if kind == "DaemonSet":
         desired = int(status.get("desiredNumberScheduled") or 0)
         ready = int(status.get("numberReady") or 0)
         updated = int(status.get("updatedNumberScheduled") or 0)
         if desired == 0:
-            return {"ready": False, "message": f"DaemonSet {name}: no node matches its nodeSelector "
-                                               "(are the GPU nodes labelled?)"}
+            return {
+                "ready": False,
+                "message": f"DaemonSet {name}: no node matches its nodeSelector "
+                "(are the GPU nodes labelled?)",
+            }
         if ready < desired or updated < desired:
-            return {"ready": False, "message": f"DaemonSet {name}: {ready}/{desired} pods ready, "
-                                               f"{updated}/{desired} updated"}
+            return {
+                "ready": False,
+                "message": f"DaemonSet {name}: {ready}/{desired} pods ready, {updated}/{desired} updated",
+            }
         return {"ready": True, "message": f"DaemonSet {name}: {ready}/{desired} pods ready"}
     wanted = int((obj.get("spec") or {}).get("replicas", 1) or 0)
     available = int(status.get("availableReplicas") or 0)
     updated = int(status.get("updatedReplicas") or 0)
     if available < wanted or updated < wanted:
-        return {"ready": False, "message": f"{kind} {name}: {available}/{wanted} replicas available, "
-                                           f"{updated}/{wanted} updated"}
+        return {
+            "ready": False,
+            "message": f"{kind} {name}: {available}/{wanted} replicas available, {updated}/{wanted} updated",
+        }
     return {"ready": True, "message": f"{kind} {name}: {available}/{wanted} replicas available"}
 
 
@@ -531,7 +574,13 @@ def allocatable_status(nodes, expected, resource):
         if not _quantity_positive(value):
             problems.append(f"{name}: {resource} is {value or 'absent'} in allocatable")
     if problems:
-        return {"ready": False, "missing": [p.split(":")[0] for p in problems],
-                "message": f"GPU nodes not advertising {resource}: " + "; ".join(problems)}
-    return {"ready": True, "missing": [],
-            "message": f"all {len(set(expected or []))} GPU node(s) advertise {resource}"}
+        return {
+            "ready": False,
+            "missing": [p.split(":")[0] for p in problems],
+            "message": f"GPU nodes not advertising {resource}: " + "; ".join(problems),
+        }
+    return {
+        "ready": True,
+        "missing": [],
+        "message": f"all {len(set(expected or []))} GPU node(s) advertise {resource}",
+    }

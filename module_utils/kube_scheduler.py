@@ -53,16 +53,32 @@ DEFAULT_MANIFEST = "/etc/kubernetes/manifests/kube-scheduler.yaml"
 DEFAULT_RKE2_CONFIG = "/etc/rancher/rke2/config.yaml"
 # Flags RKE1 and RKE2 give kube-scheduler themselves (not visible on the host): their
 # meaning goes into a new --config file, which makes the scheduler ignore them.
-FLAVOR_FLAGS = {"rke": {"leader-elect": "true", "profiling": "false"},
-                "rke2": {"profiling": "false"}}
+FLAVOR_FLAGS = {"rke": {"leader-elect": "true", "profiling": "false"}, "rke2": {"profiling": "false"}}
 # Top-level fields whose meaning is the same in every KubeSchedulerConfiguration version:
 # a file holding only these may be moved to a served apiVersion by rewriting apiVersion.
-PORTABLE_FIELDS = {"apiVersion", "kind", "clientConnection", "leaderElection", "extenders", "parallelism",
-                   "percentageOfNodesToScore", "podInitialBackoffSeconds", "podMaxBackoffSeconds",
-                   "enableProfiling", "enableContentionProfiling"}
+PORTABLE_FIELDS = {
+    "apiVersion",
+    "kind",
+    "clientConnection",
+    "leaderElection",
+    "extenders",
+    "parallelism",
+    "percentageOfNodesToScore",
+    "podInitialBackoffSeconds",
+    "podMaxBackoffSeconds",
+    "enableProfiling",
+    "enableContentionProfiling",
+}
 INSECURE_FIELDS = ("healthzBindAddress", "metricsBindAddress")
-SKELETON_FIELDS = {"apiVersion", "kind", "clientConnection", "leaderElection", "enableProfiling",
-                   "enableContentionProfiling", *INSECURE_FIELDS}
+SKELETON_FIELDS = {
+    "apiVersion",
+    "kind",
+    "clientConnection",
+    "leaderElection",
+    "enableProfiling",
+    "enableContentionProfiling",
+    *INSECURE_FIELDS,
+}
 
 
 class KubeSchedulerError(Exception):
@@ -70,6 +86,7 @@ class KubeSchedulerError(Exception):
 
 
 # ---------------------------------------------------------------- versions
+
 
 def parse_version(text):
     match = re.match(r"^\s*v?(\d+)\.(\d+)(?:\.\d+)?", str(text or ""))
@@ -102,6 +119,7 @@ def served_list(version):
 
 # ---------------------------------------------------------------- extender entries
 
+
 def extender_entry(extender, fmt):
     """The extender as it appears in a KubeSchedulerConfiguration or (fmt POLICY) a Policy."""
     entry = {"urlPrefix": extender["url_prefix"], "filterVerb": extender["filter_verb"]}
@@ -112,7 +130,8 @@ def extender_entry(extender, fmt):
     if extender.get("managed_resources"):
         entry["managedResources"] = [
             {"name": r["name"], "ignoredByScheduler": bool(r.get("ignored_by_scheduler", False))}
-            for r in extender["managed_resources"]]
+            for r in extender["managed_resources"]
+        ]
     entry["ignorable"] = bool(extender["ignorable"])
     return entry
 
@@ -125,8 +144,9 @@ def find_ours(extenders, entry):
     """Index of our extender (same urlPrefix, or one of our managed resources), or None."""
     names = _resource_names(entry)
     for index, item in enumerate(extenders):
-        if isinstance(item, dict) and (item.get("urlPrefix") == entry["urlPrefix"]
-                                       or names & _resource_names(item)):
+        if isinstance(item, dict) and (
+            item.get("urlPrefix") == entry["urlPrefix"] or names & _resource_names(item)
+        ):
             return index
     return None
 
@@ -138,22 +158,31 @@ def validate_config(data, version, path):
     kind = data.get("kind")
     if kind == POLICY:
         if version >= (1, 23):
-            raise KubeSchedulerError(f"{path}: Policy files are not read by Kubernetes "
-                                     f"{version[0]}.{version[1]} (removed in 1.23)")
+            raise KubeSchedulerError(
+                f"{path}: Policy files are not read by Kubernetes {version[0]}.{version[1]} (removed in 1.23)"
+            )
         https_key = "enableHttps"
     elif kind == KSC:
         group, _, api = str(data.get("apiVersion")).partition("/")
         if group != GROUP or api not in SERVED or not served(api, version):
-            raise KubeSchedulerError(f"{path}: apiVersion {data.get('apiVersion')} is not served by "
-                                     f"Kubernetes {version[0]}.{version[1]} (served: {served_list(version)})")
+            raise KubeSchedulerError(
+                f"{path}: apiVersion {data.get('apiVersion')} is not served by "
+                f"Kubernetes {version[0]}.{version[1]} (served: {served_list(version)})"
+            )
         if not (data.get("clientConnection") or {}).get("kubeconfig"):
-            raise KubeSchedulerError(f"{path}: clientConnection.kubeconfig is empty; with --config "
-                                     "kube-scheduler ignores --kubeconfig")
+            raise KubeSchedulerError(
+                f"{path}: clientConnection.kubeconfig is empty; with --config "
+                "kube-scheduler ignores --kubeconfig"
+            )
         for field in INSECURE_FIELDS:
             if field in data and api not in ("v1beta1", "v1beta2"):
                 raise KubeSchedulerError(f"{path}: {field} does not exist in {data['apiVersion']}")
-            if field in data and version >= (1, 23) and data[field] not in ("", None) \
-                    and not str(data[field]).endswith(":0"):
+            if (
+                field in data
+                and version >= (1, 23)
+                and data[field] not in ("", None)
+                and not str(data[field]).endswith(":0")
+            ):
                 raise KubeSchedulerError(f"{path}: {field} must be empty or port 0 from Kubernetes 1.23")
         https_key = "enableHTTPS"
     else:
@@ -166,8 +195,10 @@ def validate_config(data, version, path):
         if not isinstance(item, dict) or not item.get("urlPrefix"):
             raise KubeSchedulerError(f"{path}: an extender without urlPrefix")
         if https_key in ("enableHTTPS",) and "enableHttps" in item:
-            raise KubeSchedulerError(f"{path}: extender {item['urlPrefix']}: enableHttps is spelled "
-                                     "enableHTTPS in a KubeSchedulerConfiguration")
+            raise KubeSchedulerError(
+                f"{path}: extender {item['urlPrefix']}: enableHttps is spelled "
+                "enableHTTPS in a KubeSchedulerConfiguration"
+            )
         if item.get("bindVerb"):
             binders.append(item["urlPrefix"])
         for name in _resource_names(item):
@@ -175,11 +206,13 @@ def validate_config(data, version, path):
                 raise KubeSchedulerError(f"{path}: managed resource {name} is claimed by two extenders")
             names.add(name)
     if len(binders) > 1:
-        raise KubeSchedulerError(f"{path}: only one extender may bind pods; bindVerb is set on "
-                                 + " and ".join(binders))
+        raise KubeSchedulerError(
+            f"{path}: only one extender may bind pods; bindVerb is set on " + " and ".join(binders)
+        )
 
 
 # ---------------------------------------------------------------- config files
+
 
 def _parse_config(path, text):
     try:
@@ -274,17 +307,23 @@ def merge_config(path, text, *, version, extender, kubeconfig, warnings):
     ops, kind = [], data.get("kind")
     if kind == POLICY:
         if version >= (1, 23):
-            raise KubeSchedulerError(f"{path}: is a Policy file; the Policy API was removed in Kubernetes "
-                                     "1.23, migrate it to a KubeSchedulerConfiguration first; left unchanged")
+            raise KubeSchedulerError(
+                f"{path}: is a Policy file; the Policy API was removed in Kubernetes "
+                "1.23, migrate it to a KubeSchedulerConfiguration first; left unchanged"
+            )
         entry_fmt, api_out = POLICY, POLICY
     elif kind == KSC:
         group, _, api = str(data.get("apiVersion")).partition("/")
         if group != GROUP or api not in SERVED:
-            raise KubeSchedulerError(f"{path}: apiVersion {data.get('apiVersion')!r} is not a known "
-                                     f"{KSC} version ({', '.join(SERVED)}); left unchanged")
+            raise KubeSchedulerError(
+                f"{path}: apiVersion {data.get('apiVersion')!r} is not a known "
+                f"{KSC} version ({', '.join(SERVED)}); left unchanged"
+            )
         if version < (1, 19):
-            raise KubeSchedulerError(f"{path}: {data.get('apiVersion')} needs Kubernetes 1.19+, cluster is "
-                                     f"{version[0]}.{version[1]}; left unchanged")
+            raise KubeSchedulerError(
+                f"{path}: {data.get('apiVersion')} needs Kubernetes 1.19+, cluster is "
+                f"{version[0]}.{version[1]}; left unchanged"
+            )
         api_out = data["apiVersion"]
         if not served(api, version):
             ops += _convert_ops(path, data, api, version)
@@ -326,7 +365,8 @@ def _convert_ops(path, data, api, version):
         raise KubeSchedulerError(
             f"{path}: apiVersion {data['apiVersion']} is not served by Kubernetes {version[0]}.{version[1]} "
             f"(served: {served_list(version)}) and cannot be converted safely because of: "
-            f"{', '.join(blocking)}; migrate it by hand; left unchanged")
+            f"{', '.join(blocking)}; migrate it by hand; left unchanged"
+        )
     return [("set", ("apiVersion",), f"{GROUP}/{target}"), *ops]
 
 
@@ -346,13 +386,17 @@ def _extender_ops(path, data, entry):
         return [] if merged == extenders[index] else [("replace", ("extenders", index), merged)]
     for item in extenders:
         if isinstance(item, dict) and item.get("bindVerb") and entry.get("bindVerb"):
-            raise KubeSchedulerError(f"{path}: extender {item.get('urlPrefix')} already binds pods "
-                                     "(bindVerb); kube-scheduler allows only one binding extender; "
-                                     "left unchanged")
+            raise KubeSchedulerError(
+                f"{path}: extender {item.get('urlPrefix')} already binds pods "
+                "(bindVerb); kube-scheduler allows only one binding extender; "
+                "left unchanged"
+            )
         clash = _resource_names(entry) & _resource_names(item if isinstance(item, dict) else {})
         if clash:
-            raise KubeSchedulerError(f"{path}: extender {item.get('urlPrefix')} already manages "
-                                     f"{', '.join(sorted(clash))}; left unchanged")
+            raise KubeSchedulerError(
+                f"{path}: extender {item.get('urlPrefix')} already manages "
+                f"{', '.join(sorted(clash))}; left unchanged"
+            )
     return [("append", ("extenders",), entry)]
 
 
@@ -375,6 +419,7 @@ def strip_config(path, text, extender, warnings):
 
 
 # ---------------------------------------------------------------- flags
+
 
 def find_flag(args, name):
     """[(index, value, count)] for --name=value or --name value (count: items used)."""
@@ -408,22 +453,27 @@ def carried_settings(flags, api):
     client = {}
     if flags.get("kubeconfig"):
         client["kubeconfig"] = flags["kubeconfig"]
-    for flag, field, conv in (("kube-api-qps", "qps", float), ("kube-api-burst", "burst", int),
-                              ("kube-api-content-type", "contentType", str)):
+    for flag, field, conv in (
+        ("kube-api-qps", "qps", float),
+        ("kube-api-burst", "burst", int),
+        ("kube-api-content-type", "contentType", str),
+    ):
         if flag in flags:
             client[field] = conv(flags[flag])
     if client:
         out["clientConnection"] = client
     election = {}
-    for flag, field, conv in (("leader-elect", "leaderElect", _bool),
-                              ("leader-elect-lease-duration", "leaseDuration", str),
-                              ("leader-elect-renew-deadline", "renewDeadline", str),
-                              ("leader-elect-retry-period", "retryPeriod", str),
-                              ("leader-elect-resource-lock", "resourceLock", str),
-                              ("leader-elect-resource-name", "resourceName", str),
-                              ("leader-elect-resource-namespace", "resourceNamespace", str),
-                              ("lock-object-name", "resourceName", str),
-                              ("lock-object-namespace", "resourceNamespace", str)):
+    for flag, field, conv in (
+        ("leader-elect", "leaderElect", _bool),
+        ("leader-elect-lease-duration", "leaseDuration", str),
+        ("leader-elect-renew-deadline", "renewDeadline", str),
+        ("leader-elect-retry-period", "retryPeriod", str),
+        ("leader-elect-resource-lock", "resourceLock", str),
+        ("leader-elect-resource-name", "resourceName", str),
+        ("leader-elect-resource-namespace", "resourceNamespace", str),
+        ("lock-object-name", "resourceName", str),
+        ("lock-object-namespace", "resourceNamespace", str),
+    ):
         if flag in flags:
             election[field] = conv(flags[flag])
     if election:
@@ -443,6 +493,7 @@ def carried_settings(flags, api):
 
 # ---------------------------------------------------------------- kubeadm manifest
 
+
 def _manifest(path, text):
     try:
         data = yaml.safe_load(text)
@@ -450,12 +501,15 @@ def _manifest(path, text):
         raise KubeSchedulerError(f"{path}: not valid YAML ({_one_line(exc)}); left unchanged") from exc
     containers = ((data or {}).get("spec") or {}).get("containers") if isinstance(data, dict) else None
     if not isinstance(data, dict) or data.get("kind") != "Pod" or not isinstance(containers, list):
-        raise KubeSchedulerError(f"{path}: not a static Pod manifest (kind Pod with spec.containers); "
-                                 "left unchanged")
+        raise KubeSchedulerError(
+            f"{path}: not a static Pod manifest (kind Pod with spec.containers); left unchanged"
+        )
     for index, container in enumerate(containers):
         command = container.get("command") or [] if isinstance(container, dict) else []
-        if isinstance(container, dict) and (container.get("name") == "kube-scheduler" or (
-                command and str(command[0]).endswith("kube-scheduler"))):
+        if isinstance(container, dict) and (
+            container.get("name") == "kube-scheduler"
+            or (command and str(command[0]).endswith("kube-scheduler"))
+        ):
             return data, index
     raise KubeSchedulerError(f"{path}: no kube-scheduler container; left unchanged")
 
@@ -475,13 +529,16 @@ def host_path(data, ci, container_path):
         if container_path == mount_path or container_path.startswith(mount_path + "/"):
             source = (volumes.get(mount.get("name")) or {}).get("hostPath") or {}
             if source.get("path") and (best is None or len(mount_path) > len(best[0])):
-                best = (mount_path, source["path"].rstrip("/") + container_path[len(mount_path):])
+                best = (mount_path, source["path"].rstrip("/") + container_path[len(mount_path) :])
     return best[1] if best else None
 
 
 def _mount_hint(container):
-    bad = [str(m.get("mountPath")) for m in container.get("volumeMounts") or []
-           if isinstance(m, dict) and not str(m.get("mountPath", "")).startswith("/")]
+    bad = [
+        str(m.get("mountPath"))
+        for m in container.get("volumeMounts") or []
+        if isinstance(m, dict) and not str(m.get("mountPath", "")).startswith("/")
+    ]
     return f" (mountPath {', '.join(bad)} is not an absolute path)" if bad else ""
 
 
@@ -496,8 +553,9 @@ def _unique_volume_name(data):
 
 def _flag_path(flags_found, flag, path, manifest_path):
     if len(flags_found) > 1:
-        raise KubeSchedulerError(f"{manifest_path}: --{flag} is given {len(flags_found)} times; "
-                                 "left unchanged")
+        raise KubeSchedulerError(
+            f"{manifest_path}: --{flag} is given {len(flags_found)} times; left unchanged"
+        )
     return flags_found[0][1] if flags_found else None
 
 
@@ -519,32 +577,52 @@ def plan_kubeadm(params, version, read, warnings):
     if existing:
         flag = "config" if cfg else "policy-config-file"
         if pol and version >= (1, 23):
-            raise KubeSchedulerError(f"{manifest_path}: kube-scheduler is started with "
-                                     f"--policy-config-file={pol}; that flag and the Policy API were removed "
-                                     "in Kubernetes 1.23; "
-                                     "left unchanged")
+            raise KubeSchedulerError(
+                f"{manifest_path}: kube-scheduler is started with "
+                f"--policy-config-file={pol}; that flag and the Policy API were removed "
+                "in Kubernetes 1.23; "
+                "left unchanged"
+            )
         source = host_path(data, ci, existing)
         if source is None:
-            raise KubeSchedulerError(f"{manifest_path}: kube-scheduler is started with --{flag}={existing}, "
-                                     "which no volumeMount brings in from the host"
-                                     f"{_mount_hint(container)}; left unchanged")
+            raise KubeSchedulerError(
+                f"{manifest_path}: kube-scheduler is started with --{flag}={existing}, "
+                "which no volumeMount brings in from the host"
+                f"{_mount_hint(container)}; left unchanged"
+            )
         old = read(source)
         if old is None:
-            raise KubeSchedulerError(f"{source}: not found, but kube-scheduler is started with "
-                                     f"--{flag}={existing} ({manifest_path}); left unchanged")
-        new, api = merge_config(source, old, version=version, extender=params["extender"],
-                                    kubeconfig=kubeconfig, warnings=warnings)
+            raise KubeSchedulerError(
+                f"{source}: not found, but kube-scheduler is started with "
+                f"--{flag}={existing} ({manifest_path}); left unchanged"
+            )
+        new, api = merge_config(
+            source,
+            old,
+            version=version,
+            extender=params["extender"],
+            kubeconfig=kubeconfig,
+            warnings=warnings,
+        )
         files[source] = (old, new)
         return files, api, source
     fmt = preferred_api(version)
     old_config = read(config_path)
     if old_config is not None and MARKER not in old_config:
-        raise KubeSchedulerError(f"{config_path}: exists but kube-scheduler is not started with it "
-                                 f"({manifest_path}); refusing to take it over, choose another config_path; "
-                                 "left unchanged")
+        raise KubeSchedulerError(
+            f"{config_path}: exists but kube-scheduler is not started with it "
+            f"({manifest_path}); refusing to take it over, choose another config_path; "
+            "left unchanged"
+        )
     if old_config is not None:
-        new_cfg, api = merge_config(config_path, old_config, version=version, extender=params["extender"],
-                                    kubeconfig=kubeconfig, warnings=warnings)
+        new_cfg, api = merge_config(
+            config_path,
+            old_config,
+            version=version,
+            extender=params["extender"],
+            kubeconfig=kubeconfig,
+            warnings=warnings,
+        )
     else:
         carried = carried_settings(flags_dict(args), fmt) if fmt != POLICY else {}
         new_cfg = new_config(fmt, version, params["extender"], kubeconfig, carried)
@@ -578,9 +656,18 @@ def _absent_kubeadm(params, text, data, *, ci, existing, read, warnings):
             new, _ = strip_config(source, old, params["extender"], warnings)
             files[source] = (old, new)
             if new is None:
-                files[manifest_path] = (text, _remove_wiring(
-                    manifest_path, text, data, ci=ci, container_path=existing, source=source,
-                    warnings=warnings))
+                files[manifest_path] = (
+                    text,
+                    _remove_wiring(
+                        manifest_path,
+                        text,
+                        data,
+                        ci=ci,
+                        container_path=existing,
+                        source=source,
+                        warnings=warnings,
+                    ),
+                )
     if config_path not in files:
         old = read(config_path)
         if old is not None and MARKER in old and source != config_path:
@@ -592,14 +679,22 @@ def _remove_wiring(manifest_path, text, data, *, ci, container_path, source, war
     container = data["spec"]["containers"][ci]
     args_key = "command" if isinstance(container.get("command"), list) else "args"
     ops = []
-    flags = [(i, n) for name in ("config", "policy-config-file")
-             for i, v, n in find_flag(container.get(args_key) or [], name) if v == container_path]
+    flags = [
+        (i, n)
+        for name in ("config", "policy-config-file")
+        for i, v, n in find_flag(container.get(args_key) or [], name)
+        if v == container_path
+    ]
     for index, count in sorted(flags, reverse=True):
         for offset in reversed(range(count)):
             ops.append(("remove", ("spec", "containers", ci, args_key, index + offset)))
-    ours = {v.get("name") for v in data["spec"].get("volumes") or []
-            if isinstance(v, dict) and str(v.get("name", "")).startswith(VOLUME_NAME)
-            and (v.get("hostPath") or {}).get("path") == source}
+    ours = {
+        v.get("name")
+        for v in data["spec"].get("volumes") or []
+        if isinstance(v, dict)
+        and str(v.get("name", "")).startswith(VOLUME_NAME)
+        and (v.get("hostPath") or {}).get("path") == source
+    }
     for index in reversed(range(len(container.get("volumeMounts") or []))):
         if container["volumeMounts"][index].get("name") in ours:
             ops.append(("remove", ("spec", "containers", ci, "volumeMounts", index)))
@@ -610,6 +705,7 @@ def _remove_wiring(manifest_path, text, data, *, ci, container_path, source, war
 
 
 # ---------------------------------------------------------------- RKE1 and RKE2
+
 
 def _load_mapping(path, text):
     try:
@@ -647,8 +743,10 @@ def plan_rke_cluster(params, version, read, warnings):
         new = edit_rke(path, text, [("remove_key", target)], [("remove", target)], warnings)
         return {path: (text, new)}, None, config_path
     if pol and version >= (1, 23):
-        raise KubeSchedulerError(f"{path}: services.scheduler.extra_args.policy-config-file={pol}: "
-                                 "the Policy API was removed in Kubernetes 1.23; left unchanged")
+        raise KubeSchedulerError(
+            f"{path}: services.scheduler.extra_args.policy-config-file={pol}: "
+            "the Policy API was removed in Kubernetes 1.23; left unchanged"
+        )
     if cfg or pol:
         return {}, POLICY if (pol and not cfg) else None, str(cfg or pol)
     key = "policy-config-file" if fmt == POLICY else "config"
@@ -659,9 +757,9 @@ def plan_rke_cluster(params, version, read, warnings):
         probe = probe[keys[depth]]
         depth += 1
     value = config_path
-    for name in reversed(keys[depth + 1:]):
+    for name in reversed(keys[depth + 1 :]):
         value = {name: value}
-    target = tuple(keys[:depth + 1])
+    target = tuple(keys[: depth + 1])
     # yaml_edit turns an empty flow mapping (rke's generated `extra_args: {}`) into a block
     # one; the own splicer keeps it flow, so state=absent gives back `{}` byte for byte
     parent = find(yaml.compose(text, Loader=yaml.SafeLoader), tuple(keys[:depth]))
@@ -724,11 +822,15 @@ def plan_rke2(params, version, read, warnings):
     args = [args] if isinstance(args, str) else list(args or [])
     mounts = data.get("kube-scheduler-extra-mount")
     mounts = [mounts] if isinstance(mounts, str) else list(mounts or [])
-    existing = [(i, str(a).split("=", 1)[1]) for i, a in enumerate(args)
-                if re.match(r"^(--)?(config|policy-config-file)=", str(a))]
+    existing = [
+        (i, str(a).split("=", 1)[1])
+        for i, a in enumerate(args)
+        if re.match(r"^(--)?(config|policy-config-file)=", str(a))
+    ]
     if len(existing) > 1:
-        raise KubeSchedulerError(f"{path}: kube-scheduler-arg sets the scheduler config "
-                                 f"{len(existing)} times; left unchanged")
+        raise KubeSchedulerError(
+            f"{path}: kube-scheduler-arg sets the scheduler config {len(existing)} times; left unchanged"
+        )
     files = {}
     if params["state"] == "absent":
         if existing:
@@ -738,29 +840,49 @@ def plan_rke2(params, version, read, warnings):
                 new, _ = strip_config(source, old, params["extender"], warnings)
                 files[source] = (old, new)
                 if new is None:
-                    files[path] = (text, _rke2_unwire(path, text, data, container_path=existing[0][1],
-                                                      source=source, warnings=warnings))
+                    files[path] = (
+                        text,
+                        _rke2_unwire(
+                            path, text, data, container_path=existing[0][1], source=source, warnings=warnings
+                        ),
+                    )
         return files, None, existing[0][1] if existing else config_path
     if existing:
         source = _rke2_mounts(mounts).get(existing[0][1], existing[0][1])
         if "policy-config-file" in str(args[existing[0][0]]) and version >= (1, 23):
-            raise KubeSchedulerError(f"{path}: kube-scheduler-arg {args[existing[0][0]]}: the Policy API was "
-                                     "removed in Kubernetes 1.23; left unchanged")
+            raise KubeSchedulerError(
+                f"{path}: kube-scheduler-arg {args[existing[0][0]]}: the Policy API was "
+                "removed in Kubernetes 1.23; left unchanged"
+            )
         old = read(source)
         if old is None:
             raise KubeSchedulerError(f"{source}: not found, but {path} starts kube-scheduler with it")
-        new, api = merge_config(source, old, version=version, extender=params["extender"],
-                                    kubeconfig=params["kubeconfig"], warnings=warnings)
+        new, api = merge_config(
+            source,
+            old,
+            version=version,
+            extender=params["extender"],
+            kubeconfig=params["kubeconfig"],
+            warnings=warnings,
+        )
         files[source] = (old, new)
         return files, api, source
     fmt = preferred_api(version)
     old_config = read(config_path)
     if old_config is not None and MARKER not in old_config:
-        raise KubeSchedulerError(f"{config_path}: exists but {path} does not start kube-scheduler with it; "
-                                 "choose another config_path; left unchanged")
+        raise KubeSchedulerError(
+            f"{config_path}: exists but {path} does not start kube-scheduler with it; "
+            "choose another config_path; left unchanged"
+        )
     if old_config is not None:
-        new_cfg, api = merge_config(config_path, old_config, version=version, extender=params["extender"],
-                                    kubeconfig=params["kubeconfig"], warnings=warnings)
+        new_cfg, api = merge_config(
+            config_path,
+            old_config,
+            version=version,
+            extender=params["extender"],
+            kubeconfig=params["kubeconfig"],
+            warnings=warnings,
+        )
     else:
         carried = carried_settings(FLAVOR_FLAGS["rke2"], fmt) if fmt != POLICY else {}
         new_cfg = new_config(fmt, version, params["extender"], params["kubeconfig"], carried)
@@ -772,10 +894,14 @@ def plan_rke2(params, version, read, warnings):
         mount = f"{config_path}:{config_path}:ro"
         ops.append(_list_add_op(data, "kube-scheduler-extra-mount", mount, indent))
     ops = [op for group in ops for op in group]
-    edits = [("append_to_list", (key,), item) for key, item in
-             (("kube-scheduler-arg", f"{flag}={config_path}"),
-              ("kube-scheduler-extra-mount", f"{config_path}:{config_path}:ro"))
-             if key == "kube-scheduler-arg" or _rke2_mounts(mounts).get(config_path) != config_path]
+    edits = [
+        ("append_to_list", (key,), item)
+        for key, item in (
+            ("kube-scheduler-arg", f"{flag}={config_path}"),
+            ("kube-scheduler-extra-mount", f"{config_path}:{config_path}:ro"),
+        )
+        if key == "kube-scheduler-arg" or _rke2_mounts(mounts).get(config_path) != config_path
+    ]
     files[config_path] = (old_config, new_cfg)
     files[path] = (text if text else None, edit_rke(path, text, edits, ops, warnings))
     return files, api, config_path
@@ -792,9 +918,13 @@ def _list_add_op(data, key, item, indent):
 
 def _rke2_unwire(path, text, data, *, container_path, source, warnings):
     ops = []
-    for key, match in (("kube-scheduler-arg", lambda a: re.match(
-            rf"^(--)?(config|policy-config-file)={re.escape(container_path)}$", a)),
-            ("kube-scheduler-extra-mount", lambda a: a.startswith(f"{source}:{container_path}"))):
+    for key, match in (
+        (
+            "kube-scheduler-arg",
+            lambda a: re.match(rf"^(--)?(config|policy-config-file)={re.escape(container_path)}$", a),
+        ),
+        ("kube-scheduler-extra-mount", lambda a: a.startswith(f"{source}:{container_path}")),
+    ):
         value = data.get(key)
         items = [value] if isinstance(value, str) else list(value or [])
         hits = [i for i, a in enumerate(items) if match(str(a))]
@@ -807,6 +937,7 @@ def _rke2_unwire(path, text, data, *, container_path, source, warnings):
 
 
 # ---------------------------------------------------------------- entry point
+
 
 def read_file(path):
     try:
@@ -830,8 +961,10 @@ def plan(params, read=read_file):
     if flavor == "kubeadm":
         manifest_dir = os.path.dirname(params["manifest_path"])
         if os.path.dirname(params["config_path"]) == manifest_dir:
-            raise KubeSchedulerError(f"config_path {params['config_path']}: must not be in the static pod "
-                                     f"directory {manifest_dir} (the kubelet would run it as a pod)")
+            raise KubeSchedulerError(
+                f"config_path {params['config_path']}: must not be in the static pod "
+                f"directory {manifest_dir} (the kubelet would run it as a pod)"
+            )
         files, api, config_path = plan_kubeadm(params, version, read, warnings)
     elif flavor == "rke2":
         files, api, config_path = plan_rke2(params, version, read, warnings)
@@ -853,8 +986,14 @@ def _plan_rke_node(params, version, read, warnings):
         new, _ = strip_config(path, old, params["extender"], warnings)
         return {path: (old, new)}, None, path
     if old is not None:
-        new, api = merge_config(path, old, version=version, extender=params["extender"],
-                                    kubeconfig=params["kubeconfig"], warnings=warnings)
+        new, api = merge_config(
+            path,
+            old,
+            version=version,
+            extender=params["extender"],
+            kubeconfig=params["kubeconfig"],
+            warnings=warnings,
+        )
         return {path: (old, new)}, api, path
     fmt = preferred_api(version)
     carried = carried_settings(FLAVOR_FLAGS["rke"], fmt) if fmt != POLICY else {}

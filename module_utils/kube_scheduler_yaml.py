@@ -49,8 +49,11 @@ def _child(node, key):
             if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
                 found = (key_node, value_node)
         return found
-    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) \
-            and -len(node.value) <= key < len(node.value):
+    if (
+        isinstance(node, yaml.SequenceNode)
+        and isinstance(key, int)
+        and -len(node.value) <= key < len(node.value)
+    ):
         return None, node.value[key]
     return None
 
@@ -84,15 +87,18 @@ def _content_end(text, node):
     end = last.end_mark.index
     if isinstance(last, yaml.ScalarNode) and last.style in ("|", ">"):
         # a block scalar ends at the start of the next line; trailing blank lines are not its content
-        while end > 0 and text[end - 1] in "\r\n" and text[_line_start(text, end - 1):end - 1].strip() == "":
+        while (
+            end > 0 and text[end - 1] in "\r\n" and text[_line_start(text, end - 1) : end - 1].strip() == ""
+        ):
             end = _line_start(text, end - 1)
         return end if end == 0 or text[end - 1] == "\n" else _line_end(text, end)
     return _line_end(text, max(end - 1, last.start_mark.index))
 
 
 def _dump(value, flow):
-    out = yaml.safe_dump(value, default_flow_style=flow, sort_keys=False, width=float("inf"),
-                         allow_unicode=True)
+    out = yaml.safe_dump(
+        value, default_flow_style=flow, sort_keys=False, width=float("inf"), allow_unicode=True
+    )
     if out.endswith("\n...\n"):
         out = out[: -len("\n...\n")]
     return out.rstrip("\n")
@@ -129,7 +135,7 @@ def _seq_item_lines(text, seq, item):
     """Render item as block lines matching the dash column and gap of seq's items."""
     ref = seq.value[-1]
     start = ref.start_mark.index
-    prefix = text[_line_start(text, start):start]
+    prefix = text[_line_start(text, start) : start]
     dash = prefix.rfind("-")
     if dash < 0:
         raise YamlSpliceError("sequence item without a dash on its line")
@@ -154,7 +160,7 @@ def _key_lines(key, value, column, seq_indent):
 
 
 def _flow_replace(text, node, new_value):
-    return text[: node.start_mark.index] + _flow(new_value) + text[node.end_mark.index:]
+    return text[: node.start_mark.index] + _flow(new_value) + text[node.end_mark.index :]
 
 
 def append(text, path, item):
@@ -192,13 +198,21 @@ def set_key(text, path, value, seq_indent=0):
     if existing is not None:
         old = existing[1]
         scalar_new = not isinstance(value, dict | list) or not value
-        if isinstance(old, yaml.ScalarNode) and old.style not in ("|", ">") and old.value != "" \
-                and scalar_new:
-            new = text[: old.start_mark.index] + _flow(value) + text[old.end_mark.index:]
+        if (
+            isinstance(old, yaml.ScalarNode)
+            and old.style not in ("|", ">")
+            and old.value != ""
+            and scalar_new
+        ):
+            new = text[: old.start_mark.index] + _flow(value) + text[old.end_mark.index :]
         elif isinstance(old, yaml.CollectionNode) and old.flow_style and scalar_new:
             new = _flow_replace(text, old, value)
-        elif isinstance(old, yaml.ScalarNode) and old.value == "" and old.style is None \
-                and old.start_mark.index == old.end_mark.index:
+        elif (
+            isinstance(old, yaml.ScalarNode)
+            and old.value == ""
+            and old.style is None
+            and old.start_mark.index == old.end_mark.index
+        ):
             # "key:" with nothing after it: the value goes on the following lines
             column = existing[0].start_mark.column
             nested = _dump(value, False).split("\n")
@@ -282,7 +296,7 @@ def replace_item(text, path, item):
         new = _flow_replace(text, seq, current)
     else:
         line_start = _line_start(text, node.start_mark.index)
-        if text[line_start:node.start_mark.index].strip(" ") != "-":
+        if text[line_start : node.start_mark.index].strip(" ") != "-":
             raise YamlSpliceError("the item shares its line with other content")
         lines = _seq_item_lines(text, seq, item)
         end = _content_end(text, node)
@@ -308,7 +322,7 @@ def sequence_indent(text):
             for key_node, value in node.value:
                 if _is_block(value) and isinstance(value, yaml.SequenceNode):
                     start = value.value[0].start_mark.index
-                    prefix = text[_line_start(text, start):start]
+                    prefix = text[_line_start(text, start) : start]
                     return max(prefix.rfind("-") - key_node.start_mark.column, 0)
                 stack.append(value)
         elif isinstance(node, yaml.SequenceNode):

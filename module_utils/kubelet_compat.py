@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """What stops a kubelet of a given version from starting, besides its gates.
 
 Checked before gpunode restarts a kubelet, so that a restart never turns a

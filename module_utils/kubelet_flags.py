@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Read and edit the kubelet's ``--feature-gates`` flag where systemd gets it from.
 
 Two file formats (parsed by systemd_exec, with systemd's own rules):
@@ -80,7 +83,7 @@ def _unit_containers(text):
 def flag_containers(text, fmt):
     """Places in the file that hold kubelet flags, and the parsed unit info (systemd)."""
     if fmt == "env":
-        return [Container(name, name, start, end) for name, start, end, _, _ in scan_env_file(text)], {}
+        return [Container(entry[0], entry[0], entry[1], entry[2]) for entry in scan_env_file(text)], {}
     return _unit_containers(text)
 
 
@@ -99,15 +102,15 @@ def gate_words(text, start, end):
 
 def read_gate_values(text, fmt):
     """Every --feature-gates value in the file, in order: list of (label, raw gate string)."""
-    containers, _ = flag_containers(text, fmt)
-    return [(c.label, value) for c in containers for _, _, value in gate_words(text, c.start, c.end)]
+    containers = flag_containers(text, fmt)[0]
+    return [(c.label, hit[2]) for c in containers for hit in gate_words(text, c.start, c.end)]
 
 
 def read_flags_gates(text, fmt):
     """The gates that the flags in ``text`` set, merged in order (later wins)."""
     gates = {}
-    for _, value in read_gate_values(text, fmt):
-        gates.update(parse_gate_string(value))
+    for label_and_value in read_gate_values(text, fmt):
+        gates.update(parse_gate_string(label_and_value[1]))
     return gates
 
 
@@ -148,7 +151,7 @@ def _span_edits(text, start, end, gate_string, first=True):
     """Edits making text[start:end] carry ``--feature-gates=<gate_string>`` once (or none)."""
     edits = []
     found = gate_words(text, start, end)
-    for index, (flag_word, value_word, _) in enumerate(found):
+    for index, (flag_word, value_word) in enumerate(hit[:2] for hit in found):
         if index == 0 and first and gate_string:
             if value_word is None:
                 raw_value = text[flag_word.start : flag_word.end][len(GATES_FLAG) + 1 :]
@@ -426,9 +429,9 @@ def check_reaches_kubelet(command, path, gates, absent=()):
     text = command.texts[path]
     entries = scan_env_file(text) if text is not None and detect_format(text) == "env" else []
     unused = [
-        name
-        for name, start, end, _, _ in entries
-        if name not in command.referenced and GATES_FLAG in text[start:end]
+        entry[0]
+        for entry in entries
+        if entry[0] not in command.referenced and GATES_FLAG in text[entry[1] : entry[2]]
     ]
     detail = explain_overrides(command)
     if unused:

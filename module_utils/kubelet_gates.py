@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Kubelet feature gates: what each Kubernetes version accepts, and what to write.
 
 The gate table is data. Each gate lists its stages (alpha, beta, GA) with the

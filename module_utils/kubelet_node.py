@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """What runs on the node: the kubelet process and the systemd units that start it.
 
 Read from /proc and from ``systemctl show`` (the caller runs the command):
@@ -41,7 +44,7 @@ def parse_systemctl_show(text):
                 units.append(current)
                 current = {}
             continue
-        key, _, value = line.partition("=")
+        key, value = line.split("=", 1) if "=" in line else (line, "")
         current[key] = value
     if current:
         units.append(current)

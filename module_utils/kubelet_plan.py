@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Plan the kubelet's feature gates on a node: where they go, what to write, whether to restart.
 
 One call answers everything the role needs (issue: a converged node costs
@@ -309,7 +312,7 @@ def plan(params, host):
         _check_restartable(host, params, target, version)
     if stale and not result.changes:
         result.stale_backups = _latest_backups(host, target)
-    unit_paths = {path for path, _ in found.unit_files}
+    unit_paths = {unit[0] for unit in found.unit_files}
     daemon_reload = daemon_reload or any(path in unit_paths for path in result.changes)
     result.result = {
         "changed": bool(result.changes),
@@ -561,7 +564,7 @@ class Target:
                 _need_yaml(path)
             except ConfigError as exc:
                 raise PlanError(f"{path}: {exc}; left unchanged") from None
-        return [data for _, data in docs]
+        return [doc[1] for doc in docs]
 
     def owned(self, path):
         return False

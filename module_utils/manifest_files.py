@@ -65,8 +65,15 @@ def plan(directory, files, remove=()):
         before = read_text(path)
         if before == content:
             continue
-        changes.append({"name": name, "path": path, "action": "create" if before is None else "update",
-                        "before": before, "after": content})
+        changes.append(
+            {
+                "name": name,
+                "path": path,
+                "action": "create" if before is None else "update",
+                "before": before,
+                "after": content,
+            }
+        )
     for name in sorted(set(remove or ())):
         check_name(name)
         path = os.path.join(directory, name)

@@ -224,8 +224,9 @@ def userspace_version_from_names(names):
 # --------------------------------------------------------------------------- choices
 
 
-def resolve_wanted(version=None, branch=None, supported_branches=None, recommended_branch=None,
-                   check_gpus=True):
+def resolve_wanted(
+    version=None, branch=None, supported_branches=None, recommended_branch=None, check_gpus=True
+):
     """Decide the wanted branch and version (the version may stay None).
 
     ``version`` or ``branch`` set by the user are checked against
@@ -383,8 +384,9 @@ def plan(state, wanted):
         if registered:
             dkms_build = True
             dkms_version = registered[0]["version"]
-            reasons.append(f"module {registered[0]['version']} is registered with DKMS but not built "
-                           f"for kernel {kernel}")
+            reasons.append(
+                f"module {registered[0]['version']} is registered with DKMS but not built for kernel {kernel}"
+            )
         else:
             install = True
             reasons.append(f"kernel module for {kernel} is {on_disk or 'absent'}, wanted {wanted}")

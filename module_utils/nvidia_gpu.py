@@ -122,8 +122,7 @@ def loaded_modules(sysfs_root, proc_root, names=("nvidia", "nouveau")):
         listed = parse_proc_modules(text)
         return {name: name in listed for name in names}
     return {
-        name: _read_text(os.path.join(sysfs_root, "module", name, "initstate")) == "live"
-        for name in names
+        name: _read_text(os.path.join(sysfs_root, "module", name, "initstate")) == "live" for name in names
     }
 
 
@@ -135,7 +134,8 @@ def loaded_driver(sysfs_root, proc_root):
     the proc file tells, so it is None when that file is absent.
     """
     proc_version, module_type = parse_driver_version(
-        _read_text(os.path.join(proc_root, "driver", "nvidia", "version")))
+        _read_text(os.path.join(proc_root, "driver", "nvidia", "version"))
+    )
     sys_version = _read_text(os.path.join(sysfs_root, "module", "nvidia", "version"))
     if sys_version and VERSION_RE.match(sys_version):
         return sys_version, module_type
@@ -166,7 +166,7 @@ def _vendor_section(data, vendor):
     if start == 0 and not data.startswith(head):
         return None
     end = VENDOR_LINE_RE.search(data, start + 1)
-    return data[start:end.start() if end else len(data)]
+    return data[start : end.start() if end else len(data)]
 
 
 def parse_pci_ids_vendor(text, vendor=NVIDIA_VENDOR):
@@ -294,16 +294,18 @@ def read_pci_devices(sysfs_root, vendor=NVIDIA_VENDOR):
             warnings.append(f"{device_dir}/device: unreadable or not a PCI ID ({device_text!r}); skipped")
             continue
         class_match = CLASS_RE.match(_read_text(os.path.join(device_dir, "class")) or "")
-        devices.append({
-            "address": address,
-            "vendor_id": vendor_id,
-            "device_id": device_id,
-            "subsystem_vendor_id": _hex_id(_read_text(os.path.join(device_dir, "subsystem_vendor"))),
-            "subsystem_device_id": _hex_id(_read_text(os.path.join(device_dir, "subsystem_device"))),
-            "class_id": class_match.group(1)[:4].lower() if class_match else None,
-            "bound_driver": _bound_driver(device_dir),
-            "numa_node": _numa_node(_read_text(os.path.join(device_dir, "numa_node"))),
-        })
+        devices.append(
+            {
+                "address": address,
+                "vendor_id": vendor_id,
+                "device_id": device_id,
+                "subsystem_vendor_id": _hex_id(_read_text(os.path.join(device_dir, "subsystem_vendor"))),
+                "subsystem_device_id": _hex_id(_read_text(os.path.join(device_dir, "subsystem_device"))),
+                "class_id": class_match.group(1)[:4].lower() if class_match else None,
+                "bound_driver": _bound_driver(device_dir),
+                "numa_node": _numa_node(_read_text(os.path.join(device_dir, "numa_node"))),
+            }
+        )
     return devices, warnings
 
 
@@ -346,12 +348,16 @@ def branches_for(device_id, machine="x86_64"):
         return [b for b in order if b in index[device_id]], None
     legacy = _legacy_only(device_id)
     if legacy:
-        return [], (f"{NVIDIA_VENDOR}:{device_id} is driven only by the legacy {legacy} branch "
-                    f"(gpunode installs {', '.join(order)})")
+        return [], (
+            f"{NVIDIA_VENDOR}:{device_id} is driven only by the legacy {legacy} branch "
+            f"(gpunode installs {', '.join(order)})"
+        )
     note = None
     if int(device_id, 16) <= int(nvidia_branches.HIGHEST_KNOWN_ID, 16):
-        note = (f"{NVIDIA_VENDOR}:{device_id} is not in the branch table ({nvidia_branches.DATA_SOURCE}); "
-                f"assuming the newest branch {nvidia_branches.NEWEST_BRANCH} drives it")
+        note = (
+            f"{NVIDIA_VENDOR}:{device_id} is not in the branch table ({nvidia_branches.DATA_SOURCE}); "
+            f"assuming the newest branch {nvidia_branches.NEWEST_BRANCH} drives it"
+        )
     return [nvidia_branches.NEWEST_BRANCH], note
 
 
@@ -376,7 +382,8 @@ def choose_branches(gpu_ids, machine="x86_64"):
     supported = [b for b in nvidia_branches.BRANCHES if b in common]
     if not supported:
         detail = "; ".join(
-            f"{NVIDIA_VENDOR}:{d}: {', '.join(b) if b else 'none'}" for d, b in sorted(per_device.items()))
+            f"{NVIDIA_VENDOR}:{d}: {', '.join(b) if b else 'none'}" for d, b in sorted(per_device.items())
+        )
         warnings.append(f"no single driver branch drives every GPU on this host ({detail})")
         return [], None, warnings
     return supported, supported[0], warnings
@@ -403,20 +410,23 @@ def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86
     devices = []
     for dev in raw:
         kind = classify(dev["class_id"])
-        name = device_name(dev["device_id"], kind, dev["subsystem_vendor_id"], dev["subsystem_device_id"],
-                           pci_ids)
-        devices.append({
-            "address": dev["address"],
-            "vendor_id": dev["vendor_id"],
-            "device_id": dev["device_id"],
-            "subsystem_vendor_id": dev["subsystem_vendor_id"],
-            "subsystem_device_id": dev["subsystem_device_id"],
-            "class_id": dev["class_id"],
-            "kind": kind,
-            "name": name,
-            "bound_driver": dev["bound_driver"],
-            "numa_node": dev["numa_node"],
-        })
+        name = device_name(
+            dev["device_id"], kind, dev["subsystem_vendor_id"], dev["subsystem_device_id"], pci_ids
+        )
+        devices.append(
+            {
+                "address": dev["address"],
+                "vendor_id": dev["vendor_id"],
+                "device_id": dev["device_id"],
+                "subsystem_vendor_id": dev["subsystem_vendor_id"],
+                "subsystem_device_id": dev["subsystem_device_id"],
+                "class_id": dev["class_id"],
+                "kind": kind,
+                "name": name,
+                "bound_driver": dev["bound_driver"],
+                "numa_node": dev["numa_node"],
+            }
+        )
     gpus = [d for d in devices if d["kind"] == "gpu"]
     models = []
     for gpu in gpus:
@@ -439,8 +449,7 @@ def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86
         "nouveau_loaded": loaded["nouveau"],
         "supported_branches": supported,
         "recommended_branch": recommended,
-        "open_kernel_module_capable": bool(gpus) and all(
-            int(g["device_id"], 16) >= 0x1E00 for g in gpus),
+        "open_kernel_module_capable": bool(gpus) and all(int(g["device_id"], 16) >= 0x1E00 for g in gpus),
         "branch_data": nvidia_branches.DATA_SOURCE,
         "pci_ids_path": pci_ids_path,
         "warnings": list(warnings),

@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Kubelet flags in Rancher's cluster files: RKE1 ``cluster.yml`` and RKE2 ``config.yaml``.
 
 - RKE1 runs the kubelets from ``cluster.yml`` on the admin host:
@@ -79,7 +82,8 @@ def rke2_items(texts):
 def read_rke2_gates(items):
     """The gates that the effective kubelet-arg items set (later items win)."""
     gates = {}
-    for _, _, _, value in items:
+    for item in items:
+        value = item[3]
         if value.startswith(FEATURE_GATES_ARG):
             gates.update(parse_gate_string(value[len(FEATURE_GATES_ARG) :]))
     return gates
@@ -94,7 +98,8 @@ def write_rke2_gates(texts, items, current, merged):
     value = FEATURE_GATES_ARG + format_gate_string(merged)
     keep = hits[-1] if hits and merged else None
     # remove surplus items from the highest index down, so indices stay valid
-    for path, key, index, _ in sorted(hits, key=lambda h: (h[0], h[2]), reverse=True):
+    for hit in sorted(hits, key=lambda h: (h[0], h[2]), reverse=True):
+        path, key, index = hit[:3]
         if keep is not None and (path, key, index) == keep[:3]:
             texts[path] = _rke2_set(texts[path], key, index, value)
         else:
@@ -122,4 +127,4 @@ def _rke2_remove(text, key, index):
 
 def rke2_kubelet_args(items):
     """The kubelet command-line flags RKE2 makes of the effective kubelet-arg items."""
-    return ["--" + value for _, _, _, value in items]
+    return ["--" + item[3] for item in items]

@@ -9,8 +9,16 @@ a host leaves its column at ``-``.
 Standard library only; Python 3.8+.
 """
 
-COLUMNS = ("host", "GPUs", "driver", "default runtime", "kubelet gates", "scheduler extender", "reboot",
-           "this run")
+COLUMNS = (
+    "host",
+    "GPUs",
+    "driver",
+    "default runtime",
+    "kubelet gates",
+    "scheduler extender",
+    "reboot",
+    "this run",
+)
 
 
 def _gpus(facts):
@@ -93,8 +101,18 @@ def rows(hosts, host_facts, changes):
     for host in hosts:
         facts = host_facts.get(host) or {}
         changed = [str(c) for c in changes.get(host) or []]
-        result.append((host, _gpus(facts), _driver(facts), _runtime(facts), _gates(facts), _scheduler(facts),
-                       _reboot(facts), "; ".join(changed) or "nothing"))
+        result.append(
+            (
+                host,
+                _gpus(facts),
+                _driver(facts),
+                _runtime(facts),
+                _gates(facts),
+                _scheduler(facts),
+                _reboot(facts),
+                "; ".join(changed) or "nothing",
+            )
+        )
     return result
 
 

@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """How systemd builds a service's command line from its unit, drop-ins and environment files.
 
 The rules (systemd.exec(5), systemd.service(5), systemd.unit(5)):
@@ -365,8 +368,8 @@ def resolve(unit_files, read_file):
         except UnitError as exc:
             raise UnitError(f"{env_path}: {exc}") from None
         command.file_assignments += [
-            Assignment(name, env_path, ENVIRONMENT_FILE, start, end, line)
-            for name, start, end, line, _ in scanned
+            Assignment(entry[0], env_path, ENVIRONMENT_FILE, entry[1], entry[2], entry[3])
+            for entry in scanned
         ]
     if command.exec_start is not None:
         command.args, command.referenced = _expand(command)

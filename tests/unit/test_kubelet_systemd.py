@@ -5,7 +5,6 @@ Real unit files: kubeadm's drop-ins (../shared corpus), the official RPM layout
 kubespray's own templates), see tests/fixtures/kubelet/SOURCE.txt.
 """
 
-import jinja2
 import pytest
 from ansible.module_utils.kube_version import parse
 from ansible.module_utils.kubelet_flags import (
@@ -23,6 +22,7 @@ KUBELET = FIXTURES / "kubelet"
 
 def kubespray(name, **values):
     """Render one of kubespray's kubelet templates the way its role does (defaults of its role)."""
+    import jinja2  # noqa: PLC0415 - the controller's (with ansible-core); targets have no Jinja
     env = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters["bool"] = lambda value: str(value).lower() in ("true", "1", "yes")
     env.tests["version"] = lambda value, other, op: {">=": parse(value) >= parse(other)}[op]
@@ -147,6 +147,7 @@ def kubespray_node(**values):
     return files, [("/etc/systemd/system/kubelet.service", unit)]
 
 
+@pytest.mark.controller(reason="renders kubespray's Jinja templates")
 def test_kubespray_unit_never_expands_kubelet_extra_args():
     files, units = kubespray_node()
     command = resolve(units, files.read)
@@ -163,6 +164,7 @@ def test_kubespray_unit_never_expands_kubelet_extra_args():
     assert "never expands $KUBELET_EXTRA_ARGS" in problem
 
 
+@pytest.mark.controller(reason="renders kubespray's Jinja templates")
 def test_kubespray_flags_go_into_kubelet_args():
     files, units = kubespray_node()
     command = resolve(units, files.read)
@@ -176,6 +178,7 @@ def test_kubespray_flags_go_into_kubelet_args():
     assert [a.value for a in again.args if "feature-gates" not in a.value] == [a.value for a in command.args]
 
 
+@pytest.mark.controller(reason="renders kubespray's Jinja templates")
 def test_kubespray_asking_for_kubelet_extra_args_explains_why_not():
     files, units = kubespray_node()
     command = resolve(units, files.read)

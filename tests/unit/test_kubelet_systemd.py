@@ -1,12 +1,11 @@
 """systemd_exec and kubelet_flags.plan_edit: where a --feature-gates flag really reaches the kubelet.
 
-Real unit files: kubeadm's drop-ins (../shared corpus), the official RPM layout
-(kubernetes/release) and kubespray's unit and kubelet.env (rendered here from
-kubespray's own templates), see tests/fixtures/kubelet/SOURCE.txt.
+Unit files: kubeadm's drop-ins (the real ones of the ../shared corpus), the
+official RPM layout and a kubespray node's unit and kubelet.env (written for
+gpunode in their shape, see tests/fixtures/kubelet/SOURCE.txt).
 """
 
 import pytest
-from ansible.module_utils.kube_version import parse
 from ansible.module_utils.kubelet_flags import (
     FlagsError,
     check_reaches_kubelet,
@@ -15,32 +14,10 @@ from ansible.module_utils.kubelet_flags import (
     set_gate_string,
 )
 from ansible.module_utils.systemd_exec import UnitError, resolve
-from conftest import FIXTURES, shared_files
+from conftest import FIXTURES, ROOT, shared_files
 
-KUBELET = FIXTURES / "kubelet"
-
-
-def kubespray(name, **values):
-    """Render one of kubespray's kubelet templates the way its role does (defaults of its role)."""
-    import jinja2  # noqa: PLC0415 - the controller's (with ansible-core); targets have no Jinja
-    env = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    env.filters["bool"] = lambda value: str(value).lower() in ("true", "1", "yes")
-    env.tests["version"] = lambda value, other, op: {">=": parse(value) >= parse(other)}[op]
-    defaults = {
-        "kube_log_level": 2,
-        "kubelet_address": "10.0.0.11",
-        "kube_config_dir": "/etc/kubernetes",
-        "kubelet_runtime_cgroups": "/system.slice/containerd.service",
-        "kubelet_custom_flags": [],
-        "cloud_provider": "",
-        "bin_dir": "/usr/local/bin",
-        "container_manager": "containerd",
-        "system_reserved": False,
-        "kube_reserved": False,
-        "kubelet_systemd_hardening": False,
-    }
-    defaults.update(values)
-    return env.from_string((KUBELET / name).read_text()).render(**defaults)
+RPM = FIXTURES / "kubelet" / "rpm-layout"
+KUBESPRAY = ROOT / "tests" / "simnode" / "fakes" / "kubelet" / "kubespray"
 
 
 class Files:
@@ -56,12 +33,12 @@ class Files:
 def rpm_node(sysconfig=None, dropin=None):
     files = Files(
         {
-            "/usr/lib/systemd/system/kubelet.service": (KUBELET / "rpm-kubelet.service").read_text(),
+            "/usr/lib/systemd/system/kubelet.service": (RPM / "kubelet.service").read_text(),
             "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf": dropin
-            or (KUBELET / "rpm-10-kubeadm.conf").read_text(),
+            or (RPM / "10-kubeadm.conf").read_text(),
             "/etc/sysconfig/kubelet": sysconfig
             if sysconfig is not None
-            else (KUBELET / "rpm-etc-sysconfig-kubelet").read_text(),
+            else (RPM / "sysconfig-kubelet").read_text(),
             "/var/lib/kubelet/kubeadm-flags.env": 'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint='
             'unix:///var/run/containerd/containerd.sock"\n',
         }
@@ -140,14 +117,13 @@ def test_user_edited_dropin_with_inline_extra_args_and_sysconfig():
     )
 
 
-def kubespray_node(**values):
-    unit = kubespray("kubespray-kubelet.service.j2", **values)
-    env = kubespray("kubespray-kubelet.env.v1beta1.j2", **values)
+def kubespray_node():
+    unit = (KUBESPRAY / "kubelet.service").read_text()
+    env = (KUBESPRAY / "kubelet.env").read_text()
     files = Files({"/etc/systemd/system/kubelet.service": unit, "/etc/kubernetes/kubelet.env": env})
     return files, [("/etc/systemd/system/kubelet.service", unit)]
 
 
-@pytest.mark.controller(reason="renders kubespray's Jinja templates")
 def test_kubespray_unit_never_expands_kubelet_extra_args():
     files, units = kubespray_node()
     command = resolve(units, files.read)
@@ -164,7 +140,6 @@ def test_kubespray_unit_never_expands_kubelet_extra_args():
     assert "never expands $KUBELET_EXTRA_ARGS" in problem
 
 
-@pytest.mark.controller(reason="renders kubespray's Jinja templates")
 def test_kubespray_flags_go_into_kubelet_args():
     files, units = kubespray_node()
     command = resolve(units, files.read)
@@ -178,7 +153,6 @@ def test_kubespray_flags_go_into_kubelet_args():
     assert [a.value for a in again.args if "feature-gates" not in a.value] == [a.value for a in command.args]
 
 
-@pytest.mark.controller(reason="renders kubespray's Jinja templates")
 def test_kubespray_asking_for_kubelet_extra_args_explains_why_not():
     files, units = kubespray_node()
     command = resolve(units, files.read)
@@ -192,7 +166,7 @@ def test_kubespray_asking_for_kubelet_extra_args_explains_why_not():
 )
 def test_kubeadm_dropins_from_the_corpus_get_gates_that_reach_the_kubelet(name):
     dropin = (shared_files("kubelet", name)[0]).read_text()
-    base = (KUBELET / "rpm-kubelet.service").read_text()
+    base = (RPM / "kubelet.service").read_text()
     files = Files(
         {"/lib/systemd/system/kubelet.service": base, "/etc/default/kubelet": "KUBELET_EXTRA_ARGS=\n"}
     )

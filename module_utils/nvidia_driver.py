@@ -585,7 +585,7 @@ def plan(state, request):
     if request["persistence"]:
         if request["method"] == "runfile" and not state.get("persistenced_unit"):
             persistence.append("unit")
-        if not service_enabled(services, PERSISTENCED) or install:
+        if not service_enabled(services, PERSISTENCED):
             persistence.append("enable")
         if not service_running(services, PERSISTENCED) and not reboot_required:
             persistence.append("start")
@@ -602,7 +602,7 @@ def plan(state, request):
             "package": fm_package,
             "version": request["version"] if install else userspace,
             "install": fm_install,
-            "enable": install or not service_enabled(services, FABRICMANAGER),
+            "enable": not service_enabled(services, FABRICMANAGER),
             "start": not reboot_required
             and (fm_install or unload or not service_running(services, FABRICMANAGER)),
         }
@@ -737,8 +737,11 @@ def change_lines(steps, before, after):
         lines.append("dpkg: finished the interrupted run (dpkg --configure -a)")
     if steps["install"]:
         new = after["installed_version"] or after["wanted"]
-        lines.append(f"driver {before['installed_version'] or 'none'} -> {new}"
-                     f" ({after['module_type'] or 'module type unknown'})")
+        kind = after["module_type"] or "module type unknown"
+        if new == before["installed_version"]:
+            lines.append(f"driver {new} reinstalled ({kind})")
+        else:
+            lines.append(f"driver {before['installed_version'] or 'none'} -> {new} ({kind})")
     if steps["dkms_build"]:
         lines.append(f"driver {steps['dkms_version']}: module built for the running kernel")
     if steps["unhold"] and not steps["hold"]:

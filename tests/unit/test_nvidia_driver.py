@@ -615,6 +615,15 @@ def test_facts_before_and_predicted_after_and_the_change_lines():
     assert "driver packages held: nvidia-driver" in lines and "driver loaded: none -> 535.129.03" in lines
 
 
+def test_a_reinstall_of_the_same_version_says_so():
+    host = state("535.129.03", None, None, packages=CONVERGED_PACKAGES)
+    req = debian_535()
+    steps = plan(host, req)
+    before = driver_facts(host, req)
+    assert steps["install"] and change_lines(steps, before, driver_facts(host, req, steps))[0] == (
+        "driver 535.129.03 reinstalled (proprietary)")
+
+
 def test_facts_of_a_runfile_host_have_no_holds_and_a_busy_module_means_a_reboot():
     req = request(UBUNTU2404, version="580.95.05", method="runfile", runfile_checksum="a" * 64)
     busy = state("580.95.05", "580.95.05", "570.133.20", packages=None)

@@ -1,15 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module dpkg_database: holds and interrupted runs, waiting for the dpkg lock."""
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dpkg_database import (
-    FRONTEND_LOCKED_ENV,
-    DpkgError,
-    FrontendLock,
-    installed,
-    interrupted,
-    parse_dpkg_query,
-)
 
 DOCUMENTATION = r"""
 ---
@@ -48,14 +41,19 @@ options:
     description: dpkg's database directory.
     type: path
     default: /var/lib/dpkg
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: full
 requirements:
   - dpkg
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -82,6 +80,16 @@ configured:
   type: list
   elements: str
 """
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.dpkg_database import (
+    FRONTEND_LOCKED_ENV,
+    DpkgError,
+    FrontendLock,
+    installed,
+    interrupted,
+    parse_dpkg_query,
+)
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 

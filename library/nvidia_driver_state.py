@@ -1,36 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module nvidia_driver_state: the NVIDIA driver of a host, and the plan to the wanted one."""
-
-import glob
-import os
-import platform
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.dpkg_database import DpkgError, interrupted, parse_dpkg_query, parse_madison
-from ansible.module_utils.nvidia_driver import (
-    FABRICMANAGER,
-    PERSISTENCED,
-    SECURE_BOOT_EFIVAR,
-    DriverError,
-    blacklist_complete,
-    build_request,
-    change_lines,
-    driver_facts,
-    index_lookups,
-    module_from_modinfo,
-    needs_dkms_status,
-    parse_dkms_status,
-    parse_efi_secure_boot,
-    parse_mokutil_sb_state,
-    parse_smi_query,
-    parse_systemctl_show,
-    pending_reboot,
-    plan,
-    service_exists,
-    userspace_version_from_names,
-    version_matches,
-)
-from ansible.module_utils.nvidia_gpu import GpuDetectError, find_pci_ids, gather, read_loaded
 
 DOCUMENTATION = r"""
 ---
@@ -183,14 +155,20 @@ options:
     description: Ask C(nvidia-smi) whether the loaded driver answers.
     type: bool
     default: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: none
   facts:
     support: full
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -238,6 +216,37 @@ state:
   returned: always
   type: dict
 """
+
+import glob
+import os
+import platform
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.dpkg_database import DpkgError, interrupted, parse_dpkg_query, parse_madison
+from ansible.module_utils.nvidia_driver import (
+    FABRICMANAGER,
+    PERSISTENCED,
+    SECURE_BOOT_EFIVAR,
+    DriverError,
+    blacklist_complete,
+    build_request,
+    change_lines,
+    driver_facts,
+    index_lookups,
+    module_from_modinfo,
+    needs_dkms_status,
+    parse_dkms_status,
+    parse_efi_secure_boot,
+    parse_mokutil_sb_state,
+    parse_smi_query,
+    parse_systemctl_show,
+    pending_reboot,
+    plan,
+    service_exists,
+    userspace_version_from_names,
+    version_matches,
+)
+from ansible.module_utils.nvidia_gpu import GpuDetectError, find_pci_ids, gather, read_loaded
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}

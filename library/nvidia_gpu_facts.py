@@ -1,11 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module nvidia_gpu_facts: the NVIDIA PCI devices of a host and the driver branch they need."""
-
-import os
-import platform
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nvidia_gpu import PCI_IDS_CANDIDATES, GpuDetectError, find_pci_ids, gather
 
 DOCUMENTATION = r"""
 ---
@@ -28,7 +25,8 @@ description:
     inventory variable would otherwise read as "no GPU"). A host whose sysfs has no C(bus/pci/devices) reports
     RV(ansible_facts.nvidia_gpu.present=false) with a warning.
 version_added: "1.0.0"
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 options:
   sysfs_root:
     description: Where sysfs is mounted; a simulated node points this at its fake tree.
@@ -54,7 +52,12 @@ options:
     description: Fail on a host with GPUs that no single driver branch drives, saying why.
     type: bool
     default: false
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
@@ -206,6 +209,11 @@ ansible_facts:
           elements: str
 """
 
+import os
+import platform
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nvidia_gpu import PCI_IDS_CANDIDATES, GpuDetectError, find_pci_ids, gather
 
 ARGUMENT_SPEC = {
     "sysfs_root": {"type": "path", "default": "/sys"},

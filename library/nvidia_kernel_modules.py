@@ -1,11 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module nvidia_kernel_modules: unload and load the NVIDIA modules, stopping what holds them."""
-
-import os
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nvidia_driver import LOAD_MODULES, NVIDIA_MODULES
-from ansible.module_utils.nvidia_gpu import read_loaded
 
 DOCUMENTATION = r"""
 ---
@@ -63,12 +60,17 @@ options:
     description: Fail when a module cannot be unloaded (after putting back what was changed).
     type: bool
     default: false
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: none
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -110,6 +112,12 @@ nvidia_loaded:
   returned: always
   type: bool
 """
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nvidia_driver import LOAD_MODULES, NVIDIA_MODULES
+from ansible.module_utils.nvidia_gpu import read_loaded
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 

@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The dpkg database: what is installed and held, whether a run was interrupted, the lock.
 
 Pure Python (standard library only), used on Debian and Ubuntu targets.

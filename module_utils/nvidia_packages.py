@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """NVIDIA driver packages per distribution release and package source.
 
 Pure data and naming rules (standard library only), used on the target by

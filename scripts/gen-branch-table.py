@@ -241,6 +241,9 @@ def _quoted(items):
 
 def render(table):
     out = [
+        "# Copyright: (c) 2026, gpunode maintainers",
+        "# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)",
+        "# SPDX-License-Identifier: GPL-3.0-or-later",
         '"""NVIDIA driver branches per PCI device ID (vendor 10de). Generated data: do not edit.',
         "",
         "Made by scripts/gen-branch-table.py, which cites each source beside its data:",

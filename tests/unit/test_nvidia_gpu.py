@@ -67,7 +67,7 @@ def test_facts_describe_the_spec(spec_path, tmp_path):
     assert facts["present"] is bool(gpus)
     assert facts["nvswitch_count"] == sum(1 for d in nvidia if d["class"][:4] == "0680")
     assert len(nvidia) == len(facts["devices"])
-    for want, got in zip(nvidia, facts["devices"]):  # noqa: B905 - the module's tests run on Python 3.8 too
+    for want, got in zip(nvidia, facts["devices"]):
         assert got["vendor_id"] == "10de" and got["device_id"] == want["device"]
         assert got["subsystem_vendor_id"] == want["subsystem_vendor"]
         assert got["subsystem_device_id"] == want["subsystem_device"]

@@ -211,18 +211,16 @@ def load_pci_ids(path, vendor=NVIDIA_VENDOR):
     return parse_pci_ids_vendor(data, vendor)
 
 
-def product_name(pci_name, first=False):
+def product_name(pci_name):
     """The marketing name in a pci.ids name: ``"TU104GL [Tesla T4]"`` -> ``"Tesla T4"``.
 
-    A name without brackets is kept. Where pci.ids lists several products
-    (``"GP102 [TITAN X / TITAN Xp]"``), ``first=True`` keeps the first one
-    (what a node label wants); otherwise all are kept.
+    A name without brackets is kept. Where pci.ids names several boards
+    (``"GP102 [TITAN X / TITAN Xp]"``) all are kept: the device ID alone does not
+    tell which one this is.
     """
     text = str(pci_name or "").strip()
     match = BRACKETED_RE.search(text)
-    if match:
-        text = match.group(1).strip()
-    return text.split(" / ")[0].strip() if first else text
+    return match.group(1).strip() if match else text
 
 
 def device_name(device_id, kind, subsystem_vendor=None, subsystem_device=None, pci_ids=None):

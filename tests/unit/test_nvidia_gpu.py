@@ -534,16 +534,6 @@ def test_product_name(pci_name, product):
     assert product_name(pci_name) == product
 
 
-@pytest.mark.parametrize(("pci_name", "first"), [
-    ("GP102 [TITAN X / TITAN Xp]", "TITAN X"),
-    ("GT200GL [Tesla C1060 / M1060]", "Tesla C1060"),
-    ("Tesla T4", "Tesla T4"),
-    ("", ""),
-])
-def test_first_product_name_for_labels(pci_name, first):
-    assert product_name(pci_name, first=True) == first
-
-
 @pytest.mark.parametrize(("device_id", "turing", "open_only"), [
     ("1db1", False, False),  # V100 (Volta)
     ("1eb8", True, False),   # T4 (Turing)

@@ -1,11 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module nvidia_gpu_facts: the NVIDIA PCI devices of a host and the driver branch they need."""
-
-import os
-import platform
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nvidia_gpu import PCI_IDS_CANDIDATES, GpuDetectError, find_pci_ids, gather
 
 DOCUMENTATION = r"""
 ---
@@ -18,15 +15,18 @@ description:
   - Reports the loaded NVIDIA kernel module's version (C(module/nvidia/version), else
     C(/proc/driver/nvidia/version), proprietary and open module formats) and whether nvidia or nouveau
     is loaded (C(/proc/modules)).
-  - Computes the driver branches that drive every GPU on the host from a table derived from Debian's
-    nvidia-detect lists (legacy branches 340, 390, 470 and 580 for older GPUs), and recommends the
-    newest. A GPU newer than the table is served by the newest branch.
+  - Computes the driver branches that drive every GPU on the host from a table generated from its sources
+    (Debian's nvidia-detect lists, NVIDIA's support matrix and release notes, NVIDIA's Blackwell device ID
+    ranges; legacy branches 340, 390, 470 and 580 for older GPUs), and recommends the newest. A GPU newer
+    than the table is served by the newest branch. Says whether a GPU needs the open kernel modules
+    (Grace Hopper, Blackwell).
   - Never changes anything.
-  - A O(sysfs_root) or O(proc_root) that does not exist fails the task (a wrong inventory variable
-    would otherwise read as "no GPU"). A host whose sysfs has no C(bus/pci/devices) reports
+  - A O(sysfs_root) or O(proc_root) that does not exist or is not absolute fails the task (a wrong
+    inventory variable would otherwise read as "no GPU"). A host whose sysfs has no C(bus/pci/devices) reports
     RV(ansible_facts.nvidia_gpu.present=false) with a warning.
 version_added: "1.0.0"
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 options:
   sysfs_root:
     description: Where sysfs is mounted; a simulated node points this at its fake tree.
@@ -44,7 +44,20 @@ options:
         one, names come from the module's own table or say what the device is (C(NVIDIA GPU 10de:2335)).
       - A path given here that does not exist fails the task.
     type: path
+  require_gpu:
+    description: Fail on a host where no NVIDIA GPU is found.
+    type: bool
+    default: false
+  require_branch:
+    description: Fail on a host with GPUs that no single driver branch drives, saying why.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
@@ -174,6 +187,14 @@ ansible_facts:
         open_kernel_module_capable:
           description: Whether every GPU can use the open kernel modules (Turing and newer).
           type: bool
+        open_kernel_module_required:
+          description: Whether a GPU is driven only by the open kernel modules (Grace Hopper, Blackwell).
+          type: bool
+        summary:
+          description: One line saying what the host has.
+          type: str
+          sample: >-
+            Tesla T4 x 1 | NVSwitch: 0 | driver: nvidia 535.129.03 (proprietary) | recommended branch: 620
         branch_data:
           description: Where the branch table comes from.
           type: str
@@ -188,11 +209,18 @@ ansible_facts:
           elements: str
 """
 
+import os
+import platform
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nvidia_gpu import PCI_IDS_CANDIDATES, GpuDetectError, find_pci_ids, gather
 
 ARGUMENT_SPEC = {
     "sysfs_root": {"type": "path", "default": "/sys"},
     "proc_root": {"type": "path", "default": "/proc"},
     "pci_ids_path": {"type": "path"},
+    "require_gpu": {"type": "bool", "default": False},
+    "require_branch": {"type": "bool", "default": False},
 }
 
 
@@ -205,9 +233,16 @@ def run(module):
     pci_ids_path = params["pci_ids_path"]
     if pci_ids_path is None:
         pci_ids_path = find_pci_ids(PCI_IDS_CANDIDATES)
+    elif not os.path.isabs(pci_ids_path):
+        raise GpuDetectError(f"pci_ids_path {pci_ids_path}: not an absolute path")
     elif not os.path.isfile(pci_ids_path):
         raise GpuDetectError(f"pci_ids_path {pci_ids_path}: no such file")
     facts, warnings = gather(params["sysfs_root"], params["proc_root"], pci_ids_path, platform.machine())
+    if params["require_gpu"] and not facts["present"]:
+        raise GpuDetectError(f"no NVIDIA GPU under {params['sysfs_root']}/bus/pci/devices")
+    if params["require_branch"] and facts["present"] and facts["recommended_branch"] is None:
+        raise GpuDetectError("no driver branch drives every GPU on this host: "
+                             + "; ".join(facts["warnings"]))
     for warning in warnings:
         module.warn(warning)
     return {"changed": False, "ansible_facts": {"nvidia_gpu": facts}}

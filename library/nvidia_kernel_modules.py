@@ -1,58 +1,90 @@
 #!/usr/bin/python
-"""Ansible module nvidia_kernel_modules: load or unload the NVIDIA kernel modules."""
-
-import os
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nvidia_driver import NVIDIA_MODULES, parse_proc_modules
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Ansible module nvidia_kernel_modules: unload and load the NVIDIA modules, stopping what holds them."""
 
 DOCUMENTATION = r"""
 ---
 module: nvidia_kernel_modules
-short_description: Load or unload the NVIDIA kernel modules, reporting the ones that are busy
+short_description: Unload and load the NVIDIA kernel modules, stopping the services that hold the GPU
 description:
-  - With O(state=absent), unloads the loaded modules among O(names), in that order, with C(modprobe -r).
-    A module that cannot be unloaded (in use) is reported in RV(busy) rather than failing, unless
-    O(fail_on_busy) is set, so a role can still put the new driver on disk and ask for a reboot.
-  - With O(state=present), loads the modules of O(names) that are not loaded, with C(modprobe).
-  - Which modules are loaded is read from C(<proc_root>/modules).
+  - O(state=absent) stops the running services among O(stop_services), then unloads the loaded modules among
+    O(names), in that order, with C(modprobe -r). When one cannot be unloaded (a process has the GPU open),
+    what was unloaded is loaded again and the stopped services are started again, so the host is left as it
+    was; the busy modules are reported in RV(busy), or the task fails with O(fail_on_busy).
+  - O(state=present) loads the modules of O(load) that are not loaded, with C(modprobe), then starts
+    O(start_services).
+  - O(state=reloaded) does both - unload (as above), then, when nothing stayed busy, load O(load) and start
+    again the services it stopped. With a busy module the old driver keeps running and RV(busy) says why; the
+    caller decides about a reboot.
+  - Which modules are loaded is read from C(<proc_root>/modules) (C(<sysfs_root>/module) without it).
 options:
   names:
-    description: Module names, in the order to unload them (loading goes in reverse).
+    description: Module names, in the order to unload them.
     type: list
     elements: str
     default: [nvidia_uvm, nvidia_drm, nvidia_modeset, nvidia_peermem, nvidia]
+  load:
+    description: Modules to load (loading one loads what it depends on).
+    type: list
+    elements: str
+    default: [nvidia_uvm, nvidia]
   state:
-    description: Whether the modules should be loaded.
+    description: Whether the modules should be loaded, unloaded, or unloaded and loaded again.
     type: str
-    choices: [present, absent]
+    choices: [present, absent, reloaded]
     default: present
+  stop_services:
+    description:
+      - Services stopped (when running) before unloading. With O(state=reloaded) they are started again
+        once the modules are loaded; with O(state=absent) they stay stopped (RV(stopped)) unless a module
+        stays busy.
+    type: list
+    elements: str
+    default: []
+  start_services:
+    description: Services started after loading (those an earlier O(state=absent) run stopped).
+    type: list
+    elements: str
+    default: []
   proc_root:
     description: Where procfs is mounted (a fake tree in tests).
     type: path
     default: /proc
+  sysfs_root:
+    description: Where sysfs is mounted (a fake tree in tests).
+    type: path
+    default: /sys
   fail_on_busy:
-    description: Fail when a module cannot be unloaded.
+    description: Fail when a module cannot be unloaded (after putting back what was changed).
     type: bool
     default: false
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: none
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
-- name: Unload the driver before replacing it
+- name: Replace the running driver with the one on disk
+  nvidia_kernel_modules:
+    state: reloaded
+    stop_services: [nvidia-persistenced, nvidia-fabricmanager]
+  register: reload
+
+- name: Unload before the .run installer, refusing when the GPU is busy
   nvidia_kernel_modules:
     state: absent
-  register: unload
-
-- name: Load nvidia and nvidia_uvm
-  nvidia_kernel_modules:
-    names: [nvidia_uvm, nvidia]
-    state: present
+    stop_services: [nvidia-persistenced]
+    fail_on_busy: true
 """
 
 RETURN = r"""
@@ -62,7 +94,7 @@ loaded:
   type: list
   elements: str
 unloaded:
-  description: Modules unloaded by this run.
+  description: Modules unloaded by this run (and not loaded again).
   returned: always
   type: list
   elements: str
@@ -70,7 +102,22 @@ busy:
   description: Modules that could not be unloaded, with modprobe's message.
   returned: always
   type: dict
+stopped:
+  description: Services this run stopped (and did not start again).
+  returned: always
+  type: list
+  elements: str
+nvidia_loaded:
+  description: Whether the nvidia module is loaded when the module ends.
+  returned: always
+  type: bool
 """
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nvidia_driver import LOAD_MODULES, NVIDIA_MODULES
+from ansible.module_utils.nvidia_gpu import read_loaded
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 
@@ -79,60 +126,123 @@ def build_module():
     return AnsibleModule(
         argument_spec={
             "names": {"type": "list", "elements": "str", "default": list(NVIDIA_MODULES)},
-            "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+            "load": {"type": "list", "elements": "str", "default": list(LOAD_MODULES)},
+            "state": {"type": "str", "choices": ["present", "absent", "reloaded"], "default": "present"},
+            "stop_services": {"type": "list", "elements": "str", "default": []},
+            "start_services": {"type": "list", "elements": "str", "default": []},
             "proc_root": {"type": "path", "default": "/proc"},
+            "sysfs_root": {"type": "path", "default": "/sys"},
             "fail_on_busy": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
 
 
-def loaded_modules(proc_root):
-    path = os.path.join(proc_root, "modules")
-    try:
-        with open(path) as handle:
-            return set(parse_proc_modules(handle.read()))
-    except FileNotFoundError:
-        return set()
+class Modules:
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.modprobe = module.get_bin_path("modprobe", required=True)
+        self.result = {"changed": False, "loaded": [], "unloaded": [], "busy": {}, "stopped": []}
+
+    def loaded(self):
+        return set(read_loaded(self.params["sysfs_root"], self.params["proc_root"])["modules"])
+
+    def _run(self, argv):
+        return self.module.run_command(argv, environ_update=C_LOCALE)
+
+    def stop_services(self):
+        systemctl = self.module.get_bin_path("systemctl")
+        if not systemctl:
+            return
+        for name in self.params["stop_services"]:
+            rc, _out, _err = self._run([systemctl, "is-active", "--quiet", name])
+            if rc != 0:
+                continue
+            if not self.module.check_mode:
+                rc, out, err = self._run([systemctl, "stop", name])
+                if rc != 0:
+                    self.module.fail_json(msg=f"systemctl stop {name} failed: {err.strip() or out.strip()}",
+                                          **self.result)
+            self.result["stopped"].append(name)
+
+    def start_services(self, names):
+        systemctl = self.module.get_bin_path("systemctl")
+        for name in names:
+            if not self.module.check_mode:
+                rc, out, err = self._run([systemctl, "start", name])
+                if rc != 0:
+                    self.module.fail_json(msg=f"systemctl start {name} failed: {err.strip() or out.strip()}",
+                                          **self.result)
+            if name in self.result["stopped"]:
+                self.result["stopped"].remove(name)
+            else:
+                self.result.setdefault("started", []).append(name)
+
+    def unload(self):
+        for name in self.params["names"]:
+            if name not in self.loaded():
+                continue
+            if self.module.check_mode:
+                self.result["unloaded"].append(name)
+                continue
+            rc, out, err = self._run([self.modprobe, "-r", name])
+            if rc == 0 and name not in self.loaded():
+                self.result["unloaded"].append(name)
+            else:
+                self.result["busy"][name] = err.strip() or out.strip() or f"still loaded (rc {rc})"
+                break  # what depends on a busy module stays too
+
+    def load(self, names):
+        for name in reversed(names):
+            if name in self.loaded() or (self.module.check_mode and name in self.result["unloaded"]):
+                continue
+            if not self.module.check_mode:
+                rc, out, err = self._run([self.modprobe, name])
+                if rc != 0:
+                    self.module.fail_json(msg=f"modprobe {name} failed: {err.strip() or out.strip()}",
+                                          **self.result)
+            self.result["loaded"].append(name)
+
+    def put_back(self):
+        """A module stayed busy: load again what was unloaded, start what was stopped."""
+        unloaded = self.result["unloaded"]
+        self.result["unloaded"] = []
+        self.load(list(reversed(unloaded)))
+        self.result["loaded"] = []
+        self.start_services(list(self.result["stopped"]))
 
 
 def run(module):
     params = module.params
-    result = {"changed": False, "loaded": [], "unloaded": [], "busy": {}}
-    modprobe = module.get_bin_path("modprobe", required=True)
-    if params["state"] == "absent":
-        for name in params["names"]:
-            if name not in loaded_modules(params["proc_root"]):
-                continue
-            if module.check_mode:
-                result["unloaded"].append(name)
-                continue
-            rc, out, err = module.run_command([modprobe, "-r", name], environ_update=C_LOCALE)
-            if rc == 0 and name not in loaded_modules(params["proc_root"]):
-                result["unloaded"].append(name)
-            else:
-                result["busy"][name] = err.strip() or out.strip() or f"still loaded (rc {rc})"
-                break  # what depends on a busy module stays too
-        if result["busy"] and params["fail_on_busy"]:
-            module.fail_json(
-                msg=f"cannot unload {', '.join(result['busy'])}: {'; '.join(result['busy'].values())}",
-                **result,
-            )
+    modules = Modules(module)
+    result = modules.result
+    if params["state"] in ("absent", "reloaded"):
+        if any(name in modules.loaded() for name in params["names"]):
+            modules.stop_services()
+            modules.unload()
+        if result["busy"]:
+            modules.put_back()
+            if params["fail_on_busy"]:
+                module.fail_json(msg=f"cannot unload {', '.join(result['busy'])}: "
+                                     f"{'; '.join(result['busy'].values())}; the modules and services were "
+                                     "put back as they were", **result)
+    if params["state"] in ("present", "reloaded") and not result["busy"]:
+        modules.load(params["load"])
+        restart = list(result["stopped"]) if params["state"] == "reloaded" else []
+        modules.start_services(restart + [s for s in params["start_services"] if s not in restart])
+    result["changed"] = any(result.get(key) for key in ("loaded", "unloaded", "stopped", "started"))
+    if module.check_mode:
+        result["nvidia_loaded"] = params["state"] != "absent" and not result["busy"]
     else:
-        for name in reversed(params["names"]):
-            if name in loaded_modules(params["proc_root"]):
-                continue
-            if not module.check_mode:
-                rc, out, err = module.run_command([modprobe, name], environ_update=C_LOCALE)
-                if rc != 0:
-                    module.fail_json(msg=f"modprobe {name} failed: {err.strip() or out.strip()}", **result)
-            result["loaded"].append(name)
-    result["changed"] = bool(result["loaded"] or result["unloaded"])
+        result["nvidia_loaded"] = "nvidia" in modules.loaded()
     return result
 
 
 def main():
     module = build_module()
+    if not os.path.isdir(module.params["proc_root"]):
+        module.fail_json(msg=f"proc_root {module.params['proc_root']}: no such directory")
     module.exit_json(**run(module))
 
 

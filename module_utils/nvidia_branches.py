@@ -1,23 +1,52 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """NVIDIA driver branches per PCI device ID (vendor 10de). Generated data: do not edit.
 
-Made by scripts/gen-branch-table.py from Debian nvidia-detect 535.261.03-1's per-branch
-ID lists (../shared/data/nvidia-detect-ids); regenerate with that script.
-BRANCHES lists the branches gpunode installs, newest first. SUPPORT maps the
-branches (space-separated, newest first) to the device IDs they all drive.
-ARCH_SUPPORT adds branches that drive some IDs on one machine type only.
-LEGACY_ONLY names the last (uninstallable) legacy branch of GPUs no branch
-in BRANCHES drives. An ID in none of these is newer than the data and is
-served by NEWEST_BRANCH. NAMES are fallback names when pci.ids has none.
+Made by scripts/gen-branch-table.py, which cites each source beside its data:
+Debian nvidia-detect 535.261.03-1's per-branch ID lists (../shared/data/nvidia-detect-ids),
+NVIDIA's support matrix and release notes, NVIDIA's statement that Grace Hopper
+and Blackwell need the open kernel modules, and NVIDIA gpu-admin-tools' Blackwell
+device ID ranges. Regenerate with that script.
+
+BRANCHES lists the branches gpunode installs, newest first, and BRANCH_NOTES what
+some of them are. SUPPORT maps the branches (space-separated, newest first) to the
+device IDs they all drive; ARCH_SUPPORT adds branches that drive some IDs on one
+machine type only. BLACKWELL_RANGES are the Blackwell chips' device ID ranges,
+driven by BLACKWELL_BRANCHES; they and GRACE_HOPPER_IDS need the open kernel
+modules. LEGACY_ONLY names the last (uninstallable) legacy branch of GPUs no branch
+in BRANCHES drives. An ID in none of these is newer than the data and is served by
+NEWEST_BRANCH. TURING_FIRST_ID: the open kernel modules drive this ID and up, and
+branches from 590 on only these. NAMES are fallback names when pci.ids has none.
 """
 
 DATA_SOURCE = "Debian nvidia-detect 535.261.03-1"
-BRANCHES = ("595", "590", "580", "570", "550", "535", "470", "390", "340")
-NEWEST_BRANCH = "595"
+SOURCES = (
+    "Debian nvidia-detect 535.261.03-1 (../shared/data/nvidia-detect-ids)",
+    "https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html",
+    "https://developer.nvidia.com/blog/nvidia-transitions-fully-towards-open-source-gpu-kernel-modules/",
+    "https://github.com/NVIDIA/gpu-admin-tools (gpu/devid_chips.py, gpu/devid_names.py @82422cc)",
+)
+BRANCHES = ("620", "610", "595", "590", "580", "570", "550", "535", "470", "390", "340")
+NEWEST_BRANCH = "620"
 HIGHEST_KNOWN_ID = "28f8"
+TURING_FIRST_ID = "1e00"
+
+BRANCH_NOTES = {
+    "620": "newer than the production branch",
+    "610": "newer than the production branch",
+    "595": "production branch",
+    "590": "the first branch without Maxwell, Pascal and Volta",
+    "580": "long-term support branch until 2028-06; the last for Maxwell, Pascal and Volta",
+    "570": "the first branch for Blackwell",
+    "535": "long-term support branch until 2026-06",
+    "470": "the last for Kepler",
+    "390": "the last for Fermi",
+    "340": "the last for the Tesla architecture",
+}
 
 SUPPORT = {
-    "580 570 550 535 470 390 340": "1340 1341 1380 1381 1382 1390 1391 1392 1393 13ba 13bb",
-    "595 590 580 570 550 535 470": (
+    "620 610 595 590 580 570 550 535 470": (
         "1e02 1e04 1e07 1e09 1e30 1e36 1e78 1e81 1e82 1e84 1e87 1e89 1e90 1e91 1e93 1eb0 1eb1 1eb4 "
         "1eb5 1eb6 1eb8 1ec2 1ec7 1ed0 1ed1 1ed3 1ef5 1f02 1f03 1f06 1f07 1f08 1f0a 1f0b 1f10 1f11 "
         "1f12 1f14 1f15 1f36 1f42 1f47 1f50 1f51 1f54 1f55 1f76 1f82 1f91 1f95 1f96 1f97 1f98 1f99 "
@@ -28,6 +57,14 @@ SUPPORT = {
         "24dd 24e0 24fa 2503 2504 2507 2508 2520 2523 2531 2560 2563 2571 25a0 25a2 25a5 25a6 25a7 "
         "25a9 25b6 25b8 25b9 25ba 25bb 25e0 25e2 25e5 25f9 25fa"
     ),
+    "620 610 595 590 580 570 550 535": (
+        "1e37 1eb9 1f83 20bd 20f3 20f5 20f6 20fd 2207 2233 2238 2321 2322 2324 2329 232c 2330 2331 "
+        "2339 233a 2342 24b1 24c7 24c9 2521 2544 2582 2584 25aa 25ab 25ac 25ad 25bc 25bd 25ec 25ed "
+        "25fb 2684 26b1 26b2 26b3 26b5 26b8 26b9 26ba 2704 2717 2730 2757 2770 2782 2786 27a0 27b0 "
+        "27b1 27b2 27b6 27b8 27ba 27bb 27e0 27fb 2803 2805 2820 2838 2860 2882 28a0 28a1 28b8 28b9 "
+        "28ba 28bb 28e0 28e1 28f8"
+    ),
+    "580 570 550 535 470 390 340": "1340 1341 1380 1381 1382 1390 1391 1392 1393 13ba 13bb",
     "580 570 550 535 470 390": (
         "1344 1346 1347 1348 1349 134b 134d 134e 134f 137a 137b 1398 1399 139a 139b 139c 139d 13b0 "
         "13b1 13b2 13b3 13b4 13b6 13b9 13bc 13c0 13c2 13d7 13d8 13d9 13da 13f0 13f1 13f2 13f3 13f8 "
@@ -36,13 +73,6 @@ SUPPORT = {
         "1b83 1b84 1b87 1ba0 1ba1 1bb0 1bb1 1bb4 1bb5 1bb6 1bb7 1bb8 1bb9 1bbb 1bc7 1be0 1be1 1c02 "
         "1c03 1c04 1c06 1c07 1c09 1c20 1c21 1c22 1c30 1c60 1c61 1c62 1c81 1c82 1c83 1c8c 1c8d 1c8f "
         "1cb1 1cb2 1cb3 1cb6 1cba 1cbb 1cbc 1d01 1d10 1d12 1d33"
-    ),
-    "595 590 580 570 550 535": (
-        "1e37 1eb9 1f83 20bd 20f3 20f5 20f6 20fd 2207 2233 2238 2321 2322 2324 2329 232c 2330 2331 "
-        "2339 233a 2342 24b1 24c7 24c9 2521 2544 2582 2584 25aa 25ab 25ac 25ad 25bc 25bd 25ec 25ed "
-        "25fb 2684 26b1 26b2 26b3 26b5 26b8 26b9 26ba 2704 2717 2730 2757 2770 2782 2786 27a0 27b0 "
-        "27b1 27b2 27b6 27b8 27ba 27bb 27e0 27fb 2803 2805 2820 2838 2860 2882 28a0 28a1 28b8 28b9 "
-        "28ba 28bb 28e0 28e1 28f8"
     ),
     "580 570 550 535 470": (
         "1ba2 1c23 1c31 1c90 1c91 1c92 1c94 1c96 1cbd 1cfa 1cfb 1d02 1d11 1d13 1d16 1d34 1d52 1d81 "
@@ -93,6 +123,20 @@ ARCH_SUPPORT = {
     },
 }
 
+BLACKWELL_BRANCHES = "620 610 595 590 580 570"
+BLACKWELL_RANGES = (
+    ("2900", "297f", "Blackwell GB100"),
+    ("2980", "29ff", "Blackwell GB102"),
+    ("2b80", "2bff", "Blackwell GB202"),
+    ("2c00", "2c7f", "Blackwell GB203"),
+    ("2d00", "2d7f", "Blackwell GB206"),
+    ("2d80", "2dff", "Blackwell GB207"),
+    ("2f00", "2f7f", "Blackwell GB205"),
+    ("3180", "31ff", "Blackwell GB110"),
+    ("3200", "327f", "Blackwell GB112"),
+)
+GRACE_HOPPER_IDS = ("2342", "2343", "2345", "2348")
+
 LEGACY_ONLY = {
     "304": (
         "0040 0041 0042 0043 0044 0045 0046 0047 0048 004e 0090 0091 0092 0093 0095 0098 0099 009d "
@@ -129,7 +173,10 @@ NAMES = {
     "2330": "H100 SXM5 80GB",
     "2331": "H100 PCIe",
     "2335": "H200 SXM 141GB",
+    "2342": "GH200",
     "26b5": "L40",
     "26b9": "L40S",
     "27b8": "L4",
+    "2901": "B200",
+    "2941": "GB200",
 }

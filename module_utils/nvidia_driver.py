@@ -1,10 +1,15 @@
-"""NVIDIA driver logic: versions, what is installed, what to do about it.
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""NVIDIA driver logic: versions, what a host has, what to do about it.
 
 Pure Python (standard library only) so it runs on target hosts and is tested
 without Ansible. The modules ``nvidia_driver_state`` and
 ``nvidia_kernel_modules`` read the host and call into this file; every
-decision the role takes (install, rebuild for a new kernel, unload, reboot)
-is computed here from plain data.
+decision the role takes (repair dpkg, install, rebuild for a new kernel, hold,
+blacklist nouveau, unload, load, start the daemons, reboot) is computed here
+from plain data by :func:`plan`, and what the role publishes by
+:func:`driver_facts` and :func:`change_lines`.
 
 Domain errors are raised as :class:`DriverError` and turned into
 ``fail_json`` by the modules.
@@ -12,8 +17,14 @@ Domain errors are raised as :class:`DriverError` and turned into
 
 import re
 
+from ansible.module_utils import nvidia_packages
+from ansible.module_utils.dpkg_database import installed, version_known
+from ansible.module_utils.nvidia_gpu import is_turing_or_newer, needs_open_module
+
 #: Kernel modules of the driver, in the order they must be unloaded.
 NVIDIA_MODULES = ("nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "nvidia")
+#: The modules a compute node loads (nvidia_uvm pulls nvidia in).
+LOAD_MODULES = ("nvidia_uvm", "nvidia")
 
 #: First branch whose open kernel modules are the installer's default.
 OPEN_DEFAULT_FROM = 560
@@ -23,21 +34,18 @@ OPEN_AVAILABLE_FROM = 515
 #: installers build the open modules with ``--kernel-module-build-directory``.
 MODULE_TYPE_FLAG_FROM = 560
 
-#: PCI device IDs of NVIDIA GPUs are allocated in chip order. The first
-#: Turing chip (TU102) is 0x1e02: every earlier ID (Kepler, Maxwell, Pascal,
-#: Volta) needs the proprietary module; Blackwell (GB100, 0x2900 on) supports
-#: only the open one.
-TURING_FIRST_DEVICE_ID = 0x1E00
-BLACKWELL_FIRST_DEVICE_ID = 0x2900
-
 #: EFI global variable GUID of the ``SecureBoot`` variable.
 SECURE_BOOT_EFIVAR = "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+#: What a nouveau blacklist must say (the role's template writes both lines).
+NOUVEAU_BLACKLIST_LINES = ("blacklist nouveau", "options nouveau modeset=0")
+#: The daemons the role runs, per what it wants.
+PERSISTENCED = "nvidia-persistenced"
+FABRICMANAGER = "nvidia-fabricmanager"
+#: Where NVIDIA serves the data center driver's installers.
+RUNFILE_URL = "https://us.download.nvidia.com/tesla/{version}/NVIDIA-Linux-{arch}-{version}.run"
 
 _VERSION_RE = re.compile(r"^\d+(?:\.\d+){0,2}$")
-_PROC_VERSION_RE = re.compile(
-    r"NVRM version:\s+NVIDIA UNIX\s+(?P<open>Open\s+)?(?:x86_64\s+|aarch64\s+|ppc64le\s+)?"
-    r"Kernel Module(?:\s+for\s+\S+)?\s+(?P<version>\d+\.\d+(?:\.\d+)?)"
-)
+_SHA256_RE = re.compile(r"^(?:sha256:)?([0-9a-fA-F]{64})$")
 _DKMS_RE = re.compile(
     r"^(?P<module>[^,/\s]+)(?:/|,\s*)(?P<version>[^,:\s]+)"
     r"(?:,\s*(?P<kernel>[^,\s]+),\s*(?P<arch>[^:\s]+))?:\s*(?P<status>[a-z-]+)(?P<rest>.*)$"
@@ -62,12 +70,6 @@ def parse_version(text):
 def branch_of(version):
     """The branch (major) of a version, as a string: ``"535.129.03"`` -> ``"535"``."""
     return str(parse_version(version)[0])
-
-
-def compare_versions(left, right):
-    """-1, 0 or 1, comparing component by component as integers."""
-    a, b = parse_version(left), parse_version(right)
-    return (a > b) - (a < b)
 
 
 def version_matches(installed, wanted):
@@ -155,22 +157,6 @@ def module_from_modinfo(text):
     }
 
 
-def parse_proc_driver_version(text):
-    """Parse ``/proc/driver/nvidia/version``: ``{"version", "flavor"}``."""
-    match = _PROC_VERSION_RE.search(text)
-    if not match:
-        raise DriverError("no 'NVRM version' line with a driver version")
-    return {
-        "version": match.group("version"),
-        "flavor": "open" if match.group("open") else "proprietary",
-    }
-
-
-def parse_proc_modules(text):
-    """Names of the loaded modules from ``/proc/modules``."""
-    return [line.split()[0] for line in text.splitlines() if line.strip()]
-
-
 def parse_smi_query(text):
     """Parse ``nvidia-smi --query-gpu=driver_version,persistence_mode --format=csv,noheader``.
 
@@ -221,12 +207,54 @@ def userspace_version_from_names(names):
     return max(found, key=parse_version)
 
 
+def blacklist_complete(text):
+    """Whether a modprobe.d file blacklists nouveau the way the role's template does."""
+    lines = {" ".join(line.split()) for line in (text or "").splitlines()}
+    return all(line in lines for line in NOUVEAU_BLACKLIST_LINES)
+
+
+def parse_systemctl_show(text):
+    """``systemctl show -p Id,LoadState,ActiveState,UnitFileState UNIT...``: ``{unit: {...}}``.
+
+    Units are separated by blank lines; the unit name (``Id``, without
+    ``.service``) keys the result, with ``load``, ``active`` and ``enabled``.
+    """
+    units, current = {}, {}
+    for line in [*(text or "").splitlines(), ""]:
+        if not line.strip():
+            if current.get("Id"):
+                units[current["Id"].rsplit(".service", 1)[0]] = {
+                    "load": current.get("LoadState"),
+                    "active": current.get("ActiveState"),
+                    "enabled": current.get("UnitFileState"),
+                }
+            current = {}
+            continue
+        key, _sep, value = line.partition("=")
+        current[key.strip()] = value.strip()
+    return units
+
+
+def service_running(services, name):
+    unit = (services or {}).get(name) or {}
+    return unit.get("active") == "active"
+
+
+def service_enabled(services, name):
+    unit = (services or {}).get(name) or {}
+    return unit.get("enabled") in ("enabled", "enabled-runtime", "static", "alias")
+
+
+def service_exists(services, name):
+    unit = (services or {}).get(name) or {}
+    return unit.get("load") not in (None, "not-found")
+
+
 # --------------------------------------------------------------------------- choices
 
 
-def resolve_wanted(
-    version=None, branch=None, supported_branches=None, recommended_branch=None, check_gpus=True
-):
+def resolve_wanted(version=None, branch=None, supported_branches=None, recommended_branch=None,
+                   check_gpus=True):
     """Decide the wanted branch and version (the version may stay None).
 
     ``version`` or ``branch`` set by the user are checked against
@@ -257,7 +285,8 @@ def resolve_wanted(
     if check_gpus and not branch_supported(branch, supported):
         listed = ", ".join(supported) if supported else "none"
         raise DriverError(
-            f"driver branch {branch} cannot drive every GPU on this host; branches that can: {listed}"
+            f"driver branch {branch} cannot drive every GPU on this host; branches that can: {listed} "
+            "(nvidia_driver_check_branch: false skips this check)"
         )
     return {"branch": branch, "version": version or None}
 
@@ -274,14 +303,6 @@ def branch_supported(branch, supported_branches):
     if not listed:
         return False
     return listed[0] <= int(branch) <= listed[-1]
-
-
-def is_turing_or_newer(device_id):
-    return int(str(device_id), 16) >= TURING_FIRST_DEVICE_ID
-
-
-def needs_open_module(device_id):
-    return int(str(device_id), 16) >= BLACKWELL_FIRST_DEVICE_ID
 
 
 def kernel_module_type(requested, branch, gpu_device_ids):
@@ -314,16 +335,12 @@ def kernel_module_type(requested, branch, gpu_device_ids):
     if requested == "proprietary":
         if open_only:
             raise DriverError(
-                f"device(s) {', '.join(open_only)} (Blackwell or newer) are driven only by the open "
-                "kernel module; set nvidia_driver_module_type: open"
+                f"device(s) {', '.join(open_only)} (Grace Hopper, Blackwell) are driven only by the open "
+                "kernel modules (NVIDIA supports no proprietary module on them); set "
+                "nvidia_driver_module_type: open or auto"
             )
         return "proprietary"
     raise DriverError(f"unknown kernel module type {requested!r} (auto, open, proprietary)")
-
-
-def runfile_name(version, arch="x86_64"):
-    parse_version(version)
-    return f"NVIDIA-Linux-{arch}-{version}.run"
 
 
 def runfile_flags(version, module_type, *, dkms=True, signing_key=None, signing_cert=None, extra=()):
@@ -344,71 +361,407 @@ def runfile_flags(version, module_type, *, dkms=True, signing_key=None, signing_
     return flags
 
 
+def runfile_checksum(text):
+    """The sha256 of ``"sha256:<hex>"`` or ``"<hex>"``, lower case; refuses anything else."""
+    match = _SHA256_RE.match(str(text or "").strip())
+    if not match:
+        raise DriverError("nvidia_driver_runfile_checksum must be the installer's sha256 "
+                          "(\"sha256:<64 hex digits>\" or the 64 hex digits); the runfile method needs it")
+    return match.group(1).lower()
+
+
+# --------------------------------------------------------------------------- request
+
+
+def build_request(params, gpu, os_info):
+    """What is wanted on this host, decided and checked before anything is read.
+
+    ``params``: the role's settings (the module's arguments); ``gpu``: the
+    ``nvidia_gpu`` facts; ``os_info``: ``distribution``, ``distribution_version``,
+    ``architecture``, ``kernel``. Raises DriverError on a request that cannot be met.
+    """
+    gpu_ids = [d["device_id"] for d in gpu.get("devices") or [] if d.get("kind") == "gpu"]
+    chosen = resolve_wanted(
+        version=params.get("version"),
+        branch=params.get("branch"),
+        supported_branches=gpu.get("supported_branches"),
+        recommended_branch=gpu.get("recommended_branch"),
+        check_gpus=params.get("check_branch", True),
+    )
+    branch, version = chosen["branch"], chosen["version"]
+    module_type = kernel_module_type(params.get("module_type") or "auto", branch, gpu_ids)
+    method = params.get("method") or "packages"
+    fabricmanager = params.get("fabricmanager") or "auto"
+    request = {
+        "method": method,
+        "branch": branch,
+        "version": version,
+        "wanted": version or branch,
+        "module_type": module_type,
+        "hold": bool(params.get("hold", True)) and method == "packages",
+        "persistence": bool(params.get("persistence", True)),
+        "fabricmanager": fabricmanager == "always"
+        or (fabricmanager == "auto" and gpu.get("nvswitch_count", 0) > 0),
+        "blacklist_nouveau": bool(params.get("blacklist_nouveau", True)),
+        "install_prerequisites": bool(params.get("install_prerequisites", True)),
+        "signing": bool(params.get("signing_key")),
+        "headers_package": nvidia_packages.headers_package(os_info["kernel"]),
+        "warnings": [],
+        "packages": None,
+        "fabricmanager_package": None,
+        "repository": None,
+        "runfile": None,
+    }
+    if bool(params.get("signing_key")) != bool(params.get("signing_cert")):
+        raise DriverError("module signing needs both nvidia_driver_signing_key and "
+                          "nvidia_driver_signing_cert")
+    try:
+        if method == "packages" or request["fabricmanager"]:
+            family, key, warning = nvidia_packages.release_of(os_info["distribution"],
+                                                              os_info["distribution_version"])
+            if warning:
+                request["warnings"].append(warning)
+            source = params.get("package_source") or "distro"
+            if request["fabricmanager"]:
+                request["fabricmanager_package"] = nvidia_packages.fabricmanager_package(
+                    family, source, branch)
+            if method == "packages":
+                request["packages"] = nvidia_packages.driver_packages(
+                    family, key, source, branch, module_type=module_type, version=version)
+                request["repository"] = _repository(params, family, key, source, os_info["architecture"])
+    except nvidia_packages.PackageError as exc:
+        raise DriverError(str(exc)) from exc
+    if method == "runfile":
+        if not version:
+            raise DriverError("nvidia_driver_method: runfile needs nvidia_driver_version (a full version "
+                              "such as 580.95.05): an installer is one version")
+        arch = os_info["architecture"]
+        request["runfile"] = {
+            "url": params.get("runfile_url") or RUNFILE_URL.format(version=version, arch=arch),
+            "checksum": "sha256:" + runfile_checksum(params.get("runfile_checksum")),
+            "name": f"NVIDIA-Linux-{arch}-{version}.run",
+            "flags": runfile_flags(version, module_type, signing_key=params.get("signing_key"),
+                                   signing_cert=params.get("signing_cert"),
+                                   extra=params.get("runfile_extra_flags") or ()),
+        }
+    return request
+
+
+def _repository(params, family, key, source, arch):
+    """``{"line", "key_url"}`` of the apt source the role adds (line None: none to add)."""
+    line, key_url = params.get("apt_repository") or None, params.get("apt_key_url") or None
+    if source == "cuda":
+        url, cuda_key = nvidia_packages.cuda_repository(family, key, arch)
+        key_url = key_url or cuda_key
+        line = line or f"deb [signed-by={params['keyring']}] {url} /"
+    elif family == "debian" and not line:
+        line = nvidia_packages.debian_archive_source(nvidia_packages.DEBIAN_RELEASES[key]["codename"])
+    return {"line": line, "key_url": key_url}
+
+
 # --------------------------------------------------------------------------- plan
 
 
-def dkms_entries_for(entries, module="nvidia"):
-    return [e for e in entries if e["module"] == module]
-
-
-def plan(state, wanted):
-    """What to do to get ``wanted`` (branch or version) on a host in ``state``.
-
-    ``state`` holds ``kernel``, ``userspace_version``, ``module_on_disk``
-    (dict with ``version`` or None), ``loaded`` (dict with ``version`` or
-    None), ``dkms`` (entries) and ``nouveau_loaded``. Returns::
-
-        install       the driver itself must be (re)installed
-        dkms_build    only the kernel module must be built for this kernel
-        dkms_version  the registered version to build (with dkms_build)
-        unload        the loaded modules must go before the change
-        load          the module must be loaded afterwards (no reboot needed)
-        reboot_required, up_to_date, reasons
-    """
-    parse_version(wanted)
-    reasons = []
-    userspace = state.get("userspace_version")
+def needs_dkms_status(state, request):
+    """Whether the plan depends on ``dkms status`` (the driver is there, its module is not)."""
+    wanted = request["wanted"]
     on_disk = (state.get("module_on_disk") or {}).get("version")
-    loaded = (state.get("loaded") or {}).get("version")
-    kernel = state.get("kernel")
+    return version_matches(state.get("userspace_version"), wanted) and not version_matches(on_disk, wanted)
+
+
+def index_lookups(plan_result, request):
+    """Packages whose presence in the apt index the plan must know (``apt-cache madison``)."""
+    names = list(plan_result["prerequisites"])
+    if plan_result["install"] and request["packages"]:
+        pin = request["packages"]["pin"]
+        names += request["packages"]["install"] + ([pin] if pin else [])
+    if plan_result["fabricmanager"] and plan_result["fabricmanager"]["install"]:
+        names.append(request["fabricmanager_package"])
+    return names
+
+
+def plan(state, request):
+    """What to do to get ``request`` on a host in ``state``; never reads anything.
+
+    ``state`` (see the module ``nvidia_driver_state``): ``kernel``,
+    ``headers_present``, ``module_on_disk``, ``dkms`` (None when not read),
+    ``loaded`` (``modules``, ``version``, ``module_type``), ``userspace_version``,
+    ``packages`` (dpkg's, None without dpkg), ``dpkg_interrupted`` (reasons),
+    ``services``, ``blacklist_complete``, ``persistenced_unit``, ``secure_boot``,
+    ``index`` (``apt-cache madison``, None when not read). Returns the steps,
+    each a boolean or a list, with ``converged`` (nothing to do),
+    ``disruptive`` (the GPUs stop: install, unload or reboot) and ``reasons``.
+    """
+    wanted = request["wanted"]
+    packages = state.get("packages")
+    loaded = state.get("loaded") or {}
+    loaded_version = loaded.get("version")
+    on_disk = state.get("module_on_disk") or {}
+    userspace = state.get("userspace_version")
+    reasons = []
 
     install = dkms_build = False
     dkms_version = None
     if not version_matches(userspace, wanted):
         install = True
         reasons.append(f"userspace driver is {userspace or 'absent'}, wanted {wanted}")
-    elif not version_matches(on_disk, wanted):
-        registered = [
-            e for e in dkms_entries_for(state.get("dkms") or []) if version_matches(e["version"], wanted)
-        ]
+    elif not version_matches(on_disk.get("version"), wanted):
+        registered = [e for e in state.get("dkms") or []
+                      if e["module"] == "nvidia" and version_matches(e["version"], wanted)]
         if registered:
-            dkms_build = True
-            dkms_version = registered[0]["version"]
-            reasons.append(
-                f"module {registered[0]['version']} is registered with DKMS but not built for kernel {kernel}"
-            )
+            dkms_build, dkms_version = True, registered[0]["version"]
+            reasons.append(f"module {dkms_version} is registered with DKMS but not built for kernel "
+                           f"{state.get('kernel')}")
         else:
             install = True
-            reasons.append(f"kernel module for {kernel} is {on_disk or 'absent'}, wanted {wanted}")
+            reasons.append(f"kernel module for {state.get('kernel')} is "
+                           f"{on_disk.get('version') or 'absent'}, wanted {wanted}")
+    elif on_disk.get("flavor") and on_disk["flavor"] != request["module_type"]:
+        install = True
+        reasons.append(f"the module on disk is {on_disk['flavor']}, wanted {request['module_type']}")
+    if request["packages"] and packages is not None and not install:
+        missing = [p for p in request["packages"]["install"] if not installed(packages, p)]
+        if missing:
+            install = True
+            reasons.append(f"package(s) {', '.join(missing)} not installed")
 
-    changing = install or dkms_build
-    # with a branch wanted, the loaded module must still be the very version installed
+    building = install or dkms_build
+    if building and state.get("secure_boot") and not request["signing"]:
+        raise DriverError(
+            "Secure Boot is on and the NVIDIA kernel module would be unsigned, so the kernel would refuse "
+            "to load it. Create a key pair, enroll its public key with `mokutil --import <cert.der>` "
+            "(confirm at the next boot), then set nvidia_driver_signing_key and nvidia_driver_signing_cert "
+            "to the key and DER certificate on the host; or turn Secure Boot off. Nothing was changed.")
+    missing_keys = state.get("signing_files_missing") or []
+    if building and missing_keys:
+        raise DriverError(f"{', '.join(missing_keys)} (module signing) does not exist on this host; "
+                          "nothing was changed")
+
+    repair_dpkg = bool(state.get("dpkg_interrupted"))
+    if repair_dpkg:
+        reasons.extend(state["dpkg_interrupted"])
+
+    prerequisites = []
+    if building and request["install_prerequisites"] and packages is not None:
+        if not state.get("headers_present"):
+            prerequisites.append(request["headers_package"])
+        prerequisites += [p for p in nvidia_packages.BUILD_PREREQUISITES if not installed(packages, p)]
+
+    held = _held(packages)
+    hold_targets = list((request["packages"] or {}).get("hold") or [])
+    if request["fabricmanager"] and request["fabricmanager_package"] and request["method"] == "packages":
+        hold_targets.append(request["fabricmanager_package"])
+    unhold, hold = [], []
+    if packages is not None and request["method"] == "packages":
+        if install:
+            unhold = sorted(name for name in held if nvidia_packages.is_driver_package(name))
+        if request["hold"]:
+            hold = [p for p in hold_targets if install or p not in held]
+        else:
+            unhold = sorted(set(unhold) | {p for p in hold_targets if p in held})
+    if hold and not install:
+        reasons.append(f"not held: {', '.join(hold)}")
+
+    modules = loaded.get("modules") or []
+    nouveau = "nouveau" in modules
     installed_exact = userspace if not install and version_matches(userspace, wanted) else None
-    stale = bool(installed_exact) and not version_matches(loaded, installed_exact)
-    unload = bool(loaded) and (install or not version_matches(loaded, wanted) or stale)
+    stale = bool(installed_exact) and not version_matches(loaded_version, installed_exact)
+    flavor_change = bool(loaded_version) and bool(loaded.get("module_type")) \
+        and loaded["module_type"] != request["module_type"]
+    unload = bool(loaded_version) and (install or not version_matches(loaded_version, wanted) or stale
+                                       or flavor_change)
     if unload:
-        reasons.append(f"loaded module {loaded} must be unloaded")
-    reboot_required = bool(state.get("nouveau_loaded"))
-    if reboot_required:
+        reasons.append(f"loaded module {loaded_version} must be unloaded")
+    reboot_required = nouveau
+    if nouveau:
         reasons.append("nouveau is loaded: a reboot is needed to load nvidia")
-    load = not reboot_required and (unload or not loaded)
-    return {
+    load = not nouveau and (unload or not loaded_version)
+    if load and not unload and not building:
+        reasons.append("the nvidia module is not loaded")
+
+    blacklist = request["blacklist_nouveau"] and not state.get("blacklist_complete")
+    if blacklist:
+        reasons.append("nouveau is not blacklisted")
+
+    services = state.get("services") or {}
+    persistence = []
+    if request["persistence"]:
+        if request["method"] == "runfile" and not state.get("persistenced_unit"):
+            persistence.append("unit")
+        if not service_enabled(services, PERSISTENCED):
+            persistence.append("enable")
+        if not service_running(services, PERSISTENCED) and not reboot_required:
+            persistence.append("start")
+    if persistence and not building:
+        reasons.append(f"{PERSISTENCED}: {', '.join(persistence)}")
+
+    fabricmanager = None
+    if request["fabricmanager"]:
+        fm_package = request["fabricmanager_package"]
+        fm_version = installed(packages or {}, fm_package)
+        fm_install = install or not fm_version \
+            or not version_matches(fm_version.split("-")[0], userspace or "0")
+        fabricmanager = {
+            "package": fm_package,
+            "version": request["version"] if install else userspace,
+            "install": fm_install,
+            "enable": not service_enabled(services, FABRICMANAGER),
+            "start": not reboot_required
+            and (fm_install or unload or not service_running(services, FABRICMANAGER)),
+        }
+        if not any((fm_install, fabricmanager["enable"], fabricmanager["start"])):
+            fabricmanager = None
+        elif not building:
+            reasons.append(f"fabric manager {fm_package}: "
+                           + ", ".join(k for k in ("install", "enable", "start") if fabricmanager[k]))
+
+    refresh_index = False
+    if state.get("index") is not None:
+        needed = [(p, None) for p in prerequisites]
+        if install and request["packages"]:
+            needed += [(p, request["version"]) for p in request["packages"]["install"]]
+            if request["packages"]["pin"]:
+                needed.append((request["packages"]["pin"], None))
+        if fabricmanager and fabricmanager["install"]:
+            needed.append((fabricmanager["package"], fabricmanager["version"]))
+        unknown = [p for p, v in needed if not version_known(state["index"], p, v)]
+        refresh_index = bool(unknown)
+        if unknown:
+            reasons.append(f"the package index does not know {', '.join(unknown)}")
+
+    steps = {
+        "repair_dpkg": repair_dpkg,
         "install": install,
+        "install_packages": _install_specs(request, packages) if install and request["packages"] else [],
+        "refresh_index": refresh_index,
+        "prerequisites": prerequisites,
         "dkms_build": dkms_build,
         "dkms_version": dkms_version,
+        "unhold": unhold,
+        "hold": hold,
+        "blacklist_nouveau": blacklist,
         "unload": unload,
         "load": load,
         "reboot_required": reboot_required,
-        "up_to_date": not changing and not unload and not reboot_required and bool(loaded),
-        "reasons": reasons,
+        "persistence": persistence,
+        "fabricmanager": fabricmanager,
     }
+    steps["converged"] = not any(value for key, value in steps.items()
+                                 if key not in ("dkms_version", "reboot_required", "install_packages"))
+    steps["disruptive"] = install or unload or reboot_required
+    steps["reasons"] = reasons
+    return steps
+
+
+def _held(packages):
+    return {name for name, entry in (packages or {}).items()
+            if entry["want"] == "hold" and entry["status"] not in ("not-installed", "config-files")}
+
+
+def _install_specs(request, packages):
+    """apt requests for an install: the top-level packages at the version, and with a
+    version, every installed package of that branch too (apt does not downgrade an
+    exact dependency on its own)."""
+    version = request["version"]
+    specs = []
+    pin = request["packages"]["pin"]
+    if pin:
+        specs.append(pin)
+    names = list(request["packages"]["install"])
+    if version:
+        prefix = request["branch"] + "."
+        names += sorted(name for name, entry in (packages or {}).items()
+                        if nvidia_packages.is_driver_package(name) and installed(packages, name)
+                        and (entry["version"] or "").startswith(prefix) and name != pin
+                        and not name.startswith("nvidia-driver-pinning-"))
+    for name in names:
+        spec = nvidia_packages.version_spec(name, version)
+        if spec not in specs:
+            specs.append(spec)
+    return specs
+
+
+# --------------------------------------------------------------------------- what the role publishes
+
+
+def pending_reboot(state):
+    """Whether the host needs a reboot to run the driver on disk: nouveau holds the
+    GPUs, or the loaded module is not the one on disk (it could not be unloaded)."""
+    loaded = state.get("loaded") or {}
+    if "nouveau" in (loaded.get("modules") or []):
+        return True
+    on_disk = (state.get("module_on_disk") or {}).get("version")
+    return bool(loaded.get("version")) and bool(on_disk) and loaded["version"] != on_disk
+
+
+def driver_facts(state, request, steps=None):
+    """``ansible_facts.nvidia_driver``: the driver of this host after the run.
+
+    With ``steps`` (a plan about to run, e.g. in check mode) the facts are the
+    prediction of what the run leaves; without, they describe ``state``.
+    """
+    loaded = state.get("loaded") or {}
+    on_disk = state.get("module_on_disk") or {}
+    installed_version = state.get("userspace_version")
+    loaded_version = loaded.get("version")
+    module_type = loaded.get("module_type") or on_disk.get("flavor")
+    reboot_required = pending_reboot(state)
+    hold_targets = (request["packages"] or {}).get("hold") or []
+    held = None
+    if request["method"] == "packages" and state.get("packages") is not None:
+        held = bool(hold_targets) and all(p in _held(state["packages"]) for p in hold_targets)
+    if steps:
+        if steps["install"]:
+            installed_version = request["version"]
+            module_type = request["module_type"]
+        if steps["load"] and not steps["reboot_required"]:
+            loaded_version = installed_version
+            module_type = request["module_type"]
+        reboot_required = steps["reboot_required"]
+        if held is not None:
+            held = request["hold"]
+    return {
+        "method": request["method"],
+        "branch": request["branch"],
+        "wanted": request["wanted"],
+        "installed_version": installed_version,
+        "loaded_version": loaded_version,
+        "module_type": module_type,
+        "held": held,
+        "reboot_required": bool(reboot_required),
+    }
+
+
+def change_lines(steps, before, after):
+    """One short line per change a run made (``gpunode_changes``), from the plan it ran
+    and the driver facts before and after it."""
+    lines = []
+    if steps["repair_dpkg"]:
+        lines.append("dpkg: finished the interrupted run (dpkg --configure -a)")
+    if steps["install"]:
+        new = after["installed_version"] or after["wanted"]
+        kind = after["module_type"] or "module type unknown"
+        if new == before["installed_version"]:
+            lines.append(f"driver {new} reinstalled ({kind})")
+        else:
+            lines.append(f"driver {before['installed_version'] or 'none'} -> {new} ({kind})")
+    if steps["dkms_build"]:
+        lines.append(f"driver {steps['dkms_version']}: module built for the running kernel")
+    if steps["unhold"] and not steps["hold"]:
+        lines.append(f"driver packages released: {', '.join(steps['unhold'])}")
+    if steps["hold"]:
+        lines.append(f"driver packages held: {', '.join(steps['hold'])}")
+    if steps["blacklist_nouveau"]:
+        lines.append("nouveau blacklisted")
+    if (steps["unload"] or steps["load"]) and after["loaded_version"] != before["loaded_version"]:
+        lines.append(f"driver loaded: {before['loaded_version'] or 'none'} -> "
+                     f"{after['loaded_version'] or 'none'}")
+    if steps["persistence"]:
+        lines.append(f"{PERSISTENCED}: {', '.join(steps['persistence'])}")
+    if steps["fabricmanager"]:
+        fm = steps["fabricmanager"]
+        lines.append(f"fabric manager {fm['package']}: "
+                     + ", ".join(k for k in ("install", "enable", "start") if fm[k]))
+    if after["reboot_required"]:
+        lines.append("reboot pending to load the driver")
+    return lines

@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """NVIDIA GPU detection: read PCI devices from sysfs, name them, pick a driver branch.
 
 Pure Python (standard library only) so it runs on target hosts and is tested
@@ -54,11 +57,13 @@ FALLBACK_LABEL = {
     "other": "PCI device",
 }
 
-# "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct ..."
-# "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build ..."
+# The first line of /proc/driver/nvidia/version, in the formats drivers print:
+# "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct ..." (proprietary)
+# "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build ..." (open)
+# "NVRM version: NVIDIA UNIX Kernel Module for aarch64  35.3.1  ..." (Jetson)
 NVRM_RE = re.compile(
-    r"NVRM version:\s+NVIDIA UNIX\s+(?:(?P<open>Open)\s+Kernel Module\s+for\s+\S+"
-    r"|\S+\s+Kernel Module)\s+(?P<version>\d+(?:\.\d+)+)"
+    r"NVRM version:\s+NVIDIA UNIX\s+(?P<open>Open\s+)?(?:[A-Za-z0-9_]+\s+)?Kernel Module"
+    r"(?:\s+for\s+\S+)?\s+(?P<version>\d+(?:\.\d+)+)"
 )
 VERSION_RE = re.compile(r"^\d+(?:\.\d+)+$")
 HEX_ID_RE = re.compile(r"^(?:0x)?([0-9a-fA-F]{4})$")
@@ -102,44 +107,38 @@ def parse_driver_version(text):
 
 
 def parse_proc_modules(text):
-    """The names of the modules listed in a /proc/modules text."""
-    names = set()
+    """The names of the modules listed in a /proc/modules text, in its order."""
+    names = []
     for line in (text or "").splitlines():
         fields = line.split()
         if fields:
-            names.add(fields[0])
+            names.append(fields[0])
     return names
 
 
-def loaded_modules(sysfs_root, proc_root, names=("nvidia", "nouveau")):
-    """``{name: bool}``: whether each module is loaded.
+def read_loaded(sysfs_root, proc_root):
+    """What the kernel has loaded: ``{"modules", "version", "module_type"}``.
 
-    From ``PROC/modules``; when that cannot be read, from
-    ``SYS/module/<name>/initstate`` (``live``).
+    ``modules``: the names in ``PROC/modules`` (when that cannot be read, the
+    nvidia and nouveau modules whose ``SYS/module/<name>/initstate`` is
+    ``live``). ``version``: the nvidia module's, from ``SYS/module/nvidia/version``,
+    else ``PROC/driver/nvidia/version``; None when nvidia is not loaded.
+    ``module_type`` (open or proprietary) only the proc file tells.
     """
     text = _read_text(os.path.join(proc_root, "modules"))
     if text is not None:
-        listed = parse_proc_modules(text)
-        return {name: name in listed for name in names}
-    return {
-        name: _read_text(os.path.join(sysfs_root, "module", name, "initstate")) == "live" for name in names
-    }
-
-
-def loaded_driver(sysfs_root, proc_root):
-    """``(version, module_type)`` of the loaded nvidia module, ``(None, None)`` when none.
-
-    The version comes from ``SYS/module/nvidia/version``, else from
-    ``PROC/driver/nvidia/version``; the module type (open or proprietary) only
-    the proc file tells, so it is None when that file is absent.
-    """
-    proc_version, module_type = parse_driver_version(
-        _read_text(os.path.join(proc_root, "driver", "nvidia", "version"))
-    )
+        modules = parse_proc_modules(text)
+    else:
+        modules = [name for name in ("nvidia", "nouveau")
+                   if _read_text(os.path.join(sysfs_root, "module", name, "initstate")) == "live"]
+    version, module_type = parse_driver_version(
+        _read_text(os.path.join(proc_root, "driver", "nvidia", "version")))
     sys_version = _read_text(os.path.join(sysfs_root, "module", "nvidia", "version"))
     if sys_version and VERSION_RE.match(sys_version):
-        return sys_version, module_type
-    return proc_version, module_type
+        version = sys_version
+    if "nvidia" not in modules and text is not None:
+        version = module_type = None
+    return {"modules": modules, "version": version, "module_type": module_type if version else None}
 
 
 # --------------------------------------------------------------------------
@@ -166,7 +165,7 @@ def _vendor_section(data, vendor):
     if start == 0 and not data.startswith(head):
         return None
     end = VENDOR_LINE_RE.search(data, start + 1)
-    return data[start : end.start() if end else len(data)]
+    return data[start:end.start() if end else len(data)]
 
 
 def parse_pci_ids_vendor(text, vendor=NVIDIA_VENDOR):
@@ -213,9 +212,15 @@ def load_pci_ids(path, vendor=NVIDIA_VENDOR):
 
 
 def product_name(pci_name):
-    """The marketing name in a pci.ids name: ``"TU104GL [Tesla T4]"`` -> ``"Tesla T4"``."""
-    match = BRACKETED_RE.search(pci_name)
-    return match.group(1).strip() if match else pci_name.strip()
+    """The marketing name in a pci.ids name: ``"TU104GL [Tesla T4]"`` -> ``"Tesla T4"``.
+
+    A name without brackets is kept. Where pci.ids names several boards
+    (``"GP102 [TITAN X / TITAN Xp]"``) all are kept: the device ID alone does not
+    tell which one this is.
+    """
+    text = str(pci_name or "").strip()
+    match = BRACKETED_RE.search(text)
+    return match.group(1).strip() if match else text
 
 
 def device_name(device_id, kind, subsystem_vendor=None, subsystem_device=None, pci_ids=None):
@@ -294,18 +299,16 @@ def read_pci_devices(sysfs_root, vendor=NVIDIA_VENDOR):
             warnings.append(f"{device_dir}/device: unreadable or not a PCI ID ({device_text!r}); skipped")
             continue
         class_match = CLASS_RE.match(_read_text(os.path.join(device_dir, "class")) or "")
-        devices.append(
-            {
-                "address": address,
-                "vendor_id": vendor_id,
-                "device_id": device_id,
-                "subsystem_vendor_id": _hex_id(_read_text(os.path.join(device_dir, "subsystem_vendor"))),
-                "subsystem_device_id": _hex_id(_read_text(os.path.join(device_dir, "subsystem_device"))),
-                "class_id": class_match.group(1)[:4].lower() if class_match else None,
-                "bound_driver": _bound_driver(device_dir),
-                "numa_node": _numa_node(_read_text(os.path.join(device_dir, "numa_node"))),
-            }
-        )
+        devices.append({
+            "address": address,
+            "vendor_id": vendor_id,
+            "device_id": device_id,
+            "subsystem_vendor_id": _hex_id(_read_text(os.path.join(device_dir, "subsystem_vendor"))),
+            "subsystem_device_id": _hex_id(_read_text(os.path.join(device_dir, "subsystem_device"))),
+            "class_id": class_match.group(1)[:4].lower() if class_match else None,
+            "bound_driver": _bound_driver(device_dir),
+            "numa_node": _numa_node(_read_text(os.path.join(device_dir, "numa_node"))),
+        })
     return devices, warnings
 
 
@@ -337,6 +340,31 @@ def _legacy_only(device_id):
     return None
 
 
+def blackwell_chip(device_id):
+    """The Blackwell chip a device ID belongs to (``"Blackwell GB100"``), or None."""
+    value = int(str(device_id), 16)
+    for low, high, chip in nvidia_branches.BLACKWELL_RANGES:
+        if int(low, 16) <= value <= int(high, 16):
+            return chip
+    return None
+
+
+def is_turing_or_newer(device_id):
+    """Whether a GPU is Turing or newer, the GPUs the open kernel modules drive.
+
+    PCI device IDs of NVIDIA GPUs are allocated in chip order; the first
+    Turing chip (TU102) is 0x1e02, every earlier ID (Kepler, Maxwell, Pascal,
+    Volta) needs the proprietary module.
+    """
+    return int(str(device_id), 16) >= int(nvidia_branches.TURING_FIRST_ID, 16)
+
+
+def needs_open_module(device_id):
+    """Whether only the open kernel modules drive a GPU (Grace Hopper, Blackwell)."""
+    device_id = str(device_id).lower()
+    return device_id in nvidia_branches.GRACE_HOPPER_IDS or blackwell_chip(device_id) is not None
+
+
 def branches_for(device_id, machine="x86_64"):
     """``(branches newest first, note)`` for one GPU device ID.
 
@@ -346,18 +374,16 @@ def branches_for(device_id, machine="x86_64"):
     order = nvidia_branches.BRANCHES
     if device_id in index:
         return [b for b in order if b in index[device_id]], None
+    if blackwell_chip(device_id):
+        return nvidia_branches.BLACKWELL_BRANCHES.split(), None
     legacy = _legacy_only(device_id)
     if legacy:
-        return [], (
-            f"{NVIDIA_VENDOR}:{device_id} is driven only by the legacy {legacy} branch "
-            f"(gpunode installs {', '.join(order)})"
-        )
+        return [], (f"{NVIDIA_VENDOR}:{device_id} is driven only by the legacy {legacy} branch "
+                    f"(gpunode installs {', '.join(order)})")
     note = None
     if int(device_id, 16) <= int(nvidia_branches.HIGHEST_KNOWN_ID, 16):
-        note = (
-            f"{NVIDIA_VENDOR}:{device_id} is not in the branch table ({nvidia_branches.DATA_SOURCE}); "
-            f"assuming the newest branch {nvidia_branches.NEWEST_BRANCH} drives it"
-        )
+        note = (f"{NVIDIA_VENDOR}:{device_id} is not in the branch table ({nvidia_branches.DATA_SOURCE}); "
+                f"assuming the newest branch {nvidia_branches.NEWEST_BRANCH} drives it")
     return [nvidia_branches.NEWEST_BRANCH], note
 
 
@@ -382,11 +408,33 @@ def choose_branches(gpu_ids, machine="x86_64"):
     supported = [b for b in nvidia_branches.BRANCHES if b in common]
     if not supported:
         detail = "; ".join(
-            f"{NVIDIA_VENDOR}:{d}: {', '.join(b) if b else 'none'}" for d, b in sorted(per_device.items())
-        )
+            f"{NVIDIA_VENDOR}:{d}: {', '.join(b) if b else 'none'}" for d, b in sorted(per_device.items()))
         warnings.append(f"no single driver branch drives every GPU on this host ({detail})")
         return [], None, warnings
     return supported, supported[0], warnings
+
+
+def summary_line(facts):
+    """One line saying what a host has: GPUs, NVSwitches, the loaded driver, the branch.
+
+    ``"H100 SXM5 80GB x 8 | NVSwitch: 4 | driver: nvidia 535.183.01 (proprietary) | recommended branch: 620"``
+    """
+    counts = facts["model_counts"].items()
+    gpus = ", ".join(f"{model} x {count}" for model, count in counts) or "no NVIDIA GPU"
+    if facts["loaded_driver_version"]:
+        driver = f"nvidia {facts['loaded_driver_version']}"
+        if facts["loaded_module_type"]:
+            driver += f" ({facts['loaded_module_type']})"
+    else:
+        driver = "nouveau" if facts["nouveau_loaded"] else "none loaded"
+    if facts["recommended_branch"]:
+        branch = facts["recommended_branch"]
+    elif facts["present"]:
+        branch = "none: " + (facts["warnings"][-1] if facts["warnings"] else "no branch drives these GPUs")
+    else:
+        branch = "n/a"
+    return (f"{gpus} | NVSwitch: {facts['nvswitch_count']} | driver: {driver} | "
+            f"recommended branch: {branch}")
 
 
 # --------------------------------------------------------------------------
@@ -403,6 +451,8 @@ def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86
     hide it.
     """
     for label, path in (("sysfs_root", sysfs_root), ("proc_root", proc_root)):
+        if not os.path.isabs(path):
+            raise GpuDetectError(f"{label} {path}: not an absolute path")
         if not os.path.isdir(path):
             raise GpuDetectError(f"{label} {path}: no such directory")
     raw, warnings = read_pci_devices(sysfs_root)
@@ -410,23 +460,20 @@ def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86
     devices = []
     for dev in raw:
         kind = classify(dev["class_id"])
-        name = device_name(
-            dev["device_id"], kind, dev["subsystem_vendor_id"], dev["subsystem_device_id"], pci_ids
-        )
-        devices.append(
-            {
-                "address": dev["address"],
-                "vendor_id": dev["vendor_id"],
-                "device_id": dev["device_id"],
-                "subsystem_vendor_id": dev["subsystem_vendor_id"],
-                "subsystem_device_id": dev["subsystem_device_id"],
-                "class_id": dev["class_id"],
-                "kind": kind,
-                "name": name,
-                "bound_driver": dev["bound_driver"],
-                "numa_node": dev["numa_node"],
-            }
-        )
+        name = device_name(dev["device_id"], kind, dev["subsystem_vendor_id"], dev["subsystem_device_id"],
+                           pci_ids)
+        devices.append({
+            "address": dev["address"],
+            "vendor_id": dev["vendor_id"],
+            "device_id": dev["device_id"],
+            "subsystem_vendor_id": dev["subsystem_vendor_id"],
+            "subsystem_device_id": dev["subsystem_device_id"],
+            "class_id": dev["class_id"],
+            "kind": kind,
+            "name": name,
+            "bound_driver": dev["bound_driver"],
+            "numa_node": dev["numa_node"],
+        })
     gpus = [d for d in devices if d["kind"] == "gpu"]
     models = []
     for gpu in gpus:
@@ -434,8 +481,7 @@ def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86
             models.append(gpu["name"])
     supported, recommended, branch_warnings = choose_branches([g["device_id"] for g in gpus], machine)
     warnings.extend(branch_warnings)
-    version, module_type = loaded_driver(sysfs_root, proc_root)
-    loaded = loaded_modules(sysfs_root, proc_root)
+    loaded = read_loaded(sysfs_root, proc_root)
     facts = {
         "present": bool(gpus),
         "gpu_count": len(gpus),
@@ -443,15 +489,17 @@ def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86
         "devices": devices,
         "models": models,
         "model_counts": {m: sum(1 for g in gpus if g["name"] == m) for m in models},
-        "loaded_driver_version": version,
-        "loaded_module_type": module_type if version else None,
-        "nvidia_loaded": loaded["nvidia"],
-        "nouveau_loaded": loaded["nouveau"],
+        "loaded_driver_version": loaded["version"],
+        "loaded_module_type": loaded["module_type"],
+        "nvidia_loaded": "nvidia" in loaded["modules"],
+        "nouveau_loaded": "nouveau" in loaded["modules"],
         "supported_branches": supported,
         "recommended_branch": recommended,
-        "open_kernel_module_capable": bool(gpus) and all(int(g["device_id"], 16) >= 0x1E00 for g in gpus),
+        "open_kernel_module_capable": bool(gpus) and all(is_turing_or_newer(g["device_id"]) for g in gpus),
+        "open_kernel_module_required": any(needs_open_module(g["device_id"]) for g in gpus),
         "branch_data": nvidia_branches.DATA_SOURCE,
         "pci_ids_path": pci_ids_path,
         "warnings": list(warnings),
     }
+    facts["summary"] = summary_line(facts)
     return facts, warnings

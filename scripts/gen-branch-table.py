@@ -1,13 +1,26 @@
 #!/usr/bin/env python3
-"""Generate module_utils/nvidia_branches.py from Debian's nvidia-detect ID lists.
+"""Generate module_utils/nvidia_branches.py from its sources.
 
 Usage:
     scripts/gen-branch-table.py [--data DIR] [--output FILE] [--check]
 
-DIR (default ../shared/data/nvidia-detect-ids) holds one ``10DEdddd`` PCI ID a
-line per driver branch (see its README). The generated module is plain data,
-committed, so nothing reads DIR at run time. ``--check`` exits 1 when FILE
-differs from what DIR would generate (for CI and the unit tests).
+DIR (default ../shared/data/nvidia-detect-ids) holds Debian's nvidia-detect
+lists: one ``10DEdddd`` PCI ID a line per driver branch (see its README). The
+generated module is plain data, committed, so nothing reads DIR at run time.
+``--check`` exits 1 when FILE differs from what the sources would generate
+(CI and the unit tests run it).
+
+The sources, each cited beside its data below:
+- Debian nvidia-detect 535.261.03-1 (DIR): which GPUs each branch up to 535
+  drives, and the legacy branches of older GPUs.
+- NVIDIA's data center driver support matrix and lifecycle: what R535, R580
+  and R595 are (LTS, production) and until when.
+- NVIDIA's announcements of the 580 branch: the last one for Maxwell, Pascal
+  and Volta; 590 and later drive Turing and newer only.
+- NVIDIA's "Transitions fully towards open-source GPU kernel modules"
+  (2024-07): Grace Hopper and Blackwell need the open kernel modules.
+- NVIDIA gpu-admin-tools (the device ID ranges of the Blackwell chips and the
+  GH200 device IDs).
 
 How the table is derived:
 - 535 = nvidia.ids (the package's current branch; equal to nvidia-tesla-535.ids);
@@ -15,14 +28,14 @@ How the table is derived:
   (Fermi's last; plus -amd64.ids on x86_64 only); 340 = nvidia-legacy-340xx.ids
   (the Tesla architecture's last). The 418/440/450/460 datacenter lists are
   subsets of 470 (checked) and add no branch worth installing today.
-- Branches newer than the data drive every GPU in the 535 list up to 580, the
-  last branch for Maxwell, Pascal and Volta; 590 and later drive Turing and
-  newer only (device ID 0x1e00 and up; checked against nvidia-open.ids, the
-  open kernel modules' list, which covers Turing and newer).
+- Branches newer than the data drive every GPU in the 535 list up to 580;
+  590 and later drive Turing and newer only (device ID 0x1e00 and up; checked
+  against nvidia-open.ids, the open kernel modules' list, Turing and newer).
+- Blackwell (NVIDIA's chip ID ranges) is driven from 570 on, open modules only.
 - The 304/173/96/71 lists give the last legacy branch of GPUs that no branch
   above drives, so the facts module can say why it recommends nothing.
-- A GPU in none of the lists is newer than the data: the module serves it with
-  the newest branch.
+- A GPU in none of the lists and ranges is newer than the data: the module
+  serves it with the newest branch.
 """
 
 import argparse
@@ -34,9 +47,32 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "nvidia-detect-ids")
 DEFAULT_OUTPUT = os.path.join(ROOT, "module_utils", "nvidia_branches.py")
 
-# Branches gpunode can install, newest first. The data ends at 535.
-POST_DATA_TURING_ONLY = ("595", "590")
-POST_DATA_ALL = ("580", "570", "550")
+SUPPORT_MATRIX = "https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html"
+OPEN_MODULES_BLOG = ("https://developer.nvidia.com/blog/"
+                     "nvidia-transitions-fully-towards-open-source-gpu-kernel-modules/")
+ADMIN_TOOLS = "https://github.com/NVIDIA/gpu-admin-tools (gpu/devid_chips.py, gpu/devid_names.py @82422cc)"
+
+# Branches gpunode can install that are newer than the Debian data (535), newest first,
+# and what each one is. Turing-only: they drive device IDs 0x1e00 and up only.
+POST_DATA = (
+    # (branch, Turing and newer only, what it is, source)
+    ("620", True, "newer than the production branch", "issue 12 (2026-11); NVIDIA release notes"),
+    ("610", True, "newer than the production branch", "issue 12 (2026-11); NVIDIA release notes"),
+    ("595", True, "production branch", SUPPORT_MATRIX),
+    ("590", True, "the first branch without Maxwell, Pascal and Volta",
+     "NVIDIA CUDA 13.0 / driver 580 release notes"),
+    ("580", False, "long-term support branch until 2028-06; the last for Maxwell, Pascal and Volta",
+     SUPPORT_MATRIX + "; NVIDIA CUDA 13.0 / driver 580 release notes"),
+    ("570", False, "the first branch for Blackwell",
+     "NVIDIA data center driver 570 release notes (B200, GB200)"),
+    ("550", False, "", ""),
+)
+DATA_BRANCH_NOTES = {
+    "535": ("long-term support branch until 2026-06", SUPPORT_MATRIX),
+    "470": ("the last for Kepler", "Debian nvidia-detect (nvidia-tesla-470.ids)"),
+    "390": ("the last for Fermi", "Debian nvidia-detect (nvidia-legacy-390xx.ids)"),
+    "340": ("the last for the Tesla architecture", "Debian nvidia-detect (nvidia-legacy-340xx.ids)"),
+}
 FIRST_TURING_ID = 0x1E00
 DATA_BRANCHES = {
     "535": "nvidia.ids",
@@ -54,6 +90,24 @@ LEGACY_UNSUPPORTED = {
 SUBSET_OF_470 = ("nvidia-tesla-418.ids", "nvidia-tesla-440.ids", "nvidia-tesla-450.ids",
                  "nvidia-tesla-460.ids")
 
+# Blackwell: device ID ranges of its chips (NVIDIA gpu-admin-tools, gpu/devid_chips.py),
+# driven from 570 on, by the open kernel modules only (NVIDIA, 2024-07).
+BLACKWELL_FIRST_BRANCH = "570"
+BLACKWELL_RANGES = (
+    ("2900", "297f", "Blackwell GB100"),
+    ("2980", "29ff", "Blackwell GB102"),
+    ("2b80", "2bff", "Blackwell GB202"),
+    ("2c00", "2c7f", "Blackwell GB203"),
+    ("2d00", "2d7f", "Blackwell GB206"),
+    ("2d80", "2dff", "Blackwell GB207"),
+    ("2f00", "2f7f", "Blackwell GB205"),
+    ("3180", "31ff", "Blackwell GB110"),
+    ("3200", "327f", "Blackwell GB112"),
+)
+# Grace Hopper (GH200) device IDs (NVIDIA gpu-admin-tools, gpu/devid_names.py): the
+# GPU is a Hopper in the branch lists, but the open kernel modules are required.
+GRACE_HOPPER_IDS = ("2342", "2343", "2345", "2348")
+
 # Names for datacenter parts that older pci.ids files (Debian 12's among them)
 # lack or name only by chip; used when the system's pci.ids has no name.
 KNOWN_NAMES = {
@@ -68,9 +122,12 @@ KNOWN_NAMES = {
     "2330": "H100 SXM5 80GB",
     "2331": "H100 PCIe",
     "2335": "H200 SXM 141GB",
+    "2342": "GH200",
     "26b5": "L40",
     "26b9": "L40S",
     "27b8": "L4",
+    "2901": "B200",
+    "2941": "GB200",
 }
 
 ID_RE = re.compile(r"^10[dD][eE]([0-9a-fA-F]{4})$")
@@ -116,14 +173,19 @@ def build_table(data_dir):
     early = sorted(i for i in open_ids if int(i, 16) < FIRST_TURING_ID)
     if early:
         raise DataError(f"nvidia-open.ids has IDs below 0x{FIRST_TURING_ID:x}: {early}")
-    branches = (*POST_DATA_TURING_ONLY, *POST_DATA_ALL, "535", "470", "390", "340")
+    in_ranges = sorted(i for i in set().union(*lists.values()) if _blackwell_range(i))
+    if in_ranges:
+        raise DataError(f"the Blackwell ranges overlap IDs of the Debian lists: {in_ranges[:5]}")
+    turing_only = [b for b, only, _note, _src in POST_DATA if only]
+    post_all = [b for b, only, _note, _src in POST_DATA if not only]
+    branches = (*turing_only, *post_all, "535", "470", "390", "340")
     groups = {}
     for device in sorted(set().union(*lists.values())):
         supported = []
         for branch in branches:
-            if branch in POST_DATA_TURING_ONLY:
+            if branch in turing_only:
                 ok = device in lists["535"] and int(device, 16) >= FIRST_TURING_ID
-            elif branch in POST_DATA_ALL:
+            elif branch in post_all:
                 ok = device in lists["535"]
             else:
                 ok = device in lists[branch]
@@ -140,19 +202,25 @@ def build_table(data_dir):
         only = read_ids(data_dir, name) - known
         known |= only
         legacy[branch] = sorted(only)
-    all_ids = set(known)
-    for files in arch.values():
-        for ids in files.values():
-            all_ids |= set(ids)
+    notes = {b: note for b, _only, note, _src in POST_DATA if note}
+    notes.update({b: note for b, (note, _src) in DATA_BRANCH_NOTES.items()})
     return {
         "source": f"Debian nvidia-detect {data_version(data_dir)}",
         "branches": branches,
+        "notes": {b: notes[b] for b in branches if b in notes},
         "groups": groups,
         "arch": arch,
         "legacy": legacy,
         "highest": max(lists["535"] | lists["470"]),
+        "blackwell": [b for b in branches if int(b) >= int(BLACKWELL_FIRST_BRANCH)],
         "names": dict(sorted(KNOWN_NAMES.items())),
+        "sources": [f"Debian nvidia-detect {data_version(data_dir)} (../shared/data/nvidia-detect-ids)",
+                    SUPPORT_MATRIX, OPEN_MODULES_BLOG, ADMIN_TOOLS],
     }
+
+
+def _blackwell_range(device):
+    return any(int(low, 16) <= int(device, 16) <= int(high, 16) for low, high, _chip in BLACKWELL_RANGES)
 
 
 def _ids_literal(ids, indent):
@@ -167,27 +235,48 @@ def _ids_literal(ids, indent):
     return f"(\n{body}\n{pad})"
 
 
+def _quoted(items):
+    return ", ".join(f'"{item}"' for item in items)
+
+
 def render(table):
     out = [
+        "# Copyright: (c) 2026, gpunode maintainers",
+        "# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)",
+        "# SPDX-License-Identifier: GPL-3.0-or-later",
         '"""NVIDIA driver branches per PCI device ID (vendor 10de). Generated data: do not edit.',
         "",
-        f"Made by scripts/gen-branch-table.py from {table['source']}'s per-branch",
-        "ID lists (../shared/data/nvidia-detect-ids); regenerate with that script.",
-        "BRANCHES lists the branches gpunode installs, newest first. SUPPORT maps the",
-        "branches (space-separated, newest first) to the device IDs they all drive.",
-        "ARCH_SUPPORT adds branches that drive some IDs on one machine type only.",
-        "LEGACY_ONLY names the last (uninstallable) legacy branch of GPUs no branch",
-        "in BRANCHES drives. An ID in none of these is newer than the data and is",
-        "served by NEWEST_BRANCH. NAMES are fallback names when pci.ids has none.",
+        "Made by scripts/gen-branch-table.py, which cites each source beside its data:",
+        f"{table['source']}'s per-branch ID lists (../shared/data/nvidia-detect-ids),",
+        "NVIDIA's support matrix and release notes, NVIDIA's statement that Grace Hopper",
+        "and Blackwell need the open kernel modules, and NVIDIA gpu-admin-tools' Blackwell",
+        "device ID ranges. Regenerate with that script.",
+        "",
+        "BRANCHES lists the branches gpunode installs, newest first, and BRANCH_NOTES what",
+        "some of them are. SUPPORT maps the branches (space-separated, newest first) to the",
+        "device IDs they all drive; ARCH_SUPPORT adds branches that drive some IDs on one",
+        "machine type only. BLACKWELL_RANGES are the Blackwell chips' device ID ranges,",
+        "driven by BLACKWELL_BRANCHES; they and GRACE_HOPPER_IDS need the open kernel",
+        "modules. LEGACY_ONLY names the last (uninstallable) legacy branch of GPUs no branch",
+        "in BRANCHES drives. An ID in none of these is newer than the data and is served by",
+        "NEWEST_BRANCH. TURING_FIRST_ID: the open kernel modules drive this ID and up, and",
+        "branches from 590 on only these. NAMES are fallback names when pci.ids has none.",
         '"""',
         "",
         f'DATA_SOURCE = "{table["source"]}"',
-        f"BRANCHES = ({', '.join(repr(b).replace(chr(39), chr(34)) for b in table['branches'])})",
+        "SOURCES = (",
+        *(f'    "{source}",' for source in table["sources"]),
+        ")",
+        f"BRANCHES = ({_quoted(table['branches'])})",
         f'NEWEST_BRANCH = "{table["branches"][0]}"',
         f'HIGHEST_KNOWN_ID = "{table["highest"]}"',
+        f'TURING_FIRST_ID = "{FIRST_TURING_ID:04x}"',
         "",
-        "SUPPORT = {",
+        "BRANCH_NOTES = {",
     ]
+    for branch, note in table["notes"].items():
+        out.append(f'    "{branch}": "{note}",')
+    out += ["}", "", "SUPPORT = {"]
     for key in sorted(table["groups"], key=lambda k: (-len(k.split()), k)):
         out.append(f'    "{key}": {_ids_literal(table["groups"][key], 4)},')
     out += ["}", "", "ARCH_SUPPORT = {"]
@@ -196,7 +285,10 @@ def render(table):
         for branch, ids in branches.items():
             out.append(f'        "{branch}": {_ids_literal(ids, 8)},')
         out.append("    },")
-    out += ["}", "", "LEGACY_ONLY = {"]
+    out += ["}", "", f'BLACKWELL_BRANCHES = "{" ".join(table["blackwell"])}"', "BLACKWELL_RANGES = ("]
+    for low, high, chip in BLACKWELL_RANGES:
+        out.append(f'    ("{low}", "{high}", "{chip}"),')
+    out += [")", f"GRACE_HOPPER_IDS = ({_quoted(GRACE_HOPPER_IDS)})", "", "LEGACY_ONLY = {"]
     for branch, ids in table["legacy"].items():
         out.append(f'    "{branch}": {_ids_literal(ids, 4)},')
     out += ["}", "", "NAMES = {"]

@@ -74,7 +74,7 @@ def _hex(value, where, pattern, width):
         text = f"{value:0{width}x}"
     else:
         text = str(value).strip().lower()
-        text = text.removeprefix("0x")
+        text = text[2:] if text.startswith("0x") else text
     if not pattern.match(text):
         raise SpecError(f"{where}: {value!r} is not {width} hex digits")
     return text
@@ -126,7 +126,8 @@ def validate_spec(data, source="spec"):
         parent = str(dev.get("parent") or f"pci{match.group(1)}:{match.group(2)}")
         if not PARENT_RE.match(parent):
             raise SpecError(f"{where}: parent {parent!r} is not like pci0000:00[/0000:00:01.0...]")
-        klass = str(dev["class"]).lower().removeprefix("0x")
+        klass = str(dev["class"]).lower()
+        klass = klass[2:] if klass.startswith("0x") else klass
         if len(klass) == 4:
             klass += "00"
         if not CLASS_RE.match(klass):

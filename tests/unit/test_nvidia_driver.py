@@ -4,20 +4,28 @@ import pathlib
 import re
 
 import pytest
+from ansible.module_utils.dpkg_database import parse_dpkg_query
 from ansible.module_utils.nvidia_driver import (
     DriverError,
+    blacklist_complete,
     branch_of,
     branch_supported,
-    compare_versions,
+    build_request,
+    change_lines,
+    driver_facts,
+    index_lookups,
     kernel_module_type,
     module_from_modinfo,
+    needs_dkms_status,
     parse_dkms_status,
     parse_efi_secure_boot,
     parse_mokutil_sb_state,
-    parse_proc_driver_version,
     parse_smi_query,
+    parse_systemctl_show,
+    pending_reboot,
     plan,
     resolve_wanted,
+    runfile_checksum,
     runfile_flags,
     userspace_version_from_names,
     version_matches,
@@ -32,19 +40,6 @@ def version_in_name(path):
 
 
 # ------------------------------------------------------------------ versions
-
-
-@pytest.mark.parametrize(
-    ("left", "right", "expected"),
-    [
-        ("535.129.03", "535.129.3", 0),
-        ("535.129.03", "535.54.03", 1),  # numeric, not string, comparison
-        ("470.256.02", "535.54.03", -1),
-        ("1000.1", "999.99.99", 1),
-    ],
-)
-def test_compare_versions_is_numeric(left, right, expected):
-    assert compare_versions(left, right) == expected
 
 
 @pytest.mark.parametrize("bad", ["", "latest", "535.", "r535", "535.129.03.1", "5 35"])
@@ -122,18 +117,6 @@ def test_modinfo_without_version_is_an_error():
         module_from_modinfo("filename: /lib/modules/x/nvidia.ko\nlicense: NVIDIA\n")
 
 
-@pytest.mark.parametrize("path", shared_files("nvidia", "proc-driver-nvidia-version-*"), ids=lambda p: p.name)
-def test_proc_driver_version_real_samples(path):
-    parsed = parse_proc_driver_version(path.read_text(errors="replace"))
-    assert parsed["version"] == version_in_name(path.name.split("-", 5)[-1])
-    assert parsed["flavor"] == ("open" if "-open-" in path.name else "proprietary")
-
-
-def test_proc_driver_version_garbage():
-    with pytest.raises(DriverError):
-        parse_proc_driver_version("nothing here\n")
-
-
 def test_smi_query_one_line_per_gpu_and_failures():
     parsed = parse_smi_query("535.129.03, Enabled\n535.129.03, Disabled\n")
     assert parsed["driver_versions"] == ["535.129.03", "535.129.03"]
@@ -167,6 +150,7 @@ K80 = "102d"
 V100 = "1db4"
 H100 = "2330"
 B200 = "2901"
+GH200 = "2342"
 
 
 def test_default_branch_is_the_recommended_one():
@@ -226,6 +210,15 @@ def test_kernel_module_type_refusals():
         kernel_module_type("open", "510", [T4])
     with pytest.raises(DriverError, match="Blackwell"):
         kernel_module_type("proprietary", "570", [B200])
+    with pytest.raises(DriverError, match="Grace Hopper"):
+        kernel_module_type("proprietary", "580", [GH200])
+
+
+@pytest.mark.parametrize("gpus", [[B200], [GH200], [B200, H100], ["2b85"]])
+def test_open_only_gpus_never_get_the_proprietary_module(gpus):
+    """Grace Hopper and Blackwell: auto picks open on every branch that has it, even before 560."""
+    for branch in ("535", "550", "570", "580", "595", "620"):
+        assert kernel_module_type("auto", branch, gpus) == "open"
 
 
 def test_runfile_flags_from_practice():
@@ -249,71 +242,391 @@ def test_runfile_signing_needs_both_halves():
         runfile_flags("570.133.20", "open", signing_key="/k.key")
 
 
-# ------------------------------------------------------------------ plan
+# ------------------------------------------------------------------ small readers
+
+
+def test_blacklist_must_say_both_lines():
+    assert blacklist_complete("# managed\nblacklist nouveau\noptions  nouveau modeset=0\n")
+    assert not blacklist_complete("blacklist nouveau\n")
+    assert not blacklist_complete(None)
+
+
+def test_systemctl_show_of_two_units_one_missing():
+    text = ("Id=nvidia-persistenced.service\nLoadState=loaded\nActiveState=active\nUnitFileState=enabled\n\n"
+            "Id=nvidia-fabricmanager.service\nLoadState=not-found\nActiveState=inactive\nUnitFileState=\n")
+    units = parse_systemctl_show(text)
+    assert units["nvidia-persistenced"] == {"load": "loaded", "active": "active", "enabled": "enabled"}
+    assert units["nvidia-fabricmanager"]["load"] == "not-found"
+
+
+@pytest.mark.parametrize("text", ["sha256:" + "A" * 64, "a" * 64, " " + "0" * 64 + "\n"])
+def test_runfile_checksum_forms(text):
+    assert runfile_checksum(text) == text.strip().split(":")[-1].lower()
+
+
+@pytest.mark.parametrize("text", ["", None, "md5:" + "a" * 32, "sha256:xyz", "a" * 63])
+def test_runfile_checksum_is_required_and_must_be_sha256(text):
+    with pytest.raises(DriverError, match="sha256"):
+        runfile_checksum(text)
+
+
+# ------------------------------------------------------------------ request
 
 KERNEL = "6.1.0-18-amd64"
+DEBIAN12 = {"distribution": "Debian", "distribution_version": "12.7", "architecture": "x86_64",
+            "kernel": KERNEL}
+UBUNTU2404 = {"distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "x86_64",
+              "kernel": "6.8.0-49-generic"}
 
 
-def host(userspace=None, on_disk=None, loaded=None, dkms=(), nouveau=False):
-    return {
+def gpu(*ids, nvswitches=0, supported=("620", "610", "595", "590", "580", "570", "550", "535", "470")):
+    return {"devices": [{"device_id": i, "kind": "gpu"} for i in ids], "nvswitch_count": nvswitches,
+            "supported_branches": list(supported), "recommended_branch": supported[0] if supported else None}
+
+
+def request(os_info=DEBIAN12, gpus=None, **params):
+    params.setdefault("keyring", "/etc/apt/keyrings/gpunode-nvidia-driver.asc")
+    return build_request(params, gpus or gpu(T4), dict(os_info))
+
+
+@pytest.mark.parametrize(("os_info", "source", "version", "module_type", "install", "pin"), [
+    (DEBIAN12, "distro", "535.129.03", "proprietary", ["nvidia-driver"], None),
+    (DEBIAN12, "distro", "535.129.03", "open", ["nvidia-driver", "nvidia-open-kernel-dkms"], None),
+    (DEBIAN12, "distro", "470.256.02", "proprietary", ["nvidia-tesla-470-driver"], None),
+    ({**DEBIAN12, "distribution_version": "13.1"}, "distro", "550.163.01", "open",
+     ["nvidia-driver", "nvidia-open-kernel-dkms"], None),
+    ({**DEBIAN12, "distribution_version": "13.1"}, "distro", "535.261.03", "proprietary",
+     ["nvidia-tesla-535-driver"], None),
+    ({**DEBIAN12, "distribution_version": "11.11"}, "distro", "535.247.01", "proprietary",
+     ["nvidia-driver"], None),
+    (UBUNTU2404, "distro", "580.95.05", "open",
+     ["nvidia-headless-580-server-open", "nvidia-utils-580-server"],
+     None),
+    ({**UBUNTU2404, "distribution_version": "26.04"}, "distro", "595.71.05", "proprietary",
+     ["nvidia-headless-595-server", "nvidia-utils-595-server"], None),
+    (UBUNTU2404, "cuda", "570.133.20", "proprietary", ["cuda-drivers-570"], None),
+    (UBUNTU2404, "cuda", "580.95.05", "open", ["nvidia-open-580"], None),
+    (UBUNTU2404, "cuda", "590.48.01", "open", ["nvidia-open"], "nvidia-driver-pinning-590.48.01"),
+    (DEBIAN12, "cuda", "595.71.05", "proprietary", ["cuda-drivers"], "nvidia-driver-pinning-595.71.05"),
+])
+def test_packages_per_release_and_source(os_info, source, version, module_type, install, pin):  # noqa: PLR0917
+    req = request(os_info, version=version, package_source=source, module_type=module_type)
+    assert req["packages"]["install"] == install and req["packages"]["pin"] == pin
+    assert req["packages"]["hold"] == ([pin] if pin else []) + install
+    assert req["headers_package"] == f"linux-headers-{os_info['kernel']}"
+
+
+def test_cuda_590_with_a_branch_pins_the_branch():
+    req = request(UBUNTU2404, branch="595", package_source="cuda")
+    assert req["packages"]["pin"] == "nvidia-driver-pinning-595"
+    assert req["packages"]["install"] == ["nvidia-open"]
+
+
+def test_repositories_per_source():
+    cuda = request(UBUNTU2404, package_source="cuda", branch="580")["repository"]
+    assert cuda == {"line": "deb [signed-by=/etc/apt/keyrings/gpunode-nvidia-driver.asc] "
+                            "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/ /",
+                    "key_url": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/"
+                               "3bf863cc.pub"}
+    arm = request({**UBUNTU2404, "architecture": "aarch64"}, package_source="cuda", branch="580")
+    arm = arm["repository"]
+    assert "/ubuntu2404/sbsa/" in arm["line"]
+    assert request(UBUNTU2404, branch="580")["repository"] == {"line": None, "key_url": None}
+    debian = request({**DEBIAN12, "distribution_version": "13.1"}, branch="550")["repository"]
+    assert debian["line"].endswith("trixie main contrib non-free non-free-firmware")
+    mirror = request(DEBIAN12, branch="535", apt_repository="deb http://mirror/ /", apt_key_url="http://mirror/k")
+    assert mirror["repository"] == {"line": "deb http://mirror/ /", "key_url": "http://mirror/k"}
+
+
+@pytest.mark.parametrize(("source", "branch", "package"), [
+    ("distro", "535", "nvidia-fabricmanager-535"),
+    ("cuda", "570", "nvidia-fabricmanager-570"),
+    ("cuda", "580", "nvidia-fabricmanager"),
+    ("cuda", "595", "nvidia-fabricmanager"),
+])
+def test_fabric_manager_package_names(source, branch, package):
+    req = request(UBUNTU2404, gpu(H100, nvswitches=4), branch=branch, package_source=source)
+    assert req["fabricmanager"] and req["fabricmanager_package"] == package
+    assert not request(UBUNTU2404, gpu(H100), branch=branch, package_source=source)["fabricmanager"]
+
+
+@pytest.mark.parametrize(("os_info", "params", "message"), [
+    (DEBIAN12, {"branch": "580"}, "Debian 12 .bookworm. packages the driver branches 535, 470, not 580"),
+    ({**DEBIAN12, "distribution_version": "11"}, {"branch": "535", "module_type": "open"},
+     "does not package the open kernel modules"),
+    (UBUNTU2404, {"branch": "550", "module_type": "open", "package_source": "cuda"},
+     "nvidia-open-<branch> starts"),
+    (DEBIAN12, {"branch": "535", "fabricmanager": "always"},
+     "Debian does not package the NVIDIA fabric manager"),
+    ({**DEBIAN12, "distribution": "RedHat", "distribution_version": "9.4"}, {"branch": "535"},
+     "packages method supports Debian and Ubuntu"),
+    ({**DEBIAN12, "distribution_version": "9"}, {"branch": "535"}, "older than the releases"),
+    (DEBIAN12, {"branch": "570", "method": "runfile"}, "needs nvidia_driver_version"),
+    (DEBIAN12, {"version": "570.133.20", "method": "runfile"}, "sha256"),
+    (DEBIAN12, {"branch": "570", "signing_key": "/k.key"}, "both nvidia_driver_signing_key"),
+])
+def test_requests_that_cannot_be_met_are_refused_with_the_reason(os_info, params, message):
+    with pytest.raises(DriverError, match=message):
+        request(os_info, **params)
+
+
+def test_a_release_newer_than_the_table_uses_the_newest_known_one_with_a_warning():
+    req = request({**DEBIAN12, "distribution_version": "14"}, branch="550")
+    assert req["packages"]["install"] == ["nvidia-driver"]
+    assert req["warnings"] == ["Debian 14 is newer than gpunode's package table; using the data of Debian 13"]
+    req = request({**UBUNTU2404, "distribution_version": "28.04"}, branch="620")
+    assert req["packages"]["install"] == ["nvidia-headless-620-server-open", "nvidia-utils-620-server"]
+    assert "Ubuntu 26.04" in req["warnings"][0]
+
+
+def test_runfile_request():
+    req = request(UBUNTU2404, version="580.95.05", method="runfile", runfile_checksum="A" * 64)
+    assert req["runfile"]["url"] == ("https://us.download.nvidia.com/tesla/580.95.05/"
+                                     "NVIDIA-Linux-x86_64-580.95.05.run")
+    assert req["runfile"]["checksum"] == "sha256:" + "a" * 64
+    assert "--kernel-module-type=open" in req["runfile"]["flags"]
+    assert req["packages"] is None and not req["hold"]
+
+
+def test_blackwell_host_gets_open_modules_from_the_distribution():
+    req = request(UBUNTU2404, gpu(B200, supported=("620", "610", "595", "590", "580", "570")), branch="580")
+    assert req["module_type"] == "open" and req["packages"]["install"][0] == "nvidia-headless-580-server-open"
+    with pytest.raises(DriverError, match="branch 550 cannot drive every GPU"):
+        request(UBUNTU2404, gpu(B200, supported=("620", "610", "595", "590", "580", "570")), branch="550")
+
+
+# ------------------------------------------------------------------ plan
+
+
+def dpkg(*lines):
+    """dpkg packages from "name version [want] [status]" lines."""
+    text = ""
+    for line in lines:
+        fields = line.split()
+        name, version = fields[0], fields[1]
+        want = fields[2] if len(fields) > 2 else "install"
+        status = fields[3] if len(fields) > 3 else "installed"
+        text += f"{name}\t{version}\t{want} ok {status}\n"
+    return parse_dpkg_query(text)
+
+
+BASE = ("dkms 3.0.10-8", "gcc 4:12.2.0-3", "make 4.3-4.1")
+ENABLED = {"nvidia-persistenced": {"load": "loaded", "active": "active", "enabled": "enabled"}}
+
+
+def state(userspace=None, on_disk=None, loaded=None, *, flavor="proprietary", packages=BASE, dkms=None,
+          modules=None, services=None, **extra):
+    loaded_modules = modules if modules is not None else (["nvidia_uvm", "nvidia"] if loaded else [])
+    result = {
         "kernel": KERNEL,
+        "headers_present": True,
         "userspace_version": userspace,
-        "module_on_disk": {"version": on_disk} if on_disk else None,
-        "loaded": {"version": loaded} if loaded else None,
+        "module_on_disk": {"version": on_disk, "flavor": flavor} if on_disk else None,
+        "loaded": {"modules": loaded_modules, "version": loaded, "module_type": flavor if loaded else None},
         "dkms": [{"module": "nvidia", "version": v, "kernel": k, "arch": "x86_64", "status": s,
-                  "warning": None} for v, k, s in dkms],
-        "nouveau_loaded": nouveau,
+                  "warning": None}
+                 for v, k, s in dkms or ()],
+        "packages": dpkg(*packages) if packages is not None else None,
+        "dpkg_interrupted": [],
+        "services": ENABLED if services is None else services,
+        "persistenced_unit": True,
+        "blacklist_complete": True,
+        "secure_boot": False,
+        "signing_files_missing": [],
+        "index": None,
     }
+    result.update(extra)
+    return result
 
 
-def test_plan_fresh_host_installs_and_loads():
-    result = plan(host(), "535.129.03")
-    assert result["install"] and result["load"]
-    assert not result["unload"] and not result["reboot_required"] and not result["up_to_date"]
+CONVERGED_PACKAGES = (*BASE, "nvidia-driver 535.129.03-1 hold")
 
 
-def test_plan_converged_host_does_nothing():
-    state = host("535.129.03", "535.129.03", "535.129.03", [("535.129.03", KERNEL, "installed")])
-    result = plan(state, "535.129.03")
-    assert result["up_to_date"]
-    assert not any(result[k] for k in ("install", "dkms_build", "unload", "load", "reboot_required"))
-    assert plan(state, "535")["up_to_date"]
+def debian_535(**params):
+    params.setdefault("version", "535.129.03")
+    params.setdefault("module_type", "proprietary")
+    return request(DEBIAN12, **params)
 
 
-def test_plan_upgrade_unloads_the_old_module():
-    state = host("535.129.03", "535.129.03", "535.129.03", [("535.129.03", KERNEL, "installed")])
-    result = plan(state, "550.54.15")
-    assert result["install"] and result["unload"] and result["load"]
+def test_a_fresh_host_installs_holds_blacklists_loads_and_starts_persistence():
+    steps = plan(state(services={}, blacklist_complete=False, headers_present=False), debian_535())
+    assert steps["install"] and steps["install_packages"] == ["nvidia-driver=535.129.03-*"]
+    assert steps["prerequisites"] == [f"linux-headers-{KERNEL}"]
+    assert steps["hold"] == ["nvidia-driver"] and steps["unhold"] == []
+    assert steps["blacklist_nouveau"] and steps["load"] and not steps["unload"]
+    assert steps["persistence"] == ["enable", "start"]
+    assert steps["disruptive"] and not steps["converged"]
 
 
-def test_plan_after_kernel_upgrade_only_builds_the_module():
-    # booted into a new kernel: the module is registered (built for the old one) but not on disk
-    state = host("535.129.03", None, None, [("535.129.03", "6.1.0-17-amd64", "installed")])
-    result = plan(state, "535.129.03")
-    assert result["dkms_build"] and not result["install"] and result["load"]
-    assert result["dkms_version"] == "535.129.03"
+def test_a_converged_host_does_nothing_and_is_not_disruptive():
+    host = state("535.129.03", "535.129.03", "535.129.03", packages=CONVERGED_PACKAGES)
+    for req in (debian_535(), debian_535(version="", branch="535")):
+        steps = plan(host, req)
+        assert steps["converged"] and not steps["disruptive"] and steps["reasons"] == []
 
 
-def test_plan_installed_but_not_loaded_loads():
-    state = host("535.129.03", "535.129.03", None, [("535.129.03", KERNEL, "installed")])
-    result = plan(state, "535.129.03")
-    assert result["load"] and not result["install"] and not result["up_to_date"]
+def test_a_lost_hold_is_converged_without_reinstalling():
+    """Killed between the install and the hold: the next run only holds."""
+    host = state("535.129.03", "535.129.03", "535.129.03", packages=(*BASE, "nvidia-driver 535.129.03-1"))
+    steps = plan(host, debian_535())
+    assert steps["hold"] == ["nvidia-driver"] and not steps["install"] and not steps["disruptive"]
+    assert [k for k in ("install", "unload", "load", "repair_dpkg") if steps[k]] == []
 
 
-def test_plan_nouveau_loaded_needs_a_reboot_not_a_load():
-    result = plan(host(nouveau=True), "470.256.02")
-    assert result["install"] and result["reboot_required"] and not result["load"]
-    assert any("nouveau" in r for r in result["reasons"])
+def test_hold_false_releases_the_holds():
+    host = state("535.129.03", "535.129.03", "535.129.03", packages=CONVERGED_PACKAGES)
+    steps = plan(host, debian_535(hold=False))
+    assert steps["unhold"] == ["nvidia-driver"] and steps["hold"] == [] and not steps["converged"]
 
 
-def test_plan_rejects_a_bad_wanted_version():
-    with pytest.raises(DriverError):
-        plan(host(), "latest")
+def test_an_interrupted_dpkg_is_repaired_first():
+    host = state("535.129.03", "535.129.03", "535.129.03", packages=CONVERGED_PACKAGES,
+                 dpkg_interrupted=["dpkg was interrupted (1 journal entry in /var/lib/dpkg/updates)"])
+    steps = plan(host, debian_535())
+    assert steps["repair_dpkg"] and "dpkg was interrupted" in steps["reasons"][0]
+    assert not steps["disruptive"]
 
 
-def test_plan_branch_wanted_but_loaded_module_is_another_version_of_it():
-    # packages put 535.129.03 on disk while 535.183.01 is still loaded: a mismatch to resolve
-    state = host("535.129.03", "535.129.03", "535.183.01", [("535.129.03", KERNEL, "installed")])
-    result = plan(state, "535")
-    assert result["unload"] and result["load"] and not result["install"]
-    assert not result["up_to_date"]
+def test_an_upgrade_releases_every_held_driver_package_and_moves_the_branch():
+    packages = (*BASE, "nvidia-headless-570-server 570.124.06-0ubuntu1 hold",
+                "nvidia-utils-570-server 570.124.06-0ubuntu1 hold",
+                "libnvidia-compute-570-server 570.124.06-0ubuntu1",
+                "nvidia-container-toolkit 1.17.8-1 hold")
+    host = state("570.124.06", "570.124.06", "570.124.06", packages=packages)
+    steps = plan(host, request(UBUNTU2404, version="570.133.20", module_type="proprietary"))
+    assert steps["install"] and steps["unload"] and steps["load"] and steps["disruptive"]
+    assert steps["unhold"] == ["nvidia-headless-570-server", "nvidia-utils-570-server"]  # never the toolkit
+    assert steps["install_packages"] == ["nvidia-headless-570-server=570.133.20-*",
+                                         "nvidia-utils-570-server=570.133.20-*",
+                                         "libnvidia-compute-570-server=570.133.20-*"]
+    assert steps["hold"] == ["nvidia-headless-570-server", "nvidia-utils-570-server"]
+
+
+def test_cuda_590_install_requests_the_pinning_package_first():
+    steps = plan(state(), request(UBUNTU2404, version="590.48.01", package_source="cuda"))
+    assert steps["install_packages"] == ["nvidia-driver-pinning-590.48.01", "nvidia-open=590.48.01-*"]
+    assert steps["hold"] == ["nvidia-driver-pinning-590.48.01", "nvidia-open"]
+
+
+def test_a_package_not_installed_is_an_install_even_when_the_driver_runs():
+    """The driver came from another source (say the runfile): the wanted packages are missing."""
+    host = state("535.129.03", "535.129.03", "535.129.03")
+    steps = plan(host, debian_535())
+    assert steps["install"] and "nvidia-driver not installed" in " ".join(steps["reasons"])
+
+
+def test_a_stale_loaded_module_is_reloaded_and_a_pending_reboot_is_seen_from_what_runs():
+    host = state("535.129.03", "535.129.03", "535.183.01", packages=CONVERGED_PACKAGES)
+    steps = plan(host, debian_535(version="", branch="535"))
+    assert steps["unload"] and steps["load"] and not steps["install"] and steps["disruptive"]
+    assert pending_reboot(host)  # until the module is reloaded, the host runs a driver not on disk
+    assert not pending_reboot(state("535.129.03", "535.129.03", "535.129.03"))
+
+
+def test_a_kernel_upgrade_only_builds_the_module():
+    host = state("535.129.03", None, None, packages=CONVERGED_PACKAGES,
+                 dkms=[("535.129.03", "6.1.0-17-amd64", "installed")])
+    req = debian_535()
+    assert needs_dkms_status(host, req)
+    steps = plan(host, req)
+    assert steps["dkms_build"] and steps["dkms_version"] == "535.129.03" and steps["load"]
+    assert not steps["install"] and not steps["disruptive"]
+    assert not needs_dkms_status(state("535.129.03", "535.129.03"), req)
+
+
+def test_nouveau_means_a_reboot_not_a_load():
+    k80 = request(DEBIAN12, gpu(K80, supported=("470", "390")), branch="470")
+    steps = plan(state(modules=["nouveau"]), k80)
+    assert steps["install"] and steps["reboot_required"] and not steps["load"]
+    assert "start" not in steps["persistence"]
+
+
+def test_the_module_flavour_is_part_of_the_driver():
+    host = state("580.95.05", "580.95.05", "580.95.05", flavor="proprietary",
+                 packages=(*BASE, "nvidia-headless-580-server-open 580.95.05-0ubuntu1 hold",
+                           "nvidia-utils-580-server 580.95.05-0ubuntu1 hold"))
+    steps = plan(host, request(UBUNTU2404, version="580.95.05", module_type="open"))
+    assert steps["install"] and steps["unload"] and "wanted open" in steps["reasons"][0]
+
+
+def test_secure_boot_refuses_an_unsigned_build_and_missing_keys():
+    with pytest.raises(DriverError, match=r"Secure Boot is on.*mokutil --import.*nvidia_driver_signing_key"):
+        plan(state(secure_boot=True), debian_535())
+    with pytest.raises(DriverError, match=r"/k.der .module signing. does not exist"):
+        plan(state(secure_boot=True, signing_files_missing=["/k.der"]),
+             debian_535(signing_key="/k.key", signing_cert="/k.der"))
+    converged = state("535.129.03", "535.129.03", "535.129.03", packages=CONVERGED_PACKAGES, secure_boot=True)
+    assert plan(converged, debian_535())["converged"]  # nothing to build: nothing to sign
+
+
+def test_the_index_is_refreshed_when_it_lacks_a_needed_package_whatever_its_age():
+    req = debian_535()
+    steps = plan(state(), req)
+    assert index_lookups(steps, req) == ["nvidia-driver"]
+    stale = plan(state(index={"nvidia-driver": ["535.54.03-1"]}), req)
+    assert stale["refresh_index"] and "does not know nvidia-driver" in stale["reasons"][-1]
+    fresh = plan(state(index={"nvidia-driver": ["535.129.03-1~deb12u1", "535.54.03-1"]}), req)
+    assert not fresh["refresh_index"]
+
+
+def test_fabric_manager_follows_the_driver():
+    hgx = gpu(H100, nvswitches=4)
+    req = request(UBUNTU2404, hgx, version="535.129.03", module_type="proprietary")
+    fresh = plan(state(), req)
+    assert fresh["fabricmanager"] == {"package": "nvidia-fabricmanager-535", "version": "535.129.03",
+                                      "install": True, "enable": True, "start": True}
+    assert "nvidia-fabricmanager-535" in fresh["hold"]
+    fm_unit = {"load": "loaded", "active": "active", "enabled": "enabled"}
+    running = {**ENABLED, "nvidia-fabricmanager": fm_unit}
+    packages = (*BASE, "nvidia-headless-535-server 535.129.03-0ubuntu1 hold",
+                "nvidia-utils-535-server 535.129.03-0ubuntu1 hold",
+                "nvidia-fabricmanager-535 535.129.03-0ubuntu1 hold")
+    converged = state("535.129.03", "535.129.03", "535.129.03", packages=packages, services=running)
+    assert plan(converged, req)["converged"]
+    stopped = {**running, "nvidia-fabricmanager": {**fm_unit, "active": "failed"}}
+    steps = plan({**converged, "services": stopped}, req)
+    assert steps["fabricmanager"]["start"] and not steps["fabricmanager"]["install"]
+    assert not steps["disruptive"]
+
+
+def test_runfile_plans_the_unit_and_no_holds():
+    req = request(UBUNTU2404, version="580.95.05", method="runfile", runfile_checksum="a" * 64)
+    steps = plan(state(services={}, persistenced_unit=False), req)
+    assert steps["install"] and steps["persistence"] == ["unit", "enable", "start"]
+    assert steps["hold"] == [] and steps["install_packages"] == []
+
+
+# ------------------------------------------------------------------ facts and changes
+
+
+def test_facts_before_and_predicted_after_and_the_change_lines():
+    host = state(packages=BASE, services={})
+    req = debian_535()
+    steps = plan(host, req)
+    before = driver_facts(host, req)
+    assert before == {"method": "packages", "branch": "535", "wanted": "535.129.03",
+                      "installed_version": None, "loaded_version": None, "module_type": None, "held": False,
+                      "reboot_required": False}
+    after = driver_facts(host, req, steps)
+    assert (after["installed_version"], after["loaded_version"], after["module_type"], after["held"]) == (
+        "535.129.03", "535.129.03", "proprietary", True)
+    lines = change_lines(steps, before, after)
+    assert lines[0] == "driver none -> 535.129.03 (proprietary)"
+    assert "driver packages held: nvidia-driver" in lines and "driver loaded: none -> 535.129.03" in lines
+
+
+def test_a_reinstall_of_the_same_version_says_so():
+    host = state("535.129.03", None, None, packages=CONVERGED_PACKAGES)
+    req = debian_535()
+    steps = plan(host, req)
+    before = driver_facts(host, req)
+    assert steps["install"] and change_lines(steps, before, driver_facts(host, req, steps))[0] == (
+        "driver 535.129.03 reinstalled (proprietary)")
+
+
+def test_facts_of_a_runfile_host_have_no_holds_and_a_busy_module_means_a_reboot():
+    req = request(UBUNTU2404, version="580.95.05", method="runfile", runfile_checksum="a" * 64)
+    busy = state("580.95.05", "580.95.05", "570.133.20", packages=None)
+    facts = driver_facts(busy, req)
+    assert facts["held"] is None and facts["reboot_required"] and facts["loaded_version"] == "570.133.20"
+    assert "reboot pending to load the driver" in change_lines(plan(busy, req), facts, facts)

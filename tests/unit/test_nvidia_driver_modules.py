@@ -1,10 +1,17 @@
-"""The modules nvidia_driver_state and nvidia_kernel_modules through main()."""
+"""The modules nvidia_driver_state, nvidia_kernel_modules and dpkg_database through main()."""
 
+import os
+import subprocess
+import sys
+
+import dpkg_database
 import nvidia_driver_state
+import nvidia_gpu_facts
 import nvidia_kernel_modules
 import pytest
 import yaml
 from ansible.module_utils import basic
+from ansible.module_utils import dpkg_database as dpkg_utils
 from conftest import shared_files
 
 KERNEL = "6.1.0-18-amd64"
@@ -16,11 +23,17 @@ vermagic:       {KERNEL} SMP preempt mod_unload modversions
 """
 
 
+GPU_T4 = {"present": True, "devices": [{"device_id": "1eb8", "kind": "gpu"}], "nvswitch_count": 0,
+          "supported_branches": ["620", "595", "580", "570", "535"], "recommended_branch": "620"}
+SMI = "nvidia-smi --query-gpu=driver_version,persistence_mode --format=csv,noheader"
+
+
 def spec_options(module):
     return yaml.safe_load(module.DOCUMENTATION)["options"]
 
 
-@pytest.mark.parametrize("module", [nvidia_driver_state, nvidia_kernel_modules])
+@pytest.mark.parametrize("module", [nvidia_driver_state, nvidia_kernel_modules, dpkg_database,
+                                    nvidia_gpu_facts])
 def test_documentation_matches_argument_spec(module, monkeypatch):
     captured = {}
 
@@ -51,9 +64,13 @@ class FakeHost:
         for path in (self.sys, self.proc, self.lib, self.modules_dir):
             path.mkdir()
         (self.proc / "modules").write_text("")
+        self.admindir = root / "dpkg"
+        (self.admindir / "updates").mkdir(parents=True)
         self.commands = {}
         self.calls = []
-        self.bins = {"modinfo", "dkms", "nvidia-smi", "modprobe"}
+        self.bins = {"modinfo", "dkms", "nvidia-smi", "modprobe", "dpkg-query", "systemctl", "apt-cache"}
+        self.packages("dkms 3.0.10-8", "gcc 4:12.2.0-3", "make 4.3-4.1")
+        self.services()
 
     def load(self, version, *names, open_module=False):
         (self.proc / "modules").write_text(
@@ -69,9 +86,33 @@ class FakeHost:
     def userspace(self, version):
         (self.lib / f"libnvidia-ml.so.{version}").write_text("")
 
+    def packages(self, *lines):
+        text = ""
+        for line in lines:
+            name, version, *rest = line.split()
+            want, status = (rest + ["install", "installed"][len(rest):])[:2]
+            text += f"{name}\t{version}\t{want} ok {status}\n"
+        fields = "${Package}\t${Version}\t${Status}\n"
+        self.commands[f"dpkg-query --admindir={self.admindir} -W -f {fields}"] = (0, text, "")
+
+    def services(self, persistenced="active"):
+        text = (f"Id=nvidia-persistenced.service\nLoadState=loaded\nActiveState={persistenced}\n"
+                f"UnitFileState=enabled\n\nId=nvidia-fabricmanager.service\nLoadState=not-found\n"
+                "ActiveState=inactive\nUnitFileState=\n")
+        self.commands["systemctl show -p Id,LoadState,ActiveState,UnitFileState nvidia-persistenced.service "
+                      "nvidia-fabricmanager.service"] = (0, text, "")
+
+    def blacklist(self):
+        path = self.root / "blacklist-nouveau.conf"
+        path.write_text("blacklist nouveau\noptions nouveau modeset=0\n")
+        return path
+
     def args(self, **extra):
         args = {"sysfs_root": str(self.sys), "proc_root": str(self.proc), "kernel": KERNEL,
-                "modules_dir": str(self.modules_dir), "lib_dirs": [str(self.lib)]}
+                "modules_dir": str(self.modules_dir), "lib_dirs": [str(self.lib)],
+                "admindir": str(self.admindir), "distribution": "Debian", "distribution_version": "12.7",
+                "architecture": "x86_64", "blacklist_path": str(self.root / "blacklist-nouveau.conf"),
+                "gpu": GPU_T4}
         args.update(extra)
         return args
 
@@ -102,58 +143,98 @@ def fake(tmp_path, monkeypatch):
     return host
 
 
-def test_state_of_a_bare_host(fake, run_module):
-    fake.commands["dkms status nvidia"] = (0, "", "")
-    ok, result = run_module(nvidia_driver_state, fake.args(wanted="535"))
-    assert ok, result
-    assert result["changed"] is False
-    assert result["module_on_disk"] is None and result["loaded"] is None
-    assert result["userspace_version"] is None and result["dkms"] == []
-    assert result["headers_present"] is False
-    assert result["secure_boot"] is False  # no EFI directory: BIOS boot
-    assert result["smi"] is None
-    assert result["plan"]["install"] and result["plan"]["load"]
-
-
-def test_state_of_a_converged_host(fake, run_module):
+def converged(fake):
     (fake.modules_dir / KERNEL / "build").mkdir(parents=True)
     fake.load("535.129.03", "nvidia_uvm", "nvidia")
     fake.userspace("535.129.03")
+    fake.blacklist()
+    fake.packages("dkms 3.0.10-8", "gcc 4:12.2.0-3", "make 4.3-4.1", "nvidia-driver 535.129.03-1 hold")
     fake.commands[f"modinfo -k {KERNEL} nvidia"] = (0, MODINFO_535, "")
-    fake.commands["dkms status nvidia"] = (0, f"nvidia/535.129.03, {KERNEL}, x86_64: installed\n", "")
-    fake.commands["nvidia-smi --query-gpu=driver_version,persistence_mode --format=csv,noheader"] = (
-        0, "535.129.03, Enabled\n", "")
-    ok, result = run_module(nvidia_driver_state, fake.args(wanted="535.129.03"), check_mode=True)
+    fake.commands[SMI] = (0, "535.129.03, Enabled\n", "")
+
+
+def test_state_of_a_bare_host_plans_everything_and_predicts_the_facts(fake, run_module):
+    fake.commands["apt-cache madison nvidia-driver linux-headers-" + KERNEL] = (0, "", "")
+    ok, result = run_module(nvidia_driver_state, fake.args(version="535.129.03", module_type="proprietary"),
+                            check_mode=True)
     assert ok, result
-    assert result["headers_present"]
-    assert result["module_on_disk"]["version"] == "535.129.03"
-    assert result["module_on_disk"]["flavor"] == "proprietary"
-    assert result["loaded"] == {"version": "535.129.03", "flavor": "proprietary"}
-    assert result["loaded_modules"] == ["nvidia_uvm", "nvidia"]
-    assert result["smi"]["driver_versions"] == ["535.129.03"]
-    assert result["plan"]["up_to_date"]
+    assert result["changed"] is False
+    state = result["state"]
+    assert state["module_on_disk"] is None and state["loaded"]["version"] is None
+    assert state["userspace_version"] is None and state["dkms"] is None  # dkms status is not needed
+    assert state["headers_present"] is False and state["secure_boot"] is False  # BIOS boot
+    steps = result["plan"]
+    assert steps["install"] and steps["load"] and steps["refresh_index"] and steps["blacklist_nouveau"]
+    assert steps["prerequisites"] == [f"linux-headers-{KERNEL}"]
+    facts = result["ansible_facts"]["nvidia_driver"]
+    assert facts["installed_version"] == facts["loaded_version"] == "535.129.03" and facts["held"] is True
+    assert result["before"]["installed_version"] is None
+    assert result["changes"][0] == "driver none -> 535.129.03 (proprietary)"
+
+
+def test_a_converged_host_costs_four_commands_and_plans_nothing(fake, run_module):
+    converged(fake)
+    ok, result = run_module(nvidia_driver_state, fake.args(version="535.129.03", module_type="proprietary"))
+    assert ok, result
+    assert result["plan"]["converged"] and result["changes"] == []
+    assert result["state"]["smi"]["driver_versions"] == ["535.129.03"]
+    assert result["ansible_facts"]["nvidia_driver"] == result["before"]
+    assert result["before"] == {"method": "packages", "branch": "535", "wanted": "535.129.03",
+                                "installed_version": "535.129.03", "loaded_version": "535.129.03",
+                                "module_type": "proprietary", "held": True, "reboot_required": False}
+    ran = sorted(call[0].rsplit("/", 1)[-1] for call in fake.calls)
+    assert ran == ["dpkg-query", "modinfo", "nvidia-smi", "systemctl"]
+
+
+def test_without_gpu_facts_the_module_detects_and_publishes_them(fake, run_module, tmp_path):
+    ok, result = run_module(nvidia_driver_state, fake.args(gpu=None))
+    assert ok, result
+    assert result["ansible_facts"]["nvidia_gpu"]["present"] is False
+    assert result["plan"]["converged"] and "nvidia_driver" not in result["ansible_facts"]
 
 
 @pytest.mark.parametrize("path", shared_files("nvidia", "modinfo-nvidia-*"), ids=lambda p: p.name)
 def test_state_reads_real_modinfo_output(fake, run_module, path):
     fake.commands[f"modinfo -k {KERNEL} nvidia"] = (0, path.read_text(), "")
-    fake.commands["dkms status nvidia"] = (0, "", "")
-    ok, result = run_module(nvidia_driver_state, fake.args())
+    args = fake.args(branch="580", package_source="cuda")
+    ok, result = run_module(nvidia_driver_state, args, check_mode=True)
     assert ok, result
-    assert result["module_on_disk"]["version"] in path.name
-    assert "plan" not in result
+    assert result["state"]["module_on_disk"]["version"] in path.name
 
 
-def test_state_reports_a_driver_library_mismatch(fake, run_module):
-    fake.load("535.129.03")
-    fake.userspace("550.54.15")
-    fake.commands["dkms status nvidia"] = (0, "", "")
-    fake.commands["nvidia-smi --query-gpu=driver_version,persistence_mode --format=csv,noheader"] = (
-        18, "Failed to initialize NVML: Driver/library version mismatch\n", "")
-    ok, result = run_module(nvidia_driver_state, fake.args(wanted="550.54.15"))
+def test_an_interrupted_dpkg_is_seen(fake, run_module):
+    converged(fake)
+    (fake.admindir / "updates" / "0001").write_text(
+        "Package: nvidia-driver\nStatus: install ok half-configured\n")
+    ok, result = run_module(nvidia_driver_state, fake.args(version="535.129.03", module_type="proprietary"))
     assert ok, result
-    assert "mismatch" in result["smi"]["error"]
-    assert result["plan"]["unload"]
+    assert result["plan"]["repair_dpkg"] and not result["plan"]["converged"]
+    assert "dpkg was interrupted (1 journal entry" in result["plan"]["reasons"][0]
+
+
+def test_strings_from_the_command_line_are_booleans(fake, run_module):
+    converged(fake)
+    ok, result = run_module(nvidia_driver_state, fake.args(version="535.129.03", module_type="proprietary",
+                                                            hold="false", persistence="no"))
+    assert ok, result
+    assert result["plan"]["unhold"] == ["nvidia-driver"] and result["request"]["persistence"] is False
+
+
+def test_final_stage_verifies_and_says_what_changed(fake, run_module):
+    converged(fake)
+    args = fake.args(version="535.129.03", module_type="proprietary")
+    ok, planned = run_module(nvidia_driver_state, args)
+    before = dict(planned["before"], installed_version=None, loaded_version=None, held=False)
+    ran = dict(planned["plan"], install=True, load=True, hold=["nvidia-driver"])
+    ok, result = run_module(nvidia_driver_state, dict(args, stage="final", before=before, ran=ran))
+    assert ok, result
+    assert result["changes"][:2] == ["driver none -> 535.129.03 (proprietary)",
+                                     "driver packages held: nvidia-driver"]
+    fake.commands[SMI] = (18, "Failed to initialize NVML: Driver/library version mismatch\n", "")
+    ok, result = run_module(nvidia_driver_state, dict(args, stage="final"))
+    assert not ok and "nvidia-smi: Failed to initialize NVML" in result["msg"]
+    ok, result = run_module(nvidia_driver_state, dict(args, stage="installed", version="535.261.03"))
+    assert not ok and "after installing, the driver for kernel" in result["msg"]
 
 
 @pytest.mark.parametrize(("byte", "expected"), [(1, True), (0, False)])
@@ -161,26 +242,27 @@ def test_secure_boot_from_the_efi_variable(fake, run_module, byte, expected):
     efivars = fake.sys / "firmware" / "efi" / "efivars"
     efivars.mkdir(parents=True)
     (efivars / "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c").write_bytes(bytes([6, 0, 0, 0, byte]))
-    fake.commands["dkms status nvidia"] = (0, "", "")
-    ok, result = run_module(nvidia_driver_state, fake.args())
-    assert ok and result["secure_boot"] is expected
+    converged(fake)
+    ok, result = run_module(nvidia_driver_state, fake.args(version="535.129.03", module_type="proprietary"))
+    assert ok and result["state"]["secure_boot"] is expected
 
 
-def test_secure_boot_from_mokutil_when_efivars_unreadable(fake, run_module):
+def test_secure_boot_from_mokutil_refuses_an_unsigned_build(fake, run_module):
     (fake.sys / "firmware" / "efi").mkdir(parents=True)
     fake.bins.add("mokutil")
     fake.commands["mokutil --sb-state"] = (0, "SecureBoot enabled\n", "")
-    fake.commands["dkms status nvidia"] = (0, "", "")
-    ok, result = run_module(nvidia_driver_state, fake.args())
-    assert ok and result["secure_boot"] is True
+    ok, result = run_module(nvidia_driver_state, fake.args(branch="535"))
+    assert not ok and "Secure Boot is on" in result["msg"] and "Nothing was changed" in result["msg"]
 
 
-def test_state_fails_clearly(fake, run_module):
-    fake.commands["dkms status nvidia"] = (3, "", "dkms exploded")
-    ok, result = run_module(nvidia_driver_state, fake.args())
-    assert not ok and "dkms exploded" in result["msg"]
-    fake.commands["dkms status nvidia"] = (0, "", "")
-    ok, result = run_module(nvidia_driver_state, fake.args(wanted="latest"))
+def test_refusals_come_before_anything_is_read(fake, run_module):
+    k80 = {"present": True, "devices": [{"device_id": "102d", "kind": "gpu"}], "nvswitch_count": 0,
+           "supported_branches": ["470"], "recommended_branch": "470"}
+    ok, result = run_module(nvidia_driver_state, fake.args(branch="550", gpu=k80))
+    assert not ok
+    assert "branch 550 cannot drive every GPU on this host; branches that can: 470" in result["msg"]
+    assert fake.calls == []
+    ok, result = run_module(nvidia_driver_state, fake.args(version="latest"))
     assert not ok and "'latest' is not an NVIDIA driver version" in result["msg"]
 
 
@@ -229,11 +311,13 @@ def test_busy_module_is_reported_or_fails(fake, run_module):
     fake.load("535.129.03", "nvidia_uvm", "nvidia")
     scripted_modprobe(fake, busy=("nvidia",))
     ok, result = run_module(nvidia_kernel_modules, {"state": "absent", "proc_root": str(fake.proc)})
-    assert ok and result["unloaded"] == ["nvidia_uvm"]
-    assert "in use" in result["busy"]["nvidia"]
+    assert ok and result["unloaded"] == [] and "in use" in result["busy"]["nvidia"]
+    fake.load("535.129.03", "nvidia_uvm", "nvidia")
     ok, result = run_module(nvidia_kernel_modules, {"state": "absent", "proc_root": str(fake.proc),
                                                     "fail_on_busy": True})
-    assert not ok and "cannot unload nvidia" in result["msg"]
+    assert not ok and "cannot unload nvidia" in result["msg"] and "put back" in result["msg"]
+    assert [line.split()[0] for line in (fake.proc / "modules").read_text().splitlines()] == [
+        "nvidia", "nvidia_uvm"]  # what was unloaded is loaded again
 
 
 def test_load_goes_in_reverse_and_is_idempotent(fake, run_module):
@@ -251,24 +335,159 @@ def test_load_failure_names_the_module(fake, run_module):
     assert not ok and "modprobe nvidia failed" in result["msg"] and "not found" in result["msg"]
 
 
-def test_request_is_decided_and_checked_before_anything_is_read(fake, run_module):
-    fake.commands["dkms status nvidia"] = (0, "", "")
-    args = fake.args(version="570.133.20", supported_branches=["595", "570", "535"], gpu_device_ids=["1eb8"])
-    ok, result = run_module(nvidia_driver_state, args)
+def scripted_systemctl(fake, running):
+    def systemctl(argv):
+        verb, name = argv[-2], argv[-1]
+        if verb == "--quiet":
+            verb, name = "is-active", argv[-1]
+        if verb == "is-active":
+            return (0 if name in running else 3), "", ""
+        if verb == "stop":
+            running.discard(name)
+        elif verb == "start":
+            running.add(name)
+        return 0, "", ""
+
+    for name in ("nvidia-persistenced", "nvidia-fabricmanager", "dcgm"):
+        for verb in ("stop", "start"):
+            fake.commands[f"systemctl {verb} {name}"] = systemctl
+        fake.commands[f"systemctl is-active --quiet {name}"] = systemctl
+
+
+def test_reload_stops_what_holds_the_gpu_and_starts_it_again(fake, run_module):
+    fake.load("535.129.03", "nvidia_uvm", "nvidia")
+    scripted_modprobe(fake)
+    running = {"nvidia-persistenced"}
+    scripted_systemctl(fake, running)
+    args = {"state": "reloaded", "stop_services": ["nvidia-persistenced", "dcgm"],
+            "proc_root": str(fake.proc)}
+    ok, result = run_module(nvidia_kernel_modules, args)
+    assert ok and result["unloaded"] == ["nvidia_uvm", "nvidia"]
+    assert result["loaded"] == ["nvidia", "nvidia_uvm"]
+    assert result["stopped"] == [] and running == {"nvidia-persistenced"} and result["nvidia_loaded"]
+    stops = [c for c in fake.calls if c[-2:] == ["stop", "nvidia-persistenced"]]
+    assert len(stops) == 1 and not any("dcgm" in c and "stop" in c for c in fake.calls)
+
+
+def test_reload_over_a_busy_module_puts_everything_back(fake, run_module):
+    fake.load("535.129.03", "nvidia_uvm", "nvidia")
+    scripted_modprobe(fake, busy=("nvidia",))
+    running = {"nvidia-persistenced"}
+    scripted_systemctl(fake, running)
+    args = {"state": "reloaded", "stop_services": ["nvidia-persistenced"], "proc_root": str(fake.proc)}
+    ok, result = run_module(nvidia_kernel_modules, args)
+    assert ok and "nvidia" in result["busy"] and result["loaded"] == [] and result["unloaded"] == []
+    assert running == {"nvidia-persistenced"} and result["stopped"] == []
+    assert "nvidia_uvm" in (fake.proc / "modules").read_text()
+
+
+
+
+# ------------------------------------------------------------------ dpkg_database on a real dpkg
+
+
+def dpkg_admindir(tmp_path, *packages):
+    admindir = tmp_path / "dpkg"
+    (admindir / "updates").mkdir(parents=True)
+    (admindir / "info").mkdir()
+    (admindir / "available").write_text("")
+    (admindir / "status").write_text("".join(
+        f"Package: {name}\nStatus: {want} ok {status}\nPriority: optional\nSection: misc\n"
+        f"Maintainer: gpunode tests <t@example.invalid>\nArchitecture: all\nVersion: {version}\n"
+        "Description: test package\n\n" for name, version, want, status in packages))
+    return admindir
+
+
+def selections(admindir):
+    out = subprocess.run(["dpkg-query", f"--admindir={admindir}", "-W", "-f", "${Package} ${Status}\n"],
+                         capture_output=True, text=True, check=True).stdout
+    return dict(line.split(" ", 1) for line in out.splitlines())
+
+
+needs_dpkg = pytest.mark.skipif(not os.path.exists("/usr/bin/dpkg"), reason="dpkg not on this machine")
+
+
+@needs_dpkg
+def test_holds_and_releases_with_the_real_dpkg(tmp_path, run_module):
+    admindir = dpkg_admindir(tmp_path, ("nvidia-driver", "535.129.03-1", "install", "installed"),
+                             ("nvidia-utils-535-server", "535.129.03-1", "hold", "installed"))
+    args = {"hold": ["nvidia-driver"], "unhold": ["nvidia-utils-535-server"], "admindir": str(admindir)}
+    ok, result = run_module(dpkg_database, args, check_mode=True, diff=True)
+    assert ok and result["changed"]
+    assert result["diff"]["after"] == "nvidia-driver hold\nnvidia-utils-535-server install\n"
+    assert selections(admindir)["nvidia-driver"] == "install ok installed"
+    ok, result = run_module(dpkg_database, args)
+    assert ok and result["held"] == ["nvidia-driver"] and result["released"] == ["nvidia-utils-535-server"]
+    assert selections(admindir) == {"nvidia-driver": "hold ok installed",
+                                    "nvidia-utils-535-server": "install ok installed"}
+    ok, result = run_module(dpkg_database, args)
+    assert ok and not result["changed"]
+
+
+@needs_dpkg
+def test_holding_a_package_that_is_not_installed_fails_except_in_check_mode(tmp_path, run_module):
+    admindir = dpkg_admindir(tmp_path, ("dkms", "3.0.10-8", "install", "installed"))
+    args = {"hold": ["cuda-drivers-570"], "admindir": str(admindir)}
+    ok, result = run_module(dpkg_database, args)
+    assert not ok and result["msg"] == "cannot hold cuda-drivers-570: not installed; nothing was changed"
+    ok, result = run_module(dpkg_database, args, check_mode=True)
+    assert ok and result["held"] == ["cuda-drivers-570"]
+
+
+@needs_dpkg
+def test_an_interrupted_run_is_finished_before_the_holds(tmp_path, run_module):
+    admindir = dpkg_admindir(tmp_path, ("nvidia-driver", "535.129.03-1", "install", "half-configured"))
+    args = {"configure_pending": True, "hold": ["nvidia-driver"], "admindir": str(admindir)}
+    ok, result = run_module(dpkg_database, args)
     assert ok, result
-    assert result["request"]["wanted"] == "570.133.20"
-    assert result["request"]["module_type"] == "open"
-    assert "--kernel-module-type=open" in result["request"]["runfile_flags"]
-    assert result["plan"]["install"]
+    assert result["configured"] == ["packages left unfinished: nvidia-driver (half-configured)"]
+    assert selections(admindir)["nvidia-driver"] == "hold ok installed"
 
-    fake.calls.clear()
-    args = fake.args(branch="550", supported_branches=["470"], recommended_branch="470",
-                     gpu_device_ids=["102d"])
-    ok, result = run_module(nvidia_driver_state, args)
-    assert not ok and "branch 550 cannot drive every GPU" in result["msg"]
-    assert fake.calls == []  # refused before running anything
 
-    args = fake.args(supported_branches=["470"], recommended_branch="470", gpu_device_ids=["102d"])
-    ok, result = run_module(nvidia_driver_state, args)
-    assert ok and result["request"] == {"branch": "470", "version": None, "wanted": "470",
-                                        "module_type": "proprietary", "runfile_flags": None}
+HOLD_LOCK = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o640)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_the_frontend_lock_is_waited_for_then_taken(tmp_path):
+    """Another process (as apt would) holds lock-frontend; the lock waits, polling, until it is free."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path / "lock-frontend")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "locked\n"
+    polls = []
+
+    def release_on_first_poll(_seconds):
+        polls.append(_seconds)
+        holder.stdin.close()
+        holder.wait()
+
+    with dpkg_utils.FrontendLock(str(tmp_path), timeout=60, sleep=release_on_first_poll):
+        fd = os.open(tmp_path / "lock-frontend", os.O_RDWR)
+        assert polls == [0.5]
+        # the lock is ours now: a lock from another process would be refused
+        try_lock = ("import fcntl,os,sys; fd=os.open(sys.argv[1], os.O_RDWR); "
+                    "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)")
+        probe = subprocess.run([sys.executable, "-c", try_lock, str(tmp_path / "lock-frontend")],
+                               capture_output=True, check=False)
+        assert probe.returncode != 0
+        os.close(fd)
+
+
+def test_the_frontend_lock_gives_up_after_the_timeout_saying_so(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path / "lock-frontend")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "locked\n"
+    clock = iter(range(0, 1000, 100))
+    try:
+        lock = dpkg_utils.FrontendLock(str(tmp_path), timeout=300, clock=lambda: next(clock),
+                                       sleep=lambda _s: None)
+        refused = pytest.raises(dpkg_utils.DpkgError, match="still locked by another apt or dpkg after 300 s")
+        with refused, lock:
+            pass
+    finally:
+        holder.stdin.close()
+        holder.wait()

@@ -17,13 +17,15 @@ from ansible.module_utils.nvidia_gpu import (
     device_name,
     find_pci_ids,
     gather,
+    is_turing_or_newer,
     load_pci_ids,
-    loaded_driver,
-    loaded_modules,
+    needs_open_module,
     parse_driver_version,
     parse_pci_ids_vendor,
     parse_proc_modules,
     product_name,
+    read_loaded,
+    summary_line,
 )
 from conftest import FIXTURES, ROOT, shared_files, shared_path
 
@@ -64,7 +66,8 @@ def test_facts_describe_the_spec(spec_path, tmp_path):
     assert facts["gpu_count"] == len(gpus)
     assert facts["present"] is bool(gpus)
     assert facts["nvswitch_count"] == sum(1 for d in nvidia if d["class"][:4] == "0680")
-    for want, got in zip(nvidia, facts["devices"], strict=True):
+    assert len(nvidia) == len(facts["devices"])
+    for want, got in zip(nvidia, facts["devices"]):
         assert got["vendor_id"] == "10de" and got["device_id"] == want["device"]
         assert got["subsystem_vendor_id"] == want["subsystem_vendor"]
         assert got["subsystem_device_id"] == want["subsystem_device"]
@@ -269,22 +272,60 @@ def test_sys_module_version_wins_over_proc(tmp_path):
     (tmp_path / "proc" / "driver" / "nvidia").mkdir(parents=True)
     (tmp_path / "proc" / "driver" / "nvidia" / "version").write_text(
         "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023\n")
-    assert loaded_driver(str(tmp_path / "sys"), str(tmp_path / "proc")) == ("550.54.15", "proprietary")
+    (tmp_path / "proc" / "modules").write_text("nvidia 56287232 0 - Live 0xffffffffc0a00000 (POE)\n")
+    loaded = read_loaded(str(tmp_path / "sys"), str(tmp_path / "proc"))
+    assert (loaded["version"], loaded["module_type"]) == ("550.54.15", "proprietary")
     os.remove(tmp_path / "sys" / "module" / "nvidia" / "version")
-    assert loaded_driver(str(tmp_path / "sys"), str(tmp_path / "proc")) == ("535.129.03", "proprietary")
+    loaded = read_loaded(str(tmp_path / "sys"), str(tmp_path / "proc"))
+    assert (loaded["version"], loaded["module_type"]) == ("535.129.03", "proprietary")
+
+
+def test_a_version_file_left_behind_without_the_module_is_not_a_loaded_driver(tmp_path):
+    (tmp_path / "proc" / "driver" / "nvidia").mkdir(parents=True)
+    (tmp_path / "proc" / "driver" / "nvidia" / "version").write_text(
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023\n")
+    (tmp_path / "proc" / "modules").write_text("ext4 1 0 - Live 0x0\n")
+    (tmp_path / "sys").mkdir()
+    assert read_loaded(str(tmp_path / "sys"), str(tmp_path / "proc")) == {
+        "modules": ["ext4"], "version": None, "module_type": None}
 
 
 def test_modules_fall_back_to_sysfs_initstate_without_proc_modules(tmp_path):
     (tmp_path / "sys" / "module" / "nouveau").mkdir(parents=True)
     (tmp_path / "sys" / "module" / "nouveau" / "initstate").write_text("live\n")
     (tmp_path / "proc").mkdir()
-    assert loaded_modules(str(tmp_path / "sys"), str(tmp_path / "proc")) == {"nvidia": False, "nouveau": True}
+    assert read_loaded(str(tmp_path / "sys"), str(tmp_path / "proc"))["modules"] == ["nouveau"]
 
 
 def test_proc_modules_parser():
     text = ("nvidia_uvm 1531904 0 - Live 0xffffffffc1200000 (POE)\n"
             "nvidia 56287232 1 nvidia_uvm, Live 0xffffffffc0a00000 (POE)\n\n")
-    assert parse_proc_modules(text) == {"nvidia_uvm", "nvidia"}
+    assert parse_proc_modules(text) == ["nvidia_uvm", "nvidia"]
+
+
+def test_a_real_h200_host_whose_kernel_cannot_unload_modules(tmp_path):
+    """What a real H200 host (Ubuntu 24.04 guest, 2026-11) showed: an open 580 module built by
+    nixbld, /proc/modules with "-" reference counts (a kernel without module unloading) and no
+    sys/module/nvidia/refcnt; the GPU 10de:2335, subsystem 10de:18bf, bound to nvidia."""
+    (tmp_path / "proc" / "driver" / "nvidia").mkdir(parents=True)
+    (tmp_path / "proc" / "driver" / "nvidia" / "version").write_text(
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \n"
+        "GCC version:  gcc version 15.3.0 (GCC) \n")
+    (tmp_path / "proc" / "modules").write_text(
+        "nvidia_uvm 1830912 - - Live 0xffffffffc080c000 (O)\n"
+        "nvidia 14299136 - - Live 0xffffffffc0400000 (O)\n")
+    (tmp_path / "sys" / "module" / "nvidia").mkdir(parents=True)
+    (tmp_path / "sys" / "module" / "nvidia" / "version").write_text("580.159.04\n")
+    make_sysfs.make_tree(make_sysfs.validate_spec({"devices": [{
+        "address": "0000:00:06.0", "vendor": "10de", "device": "2335", "subsystem_vendor": "10de",
+        "subsystem_device": "18bf", "class": "030200", "numa_node": -1, "driver": "nvidia"}]}),
+        str(tmp_path / "tree"))
+    facts, _ = gather(str(tmp_path / "tree" / "sys"), str(tmp_path / "proc"), None)
+    assert facts["loaded_driver_version"] == "580.159.04" and facts["loaded_module_type"] == "open"
+    assert facts["models"] == ["H200 SXM 141GB"] and facts["devices"][0]["bound_driver"] == "nvidia"
+    assert not facts["open_kernel_module_required"] and facts["open_kernel_module_capable"]
+    assert facts["summary"] == ("H200 SXM 141GB x 1 | NVSwitch: 0 | driver: nvidia 580.159.04 (open) | "
+                                f"recommended branch: {nvidia_branches.NEWEST_BRANCH}")
 
 
 # --------------------------------------------------------------------------
@@ -335,7 +376,7 @@ def test_trees_built_from_real_lspci_nn(path, tmp_path):
     for dev in facts["devices"]:
         seen = by_addr[dev["address"]]
         assert dev["kind"] == classify(seen["class"][:4])
-        named = re.sub(r"^NVIDIA Corporation ", "", seen["lspci_name"]).removesuffix(" (rev a1)")
+        named = re.sub(r"^NVIDIA Corporation | \(rev a1\)$", "", seen["lspci_name"])
         if named and named != "Device":
             assert dev["name"] == product_name(named)
         else:
@@ -439,7 +480,7 @@ def test_names_from_nvidia_s_supported_gpus_json_match_pci_ids_products():
     for device_id in ("1eb8", "102d", "1db1", "2236", "1b80"):
         if device_id in nvidia_names and device_id in ours:
             ours_name = device_name(device_id, "gpu", pci_ids=ours)
-            theirs = nvidia_names[device_id].removeprefix("NVIDIA ")
+            theirs = re.sub(r"^NVIDIA ", "", nvidia_names[device_id])
             assert re.sub(r"[-\s]+", " ", ours_name) == re.sub(r"[-\s]+", " ", theirs)
             checked += 1
     assert checked >= 3
@@ -491,6 +532,27 @@ def test_find_pci_ids_takes_the_first_existing(tmp_path):
 ])
 def test_product_name(pci_name, product):
     assert product_name(pci_name) == product
+
+
+@pytest.mark.parametrize(("device_id", "turing", "open_only"), [
+    ("1db1", False, False),  # V100 (Volta)
+    ("1eb8", True, False),   # T4 (Turing)
+    ("2330", True, False),   # H100
+    ("2342", True, True),    # GH200 (Grace Hopper)
+    ("2901", True, True),    # B200 (Blackwell GB100)
+    ("2b85", True, True),    # GeForce RTX 5090 (Blackwell GB202)
+    ("2e12", True, False),   # outside NVIDIA's Blackwell chip ranges: not assumed open-only
+])
+def test_architecture_thresholds(device_id, turing, open_only):
+    assert is_turing_or_newer(device_id) is turing
+    assert needs_open_module(device_id) is open_only
+
+
+def test_summary_of_a_host_without_a_branch_says_why(tmp_path):
+    facts, _ = facts_for(tmp_path, "k80-h100-mixed")
+    assert summary_line(facts).endswith("recommended branch: none: " + facts["warnings"][-1])
+    facts["present"], facts["model_counts"], facts["recommended_branch"] = False, {}, None
+    assert summary_line(facts).startswith("no NVIDIA GPU | NVSwitch:")
 
 
 def test_subsystem_name_for_nvidia_boards_device_name_for_others():

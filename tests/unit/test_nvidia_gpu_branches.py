@@ -83,8 +83,38 @@ def test_volta_gets_390_only_on_x86_64():
 
 
 def test_gpu_newer_than_the_data_gets_the_newest_branch_quietly():
-    branches, note = branches_for("2901")  # a Blackwell ID, after the data's highest
+    branches, note = branches_for("3300")  # after the data's highest and outside every known range
     assert branches == [nvidia_branches.NEWEST_BRANCH] and note is None
+
+
+@pytest.mark.parametrize("device_id", ["2901", "2941", "2b85", "2c02", "2d04", "2f04", "3182"])
+def test_blackwell_is_driven_from_570_on(device_id):
+    """NVIDIA's Blackwell chip ranges: every branch from 570 (the first for Blackwell) drives them."""
+    branches, note = branches_for(device_id)
+    assert note is None and branches == [b for b in nvidia_branches.BRANCHES if int(b) >= 570]
+
+
+def test_the_branches_issue_12_names():
+    """R580 the LTS branch and the last for Maxwell, Pascal and Volta; R595 production; R610/R620 newer."""
+    notes = nvidia_branches.BRANCH_NOTES
+    assert "long-term support" in notes["580"] and "2028-06" in notes["580"]
+    assert "production" in notes["595"]
+    assert {"610", "620"} <= set(nvidia_branches.BRANCHES)
+    assert nvidia_branches.NEWEST_BRANCH == "620"
+    for device_id in ("13c2", "1b80", "1db1"):  # GTX 970 (Maxwell), GTX 1080 (Pascal), V100 (Volta)
+        assert branches_for(device_id)[0][0] == "580"
+    for device_id in ("1eb8", "20b0", "2330", "26b9"):  # Turing, Ampere, Hopper, Ada
+        assert {"580", "590", "595", "610", "620"} <= set(branches_for(device_id)[0])
+
+
+def test_the_table_names_its_sources_and_each_branch_note_has_one():
+    assert any("nvidia-detect" in s for s in nvidia_branches.SOURCES)
+    assert gen.SUPPORT_MATRIX in nvidia_branches.SOURCES and gen.OPEN_MODULES_BLOG in nvidia_branches.SOURCES
+    assert any("gpu-admin-tools" in s for s in nvidia_branches.SOURCES)
+    for branch, _only, note, source in gen.POST_DATA:
+        assert not note or source, branch
+    for branch, (note, source) in gen.DATA_BRANCH_NOTES.items():
+        assert note and source, branch
 
 
 def test_unknown_id_inside_the_data_s_range_is_assumed_new_with_a_note():

@@ -27,29 +27,42 @@ tree() {  # NAME DESCRIPTION DEPENDS [EXTRA CONTROL LINES]
   echo "gpunode stub" >"$dir/usr/share/doc/$1/README"
 }
 
-# kernel module source, built and installed by the real DKMS
-tree "nvidia-dkms-$branch-server" "NVIDIA DKMS package" "dkms" \
+# kernel module source, built and installed by the real DKMS: proprietary and
+# open flavours (Ubuntu's nvidia-dkms-<b>-server and -server-open)
+dkms_tree() {  # FLAVOR
+  name=nvidia-dkms-$branch-server
+  [ "$1" = open ] && name=$name-open
+  tree "$name" "NVIDIA DKMS package ($1 kernel module)" "dkms" \
 "Provides: nvidia-dkms-kernel
 Conflicts: nvidia-dkms-kernel
 Replaces: nvidia-dkms-kernel"
-d=$out/nvidia-dkms-$branch-server-$version
-mkdir -p "$d/usr/src/nvidia-$version"
-sed "s/@VERSION@/$version/g" "$here/src/dkms.conf" >"$d/usr/src/nvidia-$version/dkms.conf"
-cp "$here/src/fake-build.sh" "$d/usr/src/nvidia-$version/fake-build.sh"
-echo "$version" >"$d/usr/src/nvidia-$version/version"
-echo proprietary >"$d/usr/src/nvidia-$version/flavor"
-cat >"$d/DEBIAN/postinst" <<POSTINST
+  d=$out/$name-$version
+  mkdir -p "$d/usr/src/nvidia-$version"
+  sed "s/@VERSION@/$version/g" "$here/src/dkms.conf" >"$d/usr/src/nvidia-$version/dkms.conf"
+  cp "$here/src/fake-build.sh" "$d/usr/src/nvidia-$version/fake-build.sh"
+  echo "$version" >"$d/usr/src/nvidia-$version/version"
+  echo "$1" >"$d/usr/src/nvidia-$version/flavor"
+  cat >"$d/DEBIAN/postinst" <<POSTINST
 #!/bin/sh
 set -e
 if [ "\$1" = configure ]; then
+  # a test may make the postinst wait here, as a node that crashes mid-install would stop
+  if [ -e /etc/gpunode-sim/hang-postinst ]; then
+    touch /run/gpunode-postinst-waiting
+    while [ -e /etc/gpunode-sim/hang-postinst ]; do sleep 1; done
+    rm -f /run/gpunode-postinst-waiting
+  fi
   dkms install nvidia/$version -k "\$(uname -r)"
 fi
 POSTINST
-cat >"$d/DEBIAN/prerm" <<PRERM
+  cat >"$d/DEBIAN/prerm" <<PRERM
 #!/bin/sh
 set -e
 dkms remove nvidia/$version --all >/dev/null 2>&1 || true
 PRERM
+}
+dkms_tree proprietary
+dkms_tree open
 
 tree "libnvidia-compute-$branch-server" "NVIDIA libcompute package" "" \
 "Provides: libnvidia-compute
@@ -99,17 +112,49 @@ if [ "$1" = configure ]; then
 fi
 POSTINST
 
-dep="nvidia-dkms-$branch-server (= $deb), nvidia-compute-utils-$branch-server (= $deb), libnvidia-compute-$branch-server (= $deb)"
-tree "nvidia-headless-$branch-server" "NVIDIA headless metapackage" "$dep"
+# Ubuntu's metapackages (restricted): headless, headless-open, driver
+common="nvidia-compute-utils-$branch-server (= $deb), libnvidia-compute-$branch-server (= $deb)"
+tree "nvidia-headless-$branch-server" "NVIDIA headless metapackage" "nvidia-dkms-$branch-server (= $deb), $common"
+tree "nvidia-headless-$branch-server-open" "NVIDIA headless metapackage (open kernel module)" \
+  "nvidia-dkms-$branch-server-open (= $deb), $common"
 tree "nvidia-driver-$branch-server" "NVIDIA driver metapackage" "nvidia-headless-$branch-server (= $deb), nvidia-utils-$branch-server (= $deb)"
-# Debian non-free and NVIDIA's CUDA repository: their metapackage names over the same stubs
-tree "nvidia-tesla-$branch-driver" "NVIDIA Tesla driver metapackage (Debian)" "nvidia-headless-$branch-server (= $deb), nvidia-utils-$branch-server (= $deb)"
-tree "cuda-drivers-$branch" "CUDA driver metapackage (NVIDIA)" "nvidia-headless-$branch-server (= $deb), nvidia-utils-$branch-server (= $deb)"
-[ "$branch" = 535 ] && tree nvidia-driver "NVIDIA metapackage (Debian)" "nvidia-headless-$branch-server (= $deb), nvidia-utils-$branch-server (= $deb)"
+# Debian's non-free names over the same stubs: nvidia-tesla-<b>-driver (and nvidia-driver
+# for 535, bookworm's and bullseye's branch), the open module as a separate package
+any_dkms="nvidia-dkms-$branch-server (= $deb) | nvidia-dkms-$branch-server-open (= $deb)"
+debian_driver="$any_dkms, $common, nvidia-utils-$branch-server (= $deb)"
+tree "nvidia-tesla-$branch-driver" "NVIDIA Tesla driver metapackage (Debian)" "$debian_driver"
+tree "nvidia-tesla-$branch-open-kernel-dkms" "NVIDIA open kernel module DKMS source (Debian, Tesla)" \
+  "nvidia-dkms-$branch-server-open (= $deb)"
+if [ "$branch" = 535 ]; then
+  tree nvidia-driver "NVIDIA metapackage (Debian)" "$debian_driver"
+  tree nvidia-open-kernel-dkms "NVIDIA open kernel module DKMS source (Debian)" "nvidia-dkms-$branch-server-open (= $deb)"
+fi
+# NVIDIA's CUDA repository: cuda-drivers-<b> / nvidia-open-<b> up to 580; from 590 one set
+# of names (cuda-drivers, nvidia-open) whose branch or version a pinning package chooses
+if [ "$branch" -lt 590 ]; then
+  tree "cuda-drivers-$branch" "CUDA driver metapackage (NVIDIA)" "nvidia-headless-$branch-server (= $deb), nvidia-utils-$branch-server (= $deb)"
+  tree "nvidia-open-$branch" "NVIDIA open driver metapackage (NVIDIA)" "nvidia-headless-$branch-server-open (= $deb), nvidia-utils-$branch-server (= $deb)"
+else
+  tree cuda-drivers "CUDA driver metapackage (NVIDIA)" "nvidia-headless-$branch-server (= $deb), nvidia-utils-$branch-server (= $deb)"
+  tree nvidia-open "NVIDIA open driver metapackage (NVIDIA)" "nvidia-headless-$branch-server-open (= $deb), nvidia-utils-$branch-server (= $deb)"
+  for pin in "$branch" "$version"; do
+    tree "nvidia-driver-pinning-$pin" "NVIDIA driver pinning: $pin (NVIDIA)" "" \
+"Provides: nvidia-driver-pinning
+Conflicts: nvidia-driver-pinning
+Replaces: nvidia-driver-pinning"
+    d=$out/nvidia-driver-pinning-$pin-$version
+    mkdir -p "$d/etc/apt/preferences.d"
+    printf 'Package: cuda-drivers nvidia-open nvidia-fabricmanager\nPin: version %s.*\nPin-Priority: 1000\n' \
+      "$pin" >"$d/etc/apt/preferences.d/nvidia-driver-pinning"
+  done
+fi
 
-# fabric manager: refuses to start unless the loaded driver is exactly its version
-tree "nvidia-fabricmanager-$branch" "Fabric Manager for NVSwitch based systems" ""
-d=$out/nvidia-fabricmanager-$branch-$version
+# fabric manager: refuses to start unless the loaded driver is exactly its version;
+# nvidia-fabricmanager-<b> (Ubuntu, CUDA before 580), nvidia-fabricmanager (CUDA from 580)
+fm=nvidia-fabricmanager-$branch
+[ "$branch" -ge 580 ] && fm=nvidia-fabricmanager
+tree "$fm" "Fabric Manager for NVSwitch based systems" ""
+d=$out/$fm-$version
 mkdir -p "$d/usr/bin" "$d/lib/systemd/system"
 cat >"$d/usr/bin/nv-fabricmanager" <<FM
 #!/bin/sh

@@ -1,0 +1,216 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""NVIDIA driver packages per distribution release and package source.
+
+Pure data and naming rules (standard library only), used on the target by
+``nvidia_driver_state`` to say which packages install a branch, which are held,
+which repository and key they come from. Each table cites its source beside
+it; a release newer than a table is served by the rules of its distribution
+(the newest known release's data) with a warning that names it.
+
+Domain errors are raised as :class:`PackageError`.
+"""
+
+import re
+
+# ----------------------------------------------------------------------------- sources
+
+#: NVIDIA's CUDA network repository (NVIDIA Driver Installation Guide, "Network
+#: repository"): https://developer.download.nvidia.com/compute/cuda/repos/<distro>/<arch>/,
+#: signed by the key 3bf863cc (cuda-keyring 1.1 enrolls it for every distribution).
+CUDA_REPO_URL = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{arch}/"
+CUDA_KEY_NAME = "3bf863cc.pub"
+#: The CUDA repository's path for an architecture (arm64 servers are "sbsa").
+CUDA_REPO_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "sbsa", "arm64": "sbsa"}
+
+#: From branch 590 on, the CUDA repository's driver packages carry no branch in
+#: their names (cuda-drivers, nvidia-open, libnvidia-compute, nvidia-dkms-open, ...);
+#: a branch or a version is chosen by installing nvidia-driver-pinning-<branch> or
+#: nvidia-driver-pinning-<version> first. NVIDIA Driver Installation Guide,
+#: "Recent updates: version locking packages for Ubuntu / Debian" and "Ubuntu 590
+#: and later packages" (table 4: cuda-drivers-580 -> cuda-drivers, nvidia-dkms-580-open
+#: -> nvidia-dkms-open, ...), https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/
+CUDA_UNVERSIONED_FROM = 590
+#: The CUDA repository's open-module metapackage per branch, nvidia-open-<branch>,
+#: exists from 560 (the branch that made the open modules the default; NVIDIA,
+#: "Transitions fully towards open-source GPU kernel modules", 2024-07).
+CUDA_OPEN_METAPACKAGE_FROM = 560
+#: The CUDA repository's fabric manager is nvidia-fabricmanager (one name, version
+#: chosen) from 580 on, nvidia-fabricmanager-<branch> before: NVIDIA
+#: gpu-driver-container, ubuntu22.04/precompiled/nvidia-driver fabricmanager_install()
+#: and ubuntu24.04/install.sh (github.com/NVIDIA/gpu-driver-container @06a208c).
+CUDA_FABRICMANAGER_UNVERSIONED_FROM = 580
+
+#: Debian's non-free driver packages per release: the branch packaged as
+#: "nvidia-driver" (src:nvidia-graphics-drivers), the Tesla branches packaged as
+#: nvidia-tesla-<branch>-driver (src:nvidia-graphics-drivers-tesla-<branch>), and
+#: whether the release has the open modules (nvidia-open-kernel-dkms, contrib).
+#: packages.debian.org, 2026-11: nvidia-kernel-dkms bullseye 535.309.01-0+deb11u1
+#: (security), bookworm 535.309.01-0+deb12u1, trixie 550.163.01-2;
+#: nvidia-open-kernel-dkms bookworm 535.261.03-1, trixie 550.163.01-2 (none in
+#: bullseye); nvidia-tesla-470-driver bullseye and bookworm; nvidia-tesla-535-*
+#: bookworm (535.216.03-3~deb12u1) and trixie.
+DEBIAN_RELEASES = {
+    "11": {"codename": "bullseye", "driver_branch": "535", "tesla_branches": ("470",), "open": False},
+    "12": {"codename": "bookworm", "driver_branch": "535", "tesla_branches": ("470", "535"), "open": True},
+    "13": {"codename": "trixie", "driver_branch": "550", "tesla_branches": ("535",), "open": True},
+}
+#: Debian archive components the driver needs (non-free; contrib for the open modules).
+DEBIAN_COMPONENTS = "main contrib non-free non-free-firmware"
+
+#: Ubuntu releases gpunode knows. Every one packages the server (LTSB/production)
+#: driver series in restricted the same way: nvidia-headless-<branch>-server (and
+#: -open), nvidia-utils-<branch>-server, nvidia-dkms-<branch>-server(-open), and
+#: nvidia-fabricmanager-<branch> from src:fabric-manager-<branch>; headers for the
+#: running kernel are linux-headers-<release>. packages.ubuntu.com, 2026-11: noble
+#: and resolute carry nvidia-dkms-580-server(-open) and nvidia-dkms-595-server(-open),
+#: resolute also 610; jammy, noble and resolute carry fabric-manager-580.
+UBUNTU_RELEASES = {
+    "22.04": "jammy",
+    "24.04": "noble",
+    "26.04": "resolute",
+}
+
+#: What DKMS needs to build the module, on every Debian and Ubuntu release.
+BUILD_PREREQUISITES = ("dkms", "gcc", "make")
+
+#: Installed packages that belong to the driver (released from their hold for a
+#: change, moved with a pinned version). Never the container toolkit's libnvidia-container*.
+DRIVER_PACKAGE_RE = re.compile(
+    r"^(nvidia-(driver|headless|utils|dkms|kernel|compute-utils|tesla|fabricmanager|open|smi|persistenced)"
+    r"|libnvidia-(compute|ml|tesla|cfg)|libcuda1|cuda-drivers)"
+)
+
+
+class PackageError(Exception):
+    """No package of this source installs what is asked; the message says what to do."""
+
+
+# ----------------------------------------------------------------------------- releases
+
+
+def release_of(distribution, version):
+    """``(family, key, warning)`` for a distribution from Ansible's facts.
+
+    ``family`` is ``debian`` or ``ubuntu``; ``key`` the release in the tables
+    (Debian's major, Ubuntu's ``YY.MM``). A release newer than the table is
+    served by the newest known one's data, with a warning naming both.
+    """
+    name = str(distribution or "").lower()
+    version = str(version or "")
+    if name == "debian":
+        key = version.split(".")[0]
+        table = DEBIAN_RELEASES
+    elif name == "ubuntu":
+        key = ".".join(version.split(".")[:2])
+        table = UBUNTU_RELEASES
+    else:
+        raise PackageError(
+            f"{distribution} {version}: the packages method supports Debian and Ubuntu "
+            "(apt); use nvidia_driver_method: runfile on this distribution")
+    if key in table:
+        return name, key, None
+    newest = max(table, key=_release_number)
+    if _release_number(key) < _release_number(min(table, key=_release_number)):
+        raise PackageError(f"{distribution} {version} is older than the releases gpunode knows "
+                           f"({', '.join(sorted(table, key=_release_number))})")
+    return name, newest, (f"{distribution} {version} is newer than gpunode's package table; "
+                          f"using the data of {distribution} {newest}")
+
+
+def _release_number(key):
+    try:
+        return tuple(int(part) for part in key.split("."))
+    except ValueError:
+        return (0,)
+
+
+def cuda_repo_distro(family, key):
+    """The CUDA repository's name for a release: ``ubuntu2404``, ``debian13``."""
+    return f"{family}{key.replace('.', '')}"
+
+
+def cuda_repository(family, key, arch):
+    """``(url, key_url)`` of NVIDIA's CUDA repository for a release and architecture."""
+    url = CUDA_REPO_URL.format(distro=cuda_repo_distro(family, key), arch=CUDA_REPO_ARCH.get(arch, arch))
+    return url, url + CUDA_KEY_NAME
+
+
+def debian_archive_source(codename):
+    """The Debian archive line with the components the driver needs."""
+    return (f"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian "
+            f"{codename} {DEBIAN_COMPONENTS}")
+
+
+# ----------------------------------------------------------------------------- names
+
+
+def driver_packages(family, key, source, branch, *, module_type, version=None):
+    """The packages that install a driver branch: ``{"install", "pin", "hold"}``.
+
+    ``install``: top-level packages, in order; ``pin``: the CUDA repository's
+    pinning package (590 and later) or None; ``hold``: what the role holds.
+    """
+    major = int(branch)
+    if source == "cuda":
+        if major >= CUDA_UNVERSIONED_FROM:
+            pin = f"nvidia-driver-pinning-{version or branch}"
+            install = ["nvidia-open" if module_type == "open" else "cuda-drivers"]
+            return {"install": install, "pin": pin, "hold": [pin, *install]}
+        if module_type == "open":
+            if major < CUDA_OPEN_METAPACKAGE_FROM:
+                raise PackageError(
+                    f"NVIDIA's CUDA repository has no open-module metapackage for branch {branch} "
+                    f"(nvidia-open-<branch> starts at {CUDA_OPEN_METAPACKAGE_FROM}); use branch "
+                    f"{CUDA_OPEN_METAPACKAGE_FROM} or newer, the distribution's packages or the runfile")
+            install = [f"nvidia-open-{branch}"]
+        else:
+            install = [f"cuda-drivers-{branch}"]
+        return {"install": install, "pin": None, "hold": list(install)}
+    if family == "ubuntu":
+        headless = f"nvidia-headless-{branch}-server" + ("-open" if module_type == "open" else "")
+        install = [headless, f"nvidia-utils-{branch}-server"]
+        return {"install": install, "pin": None, "hold": list(install)}
+    release = DEBIAN_RELEASES[key]
+    if branch == release["driver_branch"]:
+        install = ["nvidia-driver"] + (["nvidia-open-kernel-dkms"] if module_type == "open" else [])
+    elif branch in release["tesla_branches"]:
+        install = [f"nvidia-tesla-{branch}-driver"]
+        if module_type == "open":
+            install.append(f"nvidia-tesla-{branch}-open-kernel-dkms")
+    else:
+        others = [b for b in release["tesla_branches"] if b != release["driver_branch"]]
+        packaged = ", ".join([release["driver_branch"], *others])
+        raise PackageError(
+            f"Debian {key} ({release['codename']}) packages the driver branches {packaged}, not {branch}; "
+            "set nvidia_driver_package_source: cuda (NVIDIA's repository) or a packaged branch")
+    if module_type == "open" and not release["open"]:
+        raise PackageError(f"Debian {key} ({release['codename']}) does not package the open kernel modules; "
+                           "set nvidia_driver_package_source: cuda or use the runfile")
+    return {"install": install, "pin": None, "hold": list(install)}
+
+
+def fabricmanager_package(family, source, branch):
+    """The fabric manager's package for a branch and source."""
+    if source == "cuda":
+        return "nvidia-fabricmanager" if int(branch) >= CUDA_FABRICMANAGER_UNVERSIONED_FROM \
+            else f"nvidia-fabricmanager-{branch}"
+    if family == "debian":
+        raise PackageError("Debian does not package the NVIDIA fabric manager (NVSwitch systems); set "
+                           "nvidia_driver_package_source: cuda, or nvidia_driver_fabricmanager: never")
+    return f"nvidia-fabricmanager-{branch}"
+
+
+def headers_package(kernel):
+    """The kernel headers package for a running kernel (Debian and Ubuntu name them alike)."""
+    return f"linux-headers-{kernel}"
+
+
+def version_spec(name, version):
+    """An apt request for ``name`` at a driver version (any packaging revision)."""
+    return f"{name}={version}-*" if version else name
+
+
+def is_driver_package(name):
+    return bool(DRIVER_PACKAGE_RE.match(name))

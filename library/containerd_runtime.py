@@ -1,7 +1,6 @@
 #!/usr/bin/python
 """Ansible module containerd_runtime: declare a runtime in containerd's CRI plugin by a drop-in."""
 
-import glob
 import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -10,10 +9,9 @@ from ansible.module_utils.containerd_config import (
     DEFAULT_CONFIG,
     DEFAULT_DROPIN,
     ContainerdConfigError,
-    containerd_release,
-    parse,
+    containerd_facts,
+    other_imports,
     plan,
-    version_from_output,
 )
 from ansible.module_utils.daemon_state import running_state
 from ansible.module_utils.file_backup import DEFAULT_BACKUP_DIR, backup_copy
@@ -165,6 +163,14 @@ effective:
   type: dict
   sample: {"default_runtime": "nvidia", "runtimes": ["nvidia", "runc"], "cdi_enabled": true,
            "cdi_spec_dirs": ["/etc/cdi", "/var/run/cdi"]}
+restore:
+  description:
+    - How to put the files back after a failed restart, in the form verified_restart's C(restore)
+      takes - each written file with its backup, or without one when this run created it (it is
+      removed). A file that existed but was not backed up is not listed.
+  returned: always
+  type: list
+  elements: dict
 backup_files:
   description: Backups made, by file.
   returned: always
@@ -190,42 +196,9 @@ ARGUMENT_SPEC = {
     "backup": {"type": "bool", "default": False},
     "backup_dir": {"type": "path", "default": DEFAULT_BACKUP_DIR},
 }
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
-
 
 def build_module():
     return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), supports_check_mode=True)
-
-
-def containerd_facts(module, wanted_version):
-    """(version, `containerd config default` text or None)."""
-    binary = module.get_bin_path("containerd")
-    version = wanted_version
-    if version is None and binary:
-        rc, out, _ = module.run_command([binary, "--version"], environ_update=C_LOCALE)
-        version = version_from_output(out) if rc == 0 else None
-    defaults = None
-    release = containerd_release(version)
-    if binary and (release is None or release < (2, 0)):
-        rc, out, _ = module.run_command([binary, "config", "default"], environ_update=C_LOCALE)
-        defaults = out if rc == 0 else None
-    return version, defaults
-
-
-def other_imports(config_text, config_path, dropin_path):
-    """(path, text) of the files config.toml imports now, in containerd's order, ours excluded."""
-    if not config_text or not config_text.strip():
-        return []
-    imports = parse(config_text, config_path).get("imports", [])
-    found = []
-    for pattern in imports if isinstance(imports, list) else []:
-        if not isinstance(pattern, str):
-            continue
-        absolute = pattern if os.path.isabs(pattern) else os.path.join(os.path.dirname(config_path), pattern)
-        for path in sorted(glob.glob(absolute)):
-            if os.path.abspath(path) != os.path.abspath(dropin_path) and os.path.isfile(path):
-                found.append((path, read_text(path, ContainerdConfigError)))
-    return found
 
 
 def run(module):
@@ -238,6 +211,7 @@ def run(module):
         "diff": [],
         "restart_required": False,
         "stale_files": [],
+        "restore": [],
     }
     if TOML_PARSER is None:
         module.fail_json(msg=missing_required_lib(TOML_REQUIREMENT), exception=TOML_IMPORT_ERROR, **result)
@@ -245,7 +219,7 @@ def run(module):
         config_text = read_text(config_path, ContainerdConfigError)
         dropin_text = read_text(dropin_path, ContainerdConfigError)
         version, defaults = containerd_facts(module, params["containerd_version"])
-        imported = other_imports(config_text, config_path, dropin_path)
+        imported = other_imports(config_text, config_path, dropin_path, read_text)
         outcome = plan(
             config_text,
             config_path=config_path,
@@ -300,6 +274,8 @@ def run(module):
             write_text(path, after, replace=module.atomic_move)
         except OSError as exc:
             module.fail_json(msg=f"{path}: cannot write: {to_native(exc)}", **result)
+        if path in result["backup_files"] or before is None:
+            result["restore"].append({"path": path, "backup": result["backup_files"].get(path)})
     return result
 
 

@@ -99,6 +99,15 @@ stale_files:
   returned: always
   type: list
   elements: str
+restore:
+  description:
+    - How to put the file back after a failed restart, in the form verified_restart's C(restore)
+      takes - the backup, or no backup for a file this run created (it is removed). Empty when
+      nothing was written, or the file existed and no backup was kept.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"path": /etc/docker/daemon.json, "backup": /etc/docker/daemon.json.4242.2026-11-23@10:00:00~}]
 backup_file:
   description: The backup's path; null when no backup was made.
   returned: always
@@ -131,7 +140,7 @@ def build_module():
 def run(module):
     path = module.params["path"]
     result = {"changed": False, "path": path, "backup_file": None}
-    result.update(restart_required=False, stale_files=[])
+    result.update(restart_required=False, stale_files=[], restore=[])
     try:
         text = read_text(path, JSONConfigError)
         changed, new_text, config = plan(text, module.params["settings"], path, docker=True)
@@ -156,6 +165,8 @@ def run(module):
             write_text(path, new_text, NEW_FILE_MODE, replace=module.atomic_move)
         except OSError as exc:
             module.fail_json(msg=f"{path}: cannot write: {to_native(exc)}", **result)
+        if result["backup_file"] or text is None:
+            result["restore"] = [{"path": path, "backup": result["backup_file"]}]
     result["changed"] = changed
     file_args = module.load_file_common_arguments(module.params)
     if not module.check_mode or os.path.exists(path):

@@ -78,6 +78,8 @@ runtime, else true when systemd is PID 1.
 """
 
 import fnmatch
+import glob
+import os
 import re
 
 from ansible.module_utils.json_config import deep_merge
@@ -150,6 +152,48 @@ def root_version(config, path):
     if isinstance(version, bool) or not isinstance(version, int) or version not in (0, *CRI_PLUGIN):
         raise ContainerdConfigError(f"{path}: unsupported config version {version!r} (known: 1 to 4)")
     return version or 1
+
+
+C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
+
+
+def containerd_facts(module, wanted_version):
+    """(version, `containerd config default` text or None) of the node's containerd.
+
+    ``module`` gives ``get_bin_path`` and ``run_command``. The defaults are read
+    for containerd before 2.0 only (its drop-in carries the whole CRI table).
+    """
+    binary = module.get_bin_path("containerd")
+    version = wanted_version
+    if version is None and binary:
+        rc, out, _ = module.run_command([binary, "--version"], environ_update=C_LOCALE)
+        version = version_from_output(out) if rc == 0 else None
+    defaults = None
+    release = containerd_release(version)
+    if binary and (release is None or release < (2, 0)):
+        rc, out, _ = module.run_command([binary, "config", "default"], environ_update=C_LOCALE)
+        defaults = out if rc == 0 else None
+    return version, defaults
+
+
+def other_imports(config_text, config_path, dropin_path, read_text):
+    """(path, text) of the files config.toml imports now, in containerd's order, ours excluded.
+
+    Relative entries are relative to config.toml's folder; globs are expanded
+    and sorted, as containerd's ``resolveImports`` does.
+    """
+    if not config_text or not config_text.strip():
+        return []
+    imports = parse(config_text, config_path).get("imports", [])
+    found = []
+    for pattern in imports if isinstance(imports, list) else []:
+        if not isinstance(pattern, str):
+            continue
+        absolute = pattern if os.path.isabs(pattern) else os.path.join(os.path.dirname(config_path), pattern)
+        for path in sorted(glob.glob(absolute)):
+            if os.path.abspath(path) != os.path.abspath(dropin_path) and os.path.isfile(path):
+                found.append((path, read_text(path, ContainerdConfigError)))
+    return found
 
 
 # --- writing ------------------------------------------------------------------

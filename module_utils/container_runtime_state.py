@@ -486,7 +486,7 @@ class Planner:
                     f"{wanted['docker_daemon_json']} does not declare the nvidia runtime as wanted"
                 )
             info = docker["info"]
-            running = (
+            running = not docker.get("cli", True) or (  # without the docker CLI: its start time only
                 info is not None
                 and info["runtimes"].get("nvidia") == wanted["binary"]
                 and (not wanted["docker_default_runtime"] or info["default_runtime"] == "nvidia")
@@ -528,6 +528,7 @@ class Planner:
         if self.observed["toml_parser"] is None:  # config.toml is read once the TOML package is installed
             if configure:
                 plan["containerd"].update(configure=True, restart=containerd["active"], args=args)
+                self.reasons.append(f"{args['config_path']}: read once Python has a TOML reader")
             cdi = bool(configure and wanted["cdi"] and release is not None and release >= (1, 7))
             facts = {
                 "nvidia_runtime": configure,
@@ -636,6 +637,11 @@ class Planner:
                 "expect": docker_expect,
             }
         ]
+        if not (self.observed["docker"] or {}).get("cli", True):
+            # dockerd without its CLI (Debian 13's docker.io only recommends docker-cli)
+            plan["docker"]["checks"] = [
+                {"command": ["systemctl", "is-active", "docker.service"], "expect": []}
+            ]
         containerd_expect = [declared] + ([default] if wanted["containerd_default_runtime"] else [])
         plan["containerd"]["checks"] = [
             {"command": ["ctr", "version"], "expect": []},
@@ -864,6 +870,7 @@ class NodeReader:
             "version": version,
             "active": unit["active"],
             "info": info,
+            "cli": docker is not None,
             "text": text,
             "config": config,
             "stale": self.tools["stale_files"](self.started(unit), [path]),

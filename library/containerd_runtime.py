@@ -1,21 +1,22 @@
 #!/usr/bin/python
 """Ansible module containerd_runtime: declare a runtime in containerd's CRI plugin by a drop-in."""
 
-import glob
 import os
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.containerd_config import (
     DEFAULT_CONFIG,
     DEFAULT_DROPIN,
     ContainerdConfigError,
-    major_version,
-    parse,
+    containerd_facts,
+    other_imports,
     plan,
-    version_from_output,
 )
+from ansible.module_utils.daemon_state import running_state
+from ansible.module_utils.file_backup import DEFAULT_BACKUP_DIR, backup_copy
 from ansible.module_utils.text_file import read_text, write_text
+from ansible.module_utils.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
 
 DOCUMENTATION = r"""
 ---
@@ -24,21 +25,30 @@ short_description: Add a runtime such as nvidia to containerd's CRI plugin throu
 description:
   - Writes a drop-in file (O(dropin_path)) declaring the runtime under the CRI plugin
     (C(BinaryName), C(runtime_type), C(SystemdCgroup)) and, when O(set_default=true),
-    makes it the CRI default runtime.
+    makes it the CRI default runtime; with O(enable_cdi=true) it also turns on CDI where
+    containerd has it off (1.7; 2.x has it on by default).
   - Adds the drop-in to the top-level C(imports) of O(config_path) by a minimal text
-    edit that keeps everything else; a missing config.toml is created with
-    C(version) and C(imports). An imports glob that already matches the drop-in counts.
-    A re-run restores the import after a tool rewrote config.toml.
-  - The schema (1, 2 or 3, from config.toml's C(version)) picks the plugin table
-    (C(cri), C(io.containerd.grpc.v1.cri), C(io.containerd.cri.v1.runtime)); the
-    drop-in carries the same C(version).
+    edit that keeps everything else; a missing (or empty) config.toml is created with
+    C(version) and C(imports). An imports glob that already matches the drop-in counts
+    (containerd 2.2+ writes C(imports = ["/etc/containerd/conf.d/*.toml"])); containerd
+    loads the file once either way. A re-run restores the import after a tool rewrote config.toml.
+  - The schema (config.toml's C(version), 1 to 4; none means 1) picks the plugin table
+    (C(cri), C(io.containerd.grpc.v1.cri), C(io.containerd.cri.v1.runtime)); the drop-in
+    carries the same C(version), never a higher one.
   - containerd before 2.0 replaces a plugin's whole table with an imported one, so for
     it the drop-in holds the complete CRI table (C(containerd config default),
     overlaid with config.toml's and its other imports' CRI settings, overlaid with the
     runtime). containerd 2.x merges key by key, so the drop-in holds the runtime only.
-  - A config.toml that is not valid TOML, or has an unknown version, fails with its
-    path and the problem and is left untouched.
+  - A config.toml that is not valid TOML, has an unknown version, a version this
+    containerd cannot read (3 or 4 on 1.x, 4 before 2.3), or no version on containerd
+    2.0 to 2.2 (which ignore the CRI settings of such files) fails with its path and
+    the problem and is left untouched.
+  - O(restart_required) is true when containerd (O(service)) runs and either a file
+    was written or its main process started before a file's last change (a run
+    interrupted between the write and the restart).
 version_added: "1.0.0"
+requirements:
+  - tomli (python3-tomli) or toml (python3-toml) on Python 3.10 and older; Python 3.11+ has tomllib
 options:
   config_path:
     description: containerd's main configuration file.
@@ -69,13 +79,29 @@ options:
     description: Make the runtime the CRI default (C(default_runtime_name)).
     type: bool
     default: false
+  enable_cdi:
+    description: Turn on the CRI plugin's CDI support (C(enable_cdi)) where it is off; containerd 1.7+.
+    type: bool
+    default: false
   containerd_version:
     description: containerd's version; detected with C(containerd --version) when omitted.
     type: str
+  service:
+    description:
+      - The systemd unit of the containerd that reads these files; its main process is
+        compared with the files' modification times. Empty to skip the comparison.
+    type: str
+    default: containerd.service
   backup:
     description: Keep a timestamped copy of config.toml (and of an existing drop-in) before changing them.
     type: bool
     default: false
+  backup_dir:
+    description:
+      - Where the copies go, at each file's own path below it; never next to the file, where
+        an imports glob would load the copy.
+    type: path
+    default: /var/backups/gpunode
 attributes:
   check_mode:
     support: full
@@ -85,11 +111,12 @@ author: gpunode
 """
 
 EXAMPLES = r"""
-- name: Declare the nvidia runtime in containerd
+- name: Declare the nvidia runtime in containerd and make it the default
   containerd_runtime:
-    set_default: false
+    set_default: true
+    enable_cdi: true
     backup: true
-  notify: Restart containerd
+  register: containerd_nvidia
 """
 
 RETURN = r"""
@@ -102,13 +129,18 @@ files:
   returned: always
   type: list
   elements: str
-  sample: [/etc/containerd/config.toml, /etc/containerd/conf.d/99-nvidia.toml]
+  sample: [/etc/containerd/conf.d/99-nvidia.toml, /etc/containerd/config.toml]
 restart_required:
-  description: containerd must restart to read the change (same as changed).
+  description: containerd runs and has not read the files as they are (now or after this write).
   returned: always
   type: bool
+stale_files:
+  description: Files changed after the running containerd started (before this run's writes).
+  returned: always
+  type: list
+  elements: str
 schema_version:
-  description: The config schema used (1, 2 or 3).
+  description: The config schema used (1 to 4).
   returned: success
   type: int
   sample: 2
@@ -125,6 +157,20 @@ full_cri_table:
   description: Whether the drop-in carries the whole CRI table (containerd before 2.0).
   returned: success
   type: bool
+effective:
+  description: What containerd runs with once it has read the files.
+  returned: success
+  type: dict
+  sample: {"default_runtime": "nvidia", "runtimes": ["nvidia", "runc"], "cdi_enabled": true,
+           "cdi_spec_dirs": ["/etc/cdi", "/var/run/cdi"]}
+restore:
+  description:
+    - How to put the files back after a failed restart, in the form verified_restart's C(restore)
+      takes - each written file with its backup, or without one when this run created it (it is
+      removed). A file that existed but was not backed up is not listed.
+  returned: always
+  type: list
+  elements: dict
 backup_files:
   description: Backups made, by file.
   returned: always
@@ -144,55 +190,36 @@ ARGUMENT_SPEC = {
     "runtime_type": {"type": "str", "default": "io.containerd.runc.v2"},
     "systemd_cgroup": {"type": "bool"},
     "set_default": {"type": "bool", "default": False},
+    "enable_cdi": {"type": "bool", "default": False},
     "containerd_version": {"type": "str"},
+    "service": {"type": "str", "default": "containerd.service"},
     "backup": {"type": "bool", "default": False},
+    "backup_dir": {"type": "path", "default": DEFAULT_BACKUP_DIR},
 }
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
-
 
 def build_module():
     return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), supports_check_mode=True)
 
 
-def containerd_facts(module, wanted_version):
-    """(version, `containerd config default` text or None)."""
-    binary = module.get_bin_path("containerd")
-    version = wanted_version
-    if version is None and binary:
-        rc, out, _ = module.run_command([binary, "--version"], environ_update=C_LOCALE)
-        version = version_from_output(out) if rc == 0 else None
-    defaults = None
-    major = major_version(version)
-    if binary and (major is None or major < 2):
-        rc, out, _ = module.run_command([binary, "config", "default"], environ_update=C_LOCALE)
-        defaults = out if rc == 0 else None
-    return version, defaults
-
-
-def other_imports(config_text, config_path, dropin_path):
-    """(path, text) of the files config.toml imports now, in containerd's order, ours excluded."""
-    if not config_text or not config_text.strip():
-        return []
-    imports = parse(config_text, config_path).get("imports", [])
-    found = []
-    for pattern in imports if isinstance(imports, list) else []:
-        if not isinstance(pattern, str):
-            continue
-        absolute = pattern if os.path.isabs(pattern) else os.path.join(os.path.dirname(config_path), pattern)
-        for path in sorted(glob.glob(absolute)):
-            if os.path.abspath(path) != os.path.abspath(dropin_path) and os.path.isfile(path):
-                found.append((path, read_text(path, ContainerdConfigError)))
-    return found
-
-
 def run(module):
     params = module.params
     config_path, dropin_path = params["config_path"], params["dropin_path"]
-    result = {"changed": False, "files": [], "backup_files": {}, "diff": [], "restart_required": False}
+    result = {
+        "changed": False,
+        "files": [],
+        "backup_files": {},
+        "diff": [],
+        "restart_required": False,
+        "stale_files": [],
+        "restore": [],
+    }
+    if TOML_PARSER is None:
+        module.fail_json(msg=missing_required_lib(TOML_REQUIREMENT), exception=TOML_IMPORT_ERROR, **result)
     try:
         config_text = read_text(config_path, ContainerdConfigError)
         dropin_text = read_text(dropin_path, ContainerdConfigError)
         version, defaults = containerd_facts(module, params["containerd_version"])
+        imported = other_imports(config_text, config_path, dropin_path, read_text)
         outcome = plan(
             config_text,
             config_path=config_path,
@@ -202,10 +229,11 @@ def run(module):
             runtime_type=params["runtime_type"],
             systemd_cgroup=params["systemd_cgroup"],
             set_default=params["set_default"],
+            enable_cdi=params["enable_cdi"],
             containerd_version=version,
             default_config_text=defaults,
             systemd_pid1=os.path.isdir("/run/systemd/system"),
-            other_imports=other_imports(config_text, config_path, dropin_path),
+            other_imports=imported,
         )
     except ContainerdConfigError as exc:
         module.fail_json(msg=f"{exc}; left unchanged", **result)
@@ -216,6 +244,7 @@ def run(module):
         systemd_cgroup=outcome["systemd_cgroup"],
         containerd_version=version,
         full_cri_table=outcome["full_cri_table"],
+        effective=outcome["effective"],
     )
     writes = []
     for path, before, after in (
@@ -228,16 +257,25 @@ def run(module):
                 {"before_header": path, "after_header": path, "before": before or "", "after": after}
             )
     result["files"] = [path for path, _, _ in writes]
-    result["changed"] = result["restart_required"] = bool(writes)
+    result["changed"] = bool(writes)
+    read_files = [config_path, dropin_path, *(path for path, _ in imported)]
+    unit, stale = running_state(module, params["service"], read_files)
+    result["stale_files"] = stale
+    if unit is None:
+        result["restart_required"] = result["changed"]
+    else:
+        result["restart_required"] = unit["active"] and (result["changed"] or bool(stale))
     if module.check_mode:
         return result
     for path, before, after in writes:
         try:
             if params["backup"] and before is not None:
-                result["backup_files"][path] = module.backup_local(path)
+                result["backup_files"][path] = backup_copy(path, params["backup_dir"])
             write_text(path, after, replace=module.atomic_move)
         except OSError as exc:
             module.fail_json(msg=f"{path}: cannot write: {to_native(exc)}", **result)
+        if path in result["backup_files"] or before is None:
+            result["restore"].append({"path": path, "backup": result["backup_files"].get(path)})
     return result
 
 

@@ -5,6 +5,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.daemon_state import running_state
 from ansible.module_utils.json_config import JSONConfigError, plan
 from ansible.module_utils.text_file import read_text, write_text
 
@@ -23,6 +24,9 @@ description:
     pretty-printed with the file's indentation and a trailing newline.
   - A file that is not valid JSON, or not a JSON object, fails with its path and
     the line and column of the problem, and is left byte for byte as it was.
+  - O(restart_required) is true when Docker (O(service)) runs and either the file was
+    written or dockerd started before the file's last change (a run interrupted between
+    the write and the restart).
   - Docker reads runtime arguments from C(runtimeArgs). When a runtime in the file
     already has C(args) (as C(nvidia-ctk runtime configure) writes it) equal to the
     wanted C(runtimeArgs), the file is left as it is; otherwise C(runtimeArgs) is added.
@@ -37,9 +41,17 @@ options:
     type: dict
     required: true
   backup:
-    description: Keep a timestamped copy of the file before changing it.
+    description:
+      - Keep a timestamped copy of the file before changing it (next to it, since dockerd reads
+        only its own file).
     type: bool
     default: false
+  service:
+    description:
+      - The systemd unit of the daemon that reads the file; its main process is compared
+        with the file's modification time. Empty to skip the comparison.
+    type: str
+    default: docker.service
 extends_documentation_fragment:
   - ansible.builtin.files
 attributes:
@@ -78,6 +90,24 @@ config:
   returned: success
   type: dict
   sample: {"default-runtime": "nvidia", "log-driver": "json-file"}
+restart_required:
+  description: The daemon runs and has not read the file as it is (now or after this write).
+  returned: always
+  type: bool
+stale_files:
+  description: The file, when it changed after the running daemon started (before this run's write).
+  returned: always
+  type: list
+  elements: str
+restore:
+  description:
+    - How to put the file back after a failed restart, in the form verified_restart's C(restore)
+      takes - the backup, or no backup for a file this run created (it is removed). Empty when
+      nothing was written, or the file existed and no backup was kept.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"path": /etc/docker/daemon.json, "backup": /etc/docker/daemon.json.4242.2026-11-23@10:00:00~}]
 backup_file:
   description: The backup's path; null when no backup was made.
   returned: always
@@ -95,6 +125,7 @@ ARGUMENT_SPEC = {
     "path": {"type": "path", "default": "/etc/docker/daemon.json"},
     "settings": {"type": "dict", "required": True},
     "backup": {"type": "bool", "default": False},
+    "service": {"type": "str", "default": "docker.service"},
 }
 
 
@@ -109,6 +140,7 @@ def build_module():
 def run(module):
     path = module.params["path"]
     result = {"changed": False, "path": path, "backup_file": None}
+    result.update(restart_required=False, stale_files=[], restore=[])
     try:
         text = read_text(path, JSONConfigError)
         changed, new_text, config = plan(text, module.params["settings"], path, docker=True)
@@ -121,6 +153,11 @@ def run(module):
         "before": text or "",
         "after": new_text,
     }
+    unit, result["stale_files"] = running_state(module, module.params["service"], [path])
+    if unit is None:
+        result["restart_required"] = changed
+    else:
+        result["restart_required"] = unit["active"] and (changed or bool(result["stale_files"]))
     if changed and not module.check_mode:
         if module.params["backup"] and text is not None:
             result["backup_file"] = module.backup_local(path)
@@ -128,6 +165,8 @@ def run(module):
             write_text(path, new_text, NEW_FILE_MODE, replace=module.atomic_move)
         except OSError as exc:
             module.fail_json(msg=f"{path}: cannot write: {to_native(exc)}", **result)
+        if result["backup_file"] or text is None:
+            result["restore"] = [{"path": path, "backup": result["backup_file"]}]
     result["changed"] = changed
     file_args = module.load_file_common_arguments(module.params)
     if not module.check_mode or os.path.exists(path):

@@ -1,44 +1,108 @@
 """Add a runtime (nvidia) to containerd's CRI plugin through a drop-in file.
 
-Pure functions, no Ansible import; the module ``containerd_runtime`` reads the
-files, calls :func:`plan` and writes what it returns.
+Pure functions, no Ansible import; the module ``containerd_runtime`` (and the
+role's state module) read the files, call :func:`plan` and write what it
+returns.
 
 What is written:
 
 - ``config.toml`` gets our drop-in in its top-level ``imports`` array by a
   minimal text edit (everything else byte for byte); a missing file is created
   as ``version = N`` + ``imports``. An ``imports`` glob that already matches the
-  drop-in counts as present.
-- the drop-in (``/etc/containerd/conf.d/99-nvidia.toml``) is generated whole, in
-  the schema of config.toml (1: ``plugins.cri``, 2:
-  ``plugins."io.containerd.grpc.v1.cri"``, 3: ``plugins."io.containerd.cri.v1.runtime"``),
-  with the same ``version`` line (containerd reads an imported file without one
-  as version 1).
+  drop-in counts as present: containerd loads each file once, however many
+  entries name it (``loaded`` map in ``LoadConfig``, containerd 1.3 to 2.3), so
+  the ``/etc/containerd/conf.d/*.toml`` import that ``containerd config
+  default`` writes from 2.2 on (containerd PR 12323, commit 9ca659a5) imports
+  our drop-in exactly once. containerd reads that default import only from a
+  config.toml that lists it: without a config.toml it loads no file at all
+  (``cmd/containerd/command/main.go``), hence the file we create.
+- the drop-in (``/etc/containerd/conf.d/99-nvidia.toml``) is generated whole,
+  in the schema of config.toml and with the same ``version`` (see below).
+
+Config versions (``version`` at the top of config.toml) and their CRI plugin:
+
+======  ==================================  ===============================
+version  CRI plugin table                   read by containerd
+======  ==================================  ===============================
+1       ``plugins.cri``                     1.x; 2.x migrates it on load
+2       ``plugins."io.containerd.grpc.v1.cri"``  1.3+ and 2.x
+3       ``plugins."io.containerd.cri.v1.runtime"``  2.0+
+4       ``plugins."io.containerd.cri.v1.runtime"``  2.3+ (server settings moved)
+======  ==================================  ===============================
+
+Sources: containerd ``version/version.go`` ``ConfigVersion`` (3 in v2.0.0 to
+v2.2.x, 4 in v2.3.0); ``cmd/containerd/server/config/config.go`` (v2.x: a
+missing version is 0, "treated as version 1"; ``ValidateVersion`` refuses a
+higher version than ``ConfigVersion``); ``services/server/config/config.go``
+(v1.x: ``GetVersion`` reads a missing version as 1).
+
+Why the drop-in carries the root config's version, never another one:
+
+- containerd 2.0 to 2.2 migrate only version 0/1 files while loading, and
+  take the ``version`` of the last file merged: a version 3 drop-in under a
+  version 2 config.toml leaves config.toml's CRI settings unmigrated, and
+  containerd then ignores them (verified with Debian's 2.1.9: the root's
+  ``snapshotter`` was lost). With equal versions the merged config is
+  migrated as a whole.
+- containerd 2.3.0 refused a drop-in whose version is higher than the root's
+  ("drop-in config version 4 higher than root config version 2", PR 12891,
+  2026-02); PR 13939 (2026-08) reverted that, releases differ.
+- containerd 1.x checks plugin names against the merged ``version``.
+
+A config.toml without ``version`` is version 1. containerd 1.x reads it as
+such; 2.3+ migrates every file before merging, so a version 1 drop-in works;
+2.0 to 2.2 never move a version 1 file's CRI settings to the version 3 plugins
+and ignore them (verified with 2.1.9), so neither config.toml's own CRI
+settings nor a version 1 drop-in would load: that case is refused with the
+fix (give config.toml a version). A version containerd cannot read (3 or 4 on
+1.x, 4 before 2.3) is refused too: containerd would not start with it.
 
 Why the drop-in may carry more than the runtime: containerd before 2.0 merges
 imported files plugin by plugin, replacing the whole table of a plugin (for
 CRI: sandbox image, CNI paths, registries, the runc runtime...). So for
 containerd 1.x the drop-in holds the complete CRI table: containerd's defaults
-(``containerd config default``), overlaid with config.toml's own CRI table,
-overlaid with the runtime. containerd 2.x merges tables key by key, so there
+(``containerd config default``), overlaid with config.toml's own CRI table
+and its other imports', overlaid with the runtime. containerd 2.x merges
+plugin tables key by key (containerd commit a21e379b, in v2.0.0), so there
 the drop-in holds only the runtime. A re-run recomputes the drop-in from
 config.toml, so edits made there later (by kubeadm, kubespray...) are picked up.
+
+CDI (``enable_cdi``): containerd's CRI plugin supports CDI from 1.7.0 (off by
+default) and enables it by default from 2.0.0, with ``cdi_spec_dirs``
+``/etc/cdi`` and ``/var/run/cdi`` (``pkg/cri/config/config_unix.go`` v1.7.0,
+``internal/cri/config/config_unix.go`` v2.0.0). When asked, the drop-in turns
+it on where it is off; before 1.7 it cannot be.
 
 SystemdCgroup follows the node unless given: the value on config.toml's runc
 runtime, else true when systemd is PID 1.
 """
 
 import fnmatch
+import glob
+import os
 import re
 
-try:
-    import tomllib
-except ImportError:  # Python < 3.11 on the target: the small reader below
-    tomllib = None
+from ansible.module_utils.json_config import deep_merge
+from ansible.module_utils.kube_version import parse as parse_version
+from ansible.module_utils.toml_reader import loads
 
-CRI_PLUGIN = {1: "cri", 2: "io.containerd.grpc.v1.cri", 3: "io.containerd.cri.v1.runtime"}
+CRI_PLUGIN = {
+    1: "cri",
+    2: "io.containerd.grpc.v1.cri",
+    3: "io.containerd.cri.v1.runtime",
+    4: "io.containerd.cri.v1.runtime",
+}
+# The highest config version each containerd release line reads (ConfigVersion).
+CONFIG_VERSIONS = ((2, 3, 4), (2, 0, 3), (0, 0, 2))  # (major, minor, highest version), newest first
+CDI_SINCE = (1, 7)
+CDI_DEFAULT_ON_SINCE = (2, 0)
+CDI_SPEC_DIRS = ["/etc/cdi", "/var/run/cdi"]
 DEFAULT_CONFIG = "/etc/containerd/config.toml"
 DEFAULT_DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
+DROPIN_HEADER = (
+    "# Written by gpunode (containerd_runtime); changes here are overwritten.\n"
+    "# Imported from config.toml; see its imports line.\n"
+)
 
 
 class ContainerdConfigError(Exception):
@@ -50,177 +114,86 @@ class ContainerdConfigError(Exception):
 
 def parse(text, path):
     """Parse TOML text into a dict; raises ContainerdConfigError naming ``path``."""
-    try:
-        if tomllib is not None:
-            return tomllib.loads(text)
-        return MiniToml(text).parse()
-    except (ValueError, IndexError) as exc:  # tomllib.TOMLDecodeError is a ValueError
-        raise ContainerdConfigError(f"{path}: not valid TOML: {exc}") from exc
+    return loads(text, path, ContainerdConfigError)
 
 
-class MiniToml:
-    """A TOML reader for the subset containerd configs use (Python < 3.11 only).
-
-    Tables, dotted and quoted keys, basic and literal strings, integers,
-    floats, booleans, arrays (multi-line) and inline tables; no dates,
-    multi-line strings or arrays of tables.
-    """
-
-    BARE = re.compile(r"[A-Za-z0-9_-]+")
-    NUMBER = re.compile(r"[+-]?[0-9_]+(\.[0-9_]+)?([eE][+-]?[0-9]+)?")
-
-    def __init__(self, text):
-        self.text = text
-        self.pos = 0
-        self.line = 1
-
-    def fail(self, message):
-        raise ValueError(f"{message} (at line {self.text.count(chr(10), 0, self.pos) + 1})")
-
-    def skip(self, newlines=False):
-        while self.pos < len(self.text):
-            char = self.text[self.pos]
-            if char in " \t\r" or (newlines and char == "\n"):
-                self.pos += 1
-            elif char == "#":
-                end = self.text.find("\n", self.pos)
-                self.pos = len(self.text) if end < 0 else end
-            else:
-                return
-
-    def parse(self):
-        root = {}
-        table = root
-        while True:
-            self.skip(newlines=True)
-            if self.pos >= len(self.text):
-                return root
-            if self.text.startswith("[[", self.pos):
-                self.fail("arrays of tables are not supported")
-            if self.text[self.pos] == "[":
-                self.pos += 1
-                keys = self.key()
-                self.expect("]")
-                table = root
-                for key in keys:
-                    table = table.setdefault(key, {})
-                    if not isinstance(table, dict):
-                        self.fail(f"{key} is not a table")
-            else:
-                keys = self.key()
-                self.expect("=")
-                self.assign(table, keys, self.value())
-            self.skip()
-            if self.pos < len(self.text) and self.text[self.pos] != "\n":
-                self.fail("expected the end of the line")
-
-    def assign(self, table, keys, value):
-        for key in keys[:-1]:
-            table = table.setdefault(key, {})
-        if keys[-1] in table:
-            self.fail(f"duplicate key {keys[-1]}")
-        table[keys[-1]] = value
-
-    def expect(self, char):
-        self.skip()
-        if not self.text.startswith(char, self.pos):
-            self.fail(f"expected {char!r}")
-        self.pos += 1
-
-    def key(self):
-        keys = []
-        while True:
-            self.skip()
-            char = self.text[self.pos : self.pos + 1]
-            if char in ('"', "'"):
-                keys.append(self.string())
-            else:
-                match = self.BARE.match(self.text, self.pos)
-                if not match:
-                    self.fail("expected a key")
-                keys.append(match.group())
-                self.pos = match.end()
-            self.skip()
-            if not self.text.startswith(".", self.pos):
-                return keys
-            self.pos += 1
-
-    def string(self):
-        quote = self.text[self.pos]
-        if self.text.startswith(quote * 3, self.pos):
-            self.fail("multi-line strings are not supported")
-        self.pos += 1
-        out = []
-        while self.pos < len(self.text):
-            char = self.text[self.pos]
-            self.pos += 1
-            if char == quote:
-                return "".join(out)
-            if char == "\n":
-                break
-            if char == "\\" and quote == '"':
-                code = self.text[self.pos]
-                self.pos += 1
-                simple = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\"}
-                if code in simple:
-                    out.append(simple[code])
-                elif code in "uU":
-                    width = 4 if code == "u" else 8
-                    out.append(chr(int(self.text[self.pos : self.pos + width], 16)))
-                    self.pos += width
-                else:
-                    self.fail(f"bad escape \\{code}")
-            else:
-                out.append(char)
-        self.fail("unterminated string")
+def containerd_release(containerd_version):
+    """``(major, minor)`` from ``'1.6.20~ds1'``, ``'v2.0.4'`` or ``--version`` output; None if unknown."""
+    if not containerd_version:
         return None
+    try:
+        major, minor, _patch = parse_version(containerd_version, ContainerdConfigError, "containerd version")
+    except ContainerdConfigError:
+        return None
+    return major, minor
 
-    def value(self):
-        self.skip()
-        char = self.text[self.pos : self.pos + 1]
-        if char in ('"', "'"):
-            return self.string()
-        if char == "[":
-            self.pos += 1
-            items = []
-            while True:
-                self.skip(newlines=True)
-                if self.text.startswith("]", self.pos):
-                    self.pos += 1
-                    return items
-                items.append(self.value())
-                self.skip(newlines=True)
-                if self.text.startswith(",", self.pos):
-                    self.pos += 1
-                elif not self.text.startswith("]", self.pos):
-                    self.fail("expected ',' or ']'")
-        if char == "{":
-            self.pos += 1
-            table = {}
-            self.skip()
-            if self.text.startswith("}", self.pos):
-                self.pos += 1
-                return table
-            while True:
-                keys = self.key()
-                self.expect("=")
-                self.assign(table, keys, self.value())
-                self.skip()
-                if self.text.startswith("}", self.pos):
-                    self.pos += 1
-                    return table
-                self.expect(",")
-        specials = (("true", True), ("false", False), ("+inf", float("inf")), ("-inf", float("-inf")))
-        for word, result in (*specials, ("inf", float("inf"))):
-            if self.text.startswith(word, self.pos):
-                self.pos += len(word)
-                return result
-        match = self.NUMBER.match(self.text, self.pos)
-        if not match:
-            self.fail("expected a value")
-        self.pos = match.end()
-        number = match.group().replace("_", "")
-        return float(number) if match.group(1) or match.group(2) else int(number)
+
+def version_from_output(output):
+    """The version in `containerd --version` output, e.g. ``'1.6.20~ds1'``; None if absent."""
+    for token in (output or "").split():
+        if re.match(r"v?\d+\.\d+", token):
+            return token[1:] if token.startswith("v") else token
+    return None
+
+
+def highest_config_version(release):
+    """The highest config ``version`` a containerd ``(major, minor)`` reads; None if unknown."""
+    if release is None:
+        return None
+    for major, minor, version in CONFIG_VERSIONS:
+        if release >= (major, minor):
+            return version
+    return None
+
+
+def root_version(config, path):
+    """config.toml's version as containerd reads it: 1 to 4 (absent means 1)."""
+    version = config.get("version", 0)
+    if isinstance(version, bool) or not isinstance(version, int) or version not in (0, *CRI_PLUGIN):
+        raise ContainerdConfigError(f"{path}: unsupported config version {version!r} (known: 1 to 4)")
+    return version or 1
+
+
+C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
+
+
+def containerd_facts(module, wanted_version):
+    """(version, `containerd config default` text or None) of the node's containerd.
+
+    ``module`` gives ``get_bin_path`` and ``run_command``. The defaults are read
+    for containerd before 2.0 only (its drop-in carries the whole CRI table).
+    """
+    binary = module.get_bin_path("containerd")
+    version = wanted_version
+    if version is None and binary:
+        rc, out, _ = module.run_command([binary, "--version"], environ_update=C_LOCALE)
+        version = version_from_output(out) if rc == 0 else None
+    defaults = None
+    release = containerd_release(version)
+    if binary and (release is None or release < (2, 0)):
+        rc, out, _ = module.run_command([binary, "config", "default"], environ_update=C_LOCALE)
+        defaults = out if rc == 0 else None
+    return version, defaults
+
+
+def other_imports(config_text, config_path, dropin_path, read_text):
+    """(path, text) of the files config.toml imports now, in containerd's order, ours excluded.
+
+    Relative entries are relative to config.toml's folder; globs are expanded
+    and sorted, as containerd's ``resolveImports`` does.
+    """
+    if not config_text or not config_text.strip():
+        return []
+    imports = parse(config_text, config_path).get("imports", [])
+    found = []
+    for pattern in imports if isinstance(imports, list) else []:
+        if not isinstance(pattern, str):
+            continue
+        absolute = pattern if os.path.isabs(pattern) else os.path.join(os.path.dirname(config_path), pattern)
+        for path in sorted(glob.glob(absolute)):
+            if os.path.abspath(path) != os.path.abspath(dropin_path) and os.path.isfile(path):
+                found.append((path, read_text(path, ContainerdConfigError)))
+    return found
 
 
 # --- writing ------------------------------------------------------------------
@@ -272,38 +245,6 @@ def dumps(data):
 # --- the plan -----------------------------------------------------------------
 
 
-def deep_merge(base, overlay):
-    merged = dict(base)
-    for key, value in overlay.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def schema_version(config, path):
-    """1, 2 or 3 from the ``version`` key (absent: 1, as containerd reads it)."""
-    version = config.get("version", 1)
-    if version not in CRI_PLUGIN or isinstance(version, bool):
-        raise ContainerdConfigError(f"{path}: unsupported config version {version!r} (known: 1, 2, 3)")
-    return version
-
-
-def major_version(containerd_version):
-    """1 from '1.6.20~ds1' or 'v1.7.2'; None when unknown."""
-    match = re.match(r"v?(\d+)\.", containerd_version or "")
-    return int(match.group(1)) if match else None
-
-
-def version_from_output(output):
-    """The version in `containerd --version` output, e.g. '1.6.20~ds1'; None if absent."""
-    for token in (output or "").split():
-        if re.match(r"v?\d+\.\d+", token):
-            return token.lstrip("v")
-    return None
-
-
 def _table(config, *keys):
     for key in keys:
         config = config.get(key) if isinstance(config, dict) else None
@@ -314,9 +255,9 @@ def cri_table(config, version):
     return _table(config, "plugins", CRI_PLUGIN[version])
 
 
-def detect_systemd_cgroup(config, version, systemd_pid1):
-    """SystemdCgroup from the runc runtime in ``config``, else whether systemd is PID 1."""
-    options = _table(cri_table(config, version), "containerd", "runtimes", "runc", "options")
+def detect_systemd_cgroup(cri, systemd_pid1):
+    """SystemdCgroup of the runc runtime in a CRI table, else whether systemd is PID 1."""
+    options = _table(cri, "containerd", "runtimes", "runc", "options")
     if isinstance(options.get("SystemdCgroup"), bool):
         return options["SystemdCgroup"]
     return bool(systemd_pid1)
@@ -386,10 +327,55 @@ def render_dropin(version, cri):
     data = {"plugins": {CRI_PLUGIN[version]: cri}}
     if version > 1:
         data = {"version": version, **data}
-    return (
-        "# Written by gpunode (containerd_runtime); changes here are overwritten.\n"
-        "# Imported from config.toml; see its imports line.\n" + dumps(data)
-    )
+    return DROPIN_HEADER + dumps(data)
+
+
+def check_readable(version, release, config_path, containerd_version):
+    """Refuse a config.toml that this containerd cannot read, or reads without its CRI settings."""
+    highest = highest_config_version(release)
+    if highest is not None and version > highest:
+        if release < (2, 0):
+            why = "which does not know its plugin names and would run without its CRI settings"
+        else:
+            why = "which refuses to start with it"
+        raise ContainerdConfigError(
+            f"{config_path}: config version {version} needs containerd {'2.3' if version == 4 else '2.0'} "
+            f"or newer, this is {containerd_version}, {why}"
+        )
+    if version == 1 and release is not None and (2, 0) <= release < (2, 3):
+        raise ContainerdConfigError(
+            f"{config_path}: has no `version` line, so containerd {containerd_version} reads it as version 1 "
+            "and ignores the CRI settings of version 1 files (2.0 to 2.2 do not migrate them; 2.3 does), "
+            "so a runtime declared for it would not load either. Give the file a version: "
+            "`containerd config migrate` prints it converted to version 3"
+        )
+
+
+def effective_cri(config, version, others, ours, release):
+    """The CRI table containerd ends up with: config.toml, its other imports, then our drop-in.
+
+    containerd 2.x merges plugin tables key by key; 1.x lets each file's CRI
+    table replace the previous one whole.
+    """
+    tables = [cri_table(config, version)]
+    tables += [cri_table(data, version) for data in others]
+    tables.append(ours)
+    merged = {}
+    for table in tables:
+        if not table:
+            continue
+        merged = deep_merge(merged, table) if release is None or release >= (2, 0) else table
+    return merged
+
+
+def cdi_state(cri, release):
+    """``(enabled, spec_dirs)`` of a CRI table under containerd ``release``."""
+    if release is not None and release < CDI_SINCE:
+        return False, []
+    default_on = release is None or release >= CDI_DEFAULT_ON_SINCE
+    enabled = cri.get("enable_cdi", default_on)
+    dirs = cri.get("cdi_spec_dirs", CDI_SPEC_DIRS)
+    return enabled is True, list(dirs) if isinstance(dirs, list) else list(CDI_SPEC_DIRS)
 
 
 def plan(
@@ -402,6 +388,7 @@ def plan(
     runtime_type="io.containerd.runc.v2",
     systemd_cgroup=None,
     set_default=False,
+    enable_cdi=False,
     containerd_version=None,
     default_config_text=None,
     systemd_pid1=True,
@@ -415,33 +402,32 @@ def plan(
     containerd < 2); ``other_imports`` are (path, text) of files config.toml
     already imports, merged in order (containerd 1.x lets later files win).
     Returns a dict: config_text, dropin_text (new texts), schema_version,
-    systemd_cgroup, full_cri_table (bool), warnings. Raises ContainerdConfigError.
+    systemd_cgroup, full_cri_table (bool), warnings, and ``effective``: what
+    containerd runs with once it has read them (default_runtime, runtimes,
+    cdi_enabled, cdi_spec_dirs). Raises ContainerdConfigError.
     """
     config = parse(config_text, config_path) if config_text and config_text.strip() else {}
-    major = major_version(containerd_version)
-    new_file_version = 3 if major is not None and major >= 2 else 2
-    version = schema_version(config, config_path) if config else new_file_version
-    if version == 3 and major is not None and major < 2:
-        raise ContainerdConfigError(
-            f"{config_path}: version 3 needs containerd 2.x, this is {containerd_version}; left unchanged"
-        )
+    release = containerd_release(containerd_version)
+    # absent, empty or only comments: containerd runs on its defaults, and we write the newest
+    # version it reads (a version 1 file would lose its CRI settings on containerd 2.0 to 2.2)
+    fresh = not config
+    version = highest_config_version(release) or 2 if fresh else root_version(config, config_path)
+    check_readable(version, release, config_path, containerd_version)
     warnings = []
 
+    others = [parse(text, path) for path, text in other_imports if text and text.strip()]
     user_cri = cri_table(config, version)
-    for path, text in other_imports:
-        if text and text.strip():
-            user_cri = deep_merge(user_cri, cri_table(parse(text, path), version))
+    for data in others:
+        user_cri = deep_merge(user_cri, cri_table(data, version))
     if systemd_cgroup is None:
-        user = {"plugins": {CRI_PLUGIN[version]: user_cri}}
-        systemd_cgroup = detect_systemd_cgroup(user, version, systemd_pid1)
+        systemd_cgroup = detect_systemd_cgroup(user_cri, systemd_pid1)
     ours = runtime_tables(name, binary_name, runtime_type, systemd_cgroup, set_default)
 
-    full = major is None or major < 2
+    full = release is None or release < (2, 0)
     if full:
         base = {}
         if default_config_text and default_config_text.strip():
-            defaults = parse(default_config_text, "containerd config default")
-            plugins = _table(defaults, "plugins")
+            plugins = _table(parse(default_config_text, "containerd config default"), "plugins")
             base = _table(plugins, CRI_PLUGIN[2]) or _table(plugins, CRI_PLUGIN[version])
         else:
             warnings.append(
@@ -451,6 +437,16 @@ def plan(
         cri = deep_merge(deep_merge(base, user_cri), ours)
     else:
         cri = ours
+    if enable_cdi:
+        effective_before = effective_cri(config, version, others, cri, release)
+        enabled, _dirs = cdi_state(effective_before, release)
+        if release is not None and release < CDI_SINCE:
+            warnings.append(
+                f"containerd {containerd_version} has no CDI support (it came with 1.7): "
+                "devices are injected by the nvidia runtime only"
+            )
+        elif not enabled:
+            cri = deep_merge(cri, {"enable_cdi": True})
     if cri_disabled(config, version):
         warnings.append(
             f"{config_path}: the CRI plugin is disabled (disabled_plugins); Kubernetes cannot use "
@@ -459,11 +455,20 @@ def plan(
 
     new_dropin = render_dropin(version, cri)
     new_config = config_text
-    if not imports_dropin(config, dropin_path) or config_text is None:
+    if fresh:
+        kept = config_text or ""
+        if kept and not kept.endswith("\n"):
+            kept += "\n"
+        new_config = kept + add_import(None, dropin_path, version)
+    elif not imports_dropin(config, dropin_path):
         new_config = add_import(config_text, dropin_path, version)
+    if new_config != config_text:
         check = parse(new_config, config_path)
         if not imports_dropin(check, dropin_path):
             raise ContainerdConfigError(f"{config_path}: could not add {dropin_path} to imports")
+    effective = effective_cri(config, version, others, cri, release)
+    cdi_enabled, cdi_dirs = cdi_state(effective, release)
+    runtimes = _table(effective, "containerd", "runtimes")
     return {
         "config_text": new_config,
         "dropin_text": new_dropin,
@@ -471,4 +476,10 @@ def plan(
         "systemd_cgroup": systemd_cgroup,
         "full_cri_table": full,
         "warnings": warnings,
+        "effective": {
+            "default_runtime": _table(effective, "containerd").get("default_runtime_name", "runc"),
+            "runtimes": sorted(set(runtimes) | {"runc"}),
+            "cdi_enabled": cdi_enabled,
+            "cdi_spec_dirs": cdi_dirs,
+        },
     }

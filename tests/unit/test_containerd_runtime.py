@@ -1,17 +1,22 @@
-"""library/containerd_runtime: main() writes both files, check mode, diff, errors."""
+"""library/containerd_runtime: main() writes both files, check mode, diff, errors, running state."""
 
 import os
+import time
 
 import containerd_runtime
 import pytest
-import tomllib
 import yaml
+from ansible.module_utils import daemon_state, toml_reader
 from conftest import FIXTURES
 
 OWN = FIXTURES / "docker"
 DEFAULTS = (OWN / "containerd-config-default-1.6.20-debian.toml").read_text()
 DEBIAN = OWN / "containerd-config.toml-debian-bookworm-default.toml"
 OLD = 1_500_000_000
+
+
+def load(text):
+    return toml_reader.loads(text, "test", AssertionError)
 
 
 @pytest.fixture
@@ -31,39 +36,47 @@ def _paths(tmp_path, source=DEBIAN):
 
 
 def _args(config, dropin, **extra):
-    return {"config_path": str(config), "dropin_path": str(dropin), **extra}
+    return {"config_path": str(config), "dropin_path": str(dropin), "service": "", **extra}
 
 
-def test_writes_dropin_and_import(run_module, tmp_path, containerd_16):
+def test_writes_dropin_and_import_and_keeps_backups_out_of_conf_d(run_module, tmp_path, containerd_16):
     config, dropin = _paths(tmp_path)
     original = config.read_text()
+    backups = tmp_path / "backups"
 
-    ok, result = run_module(containerd_runtime, _args(config, dropin, backup=True), diff=True)
+    ok, result = run_module(
+        containerd_runtime, _args(config, dropin, backup=True, backup_dir=str(backups)), diff=True
+    )
 
     assert ok, result
     assert result["changed"] and result["restart_required"]
     assert result["files"] == [str(dropin), str(config)]
-    assert tomllib.loads(config.read_text())["imports"] == [str(dropin)]
+    assert load(config.read_text())["imports"] == [str(dropin)]
     assert config.read_text().replace(f'imports = ["{dropin}"]\n', "") == original
-    cri = tomllib.loads(dropin.read_text())["plugins"]["io.containerd.grpc.v1.cri"]
+    cri = load(dropin.read_text())["plugins"]["io.containerd.grpc.v1.cri"]
     assert cri["cni"]["bin_dir"] == "/usr/lib/cni"  # Debian's own setting survives the import
     options = cri["containerd"]["runtimes"]["nvidia"]["options"]
     assert options["BinaryName"] == "/usr/bin/nvidia-container-runtime"
-    with open(result["backup_files"][str(config)]) as handle:
+    backup = result["backup_files"][str(config)]
+    assert backup.startswith(str(backups) + str(tmp_path))  # the file's own path below backup_dir
+    with open(backup) as handle:
         assert handle.read() == original
+    assert os.listdir(dropin.parent) == ["99-nvidia.toml"]  # nothing an imports glob could load
     assert len(result["diff"]) == 2
+    assert result["effective"]["default_runtime"] == "runc"
 
 
 def test_second_run_changes_nothing(run_module, tmp_path, containerd_16):
     config, dropin = _paths(tmp_path)
-    run_module(containerd_runtime, _args(config, dropin))
+    run_module(containerd_runtime, _args(config, dropin, set_default=True))
     os.utime(config, (OLD, OLD))
     os.utime(dropin, (OLD, OLD))
 
-    ok, result = run_module(containerd_runtime, _args(config, dropin))
+    ok, result = run_module(containerd_runtime, _args(config, dropin, set_default=True))
 
     assert ok and not result["changed"] and result["files"] == []
     assert config.stat().st_mtime == OLD and dropin.stat().st_mtime == OLD
+    assert result["effective"]["default_runtime"] == "nvidia"
 
 
 def test_rewritten_config_gets_the_import_back(run_module, tmp_path, containerd_16):
@@ -74,7 +87,7 @@ def test_rewritten_config_gets_the_import_back(run_module, tmp_path, containerd_
     ok, result = run_module(containerd_runtime, _args(config, dropin))
 
     assert ok and result["files"] == [str(config)]
-    assert str(dropin) in tomllib.loads(config.read_text())["imports"]
+    assert str(dropin) in load(config.read_text())["imports"]
 
 
 def test_check_mode_writes_nothing(run_module, tmp_path, containerd_16):
@@ -93,7 +106,7 @@ def test_missing_config_is_created(run_module, tmp_path, containerd_16):
     config, dropin = _paths(tmp_path, source=None)
     ok, result = run_module(containerd_runtime, _args(config, dropin))
     assert ok and result["changed"]
-    assert tomllib.loads(config.read_text()) == {"version": 2, "imports": [str(dropin)]}
+    assert load(config.read_text()) == {"version": 2, "imports": [str(dropin)]}
     assert oct(config.stat().st_mode & 0o777) == "0o644"
 
 
@@ -111,16 +124,29 @@ def test_malformed_config_fails_untouched(run_module, tmp_path, containerd_16, s
     assert not dropin.exists()
 
 
+def test_version_4_on_containerd_2_1_fails_untouched(run_module, tmp_path, monkeypatch):
+    monkeypatch.setattr(containerd_runtime.AnsibleModule, "get_bin_path", lambda self, *a, **k: None)
+    config, dropin = _paths(tmp_path, OWN / "containerd-config.toml-v4-containerd2.3-server-plugins.toml")
+
+    ok, result = run_module(containerd_runtime, _args(config, dropin, containerd_version="2.1.9"))
+
+    assert not ok
+    assert "config version 4 needs containerd 2.3 or newer, this is 2.1.9" in result["msg"]
+    assert config.stat().st_mtime == OLD and not dropin.exists()
+
+
 def test_containerd_2_from_the_version_argument(run_module, tmp_path, monkeypatch):
     monkeypatch.setattr(containerd_runtime.AnsibleModule, "get_bin_path", lambda self, *a, **k: None)
     config, dropin = _paths(tmp_path, OWN / "containerd-config.toml-v3-containerd2.toml")
 
-    args = _args(config, dropin, containerd_version="2.0.2", set_default=True)
+    args = _args(config, dropin, containerd_version="2.0.2", set_default=True, enable_cdi=True)
     ok, result = run_module(containerd_runtime, args)
 
     assert ok and result["schema_version"] == 3 and not result["full_cri_table"]
-    cri = tomllib.loads(dropin.read_text())["plugins"]["io.containerd.cri.v1.runtime"]
+    cri = load(dropin.read_text())["plugins"]["io.containerd.cri.v1.runtime"]
     assert cri["containerd"]["default_runtime_name"] == "nvidia"
+    assert "enable_cdi" not in cri  # on by default in 2.x
+    assert result["effective"]["cdi_enabled"] is True
 
 
 def test_other_imports_are_read_from_disk(run_module, tmp_path, containerd_16):
@@ -135,8 +161,63 @@ def test_other_imports_are_read_from_disk(run_module, tmp_path, containerd_16):
     ok, _ = run_module(containerd_runtime, _args(config, dropin))
 
     assert ok
-    cri = tomllib.loads(dropin.read_text())["plugins"]["io.containerd.grpc.v1.cri"]
+    cri = load(dropin.read_text())["plugins"]["io.containerd.grpc.v1.cri"]
     assert cri["registry"]["config_path"] == "/r"
+
+
+def _running(monkeypatch, started, active=True):
+    """containerd.service runs, its main process started at ``started``."""
+    monkeypatch.setattr(
+        daemon_state,
+        "units_state",
+        lambda module, units: {u: {"active": active, "pid": 4242, "loaded": True} for u in units},
+    )
+    monkeypatch.setattr(daemon_state, "process_start", lambda pid: started)
+
+
+def test_a_write_the_daemon_has_not_read_needs_a_restart(run_module, tmp_path, containerd_16, monkeypatch):
+    """A run killed between the write and the restart: the next run restarts."""
+    config, dropin = _paths(tmp_path)
+    run_module(containerd_runtime, _args(config, dropin))
+    _running(monkeypatch, started=time.time() - 3600)
+
+    ok, result = run_module(containerd_runtime, _args(config, dropin, service="containerd.service"))
+
+    assert ok and not result["changed"]
+    assert result["restart_required"]
+    assert sorted(result["stale_files"]) == sorted([str(config), str(dropin)])
+
+
+def test_a_daemon_started_after_the_write_needs_nothing(run_module, tmp_path, containerd_16, monkeypatch):
+    config, dropin = _paths(tmp_path)
+    run_module(containerd_runtime, _args(config, dropin))
+    _running(monkeypatch, started=time.time() + 1)
+
+    ok, result = run_module(
+        containerd_runtime, _args(config, dropin, service="containerd.service"), check_mode=True
+    )
+
+    assert ok and not result["changed"] and not result["restart_required"] and result["stale_files"] == []
+
+
+def test_a_stopped_daemon_needs_no_restart(run_module, tmp_path, containerd_16, monkeypatch):
+    config, dropin = _paths(tmp_path)
+    _running(monkeypatch, started=None, active=False)
+
+    ok, result = run_module(containerd_runtime, _args(config, dropin, service="containerd.service"))
+
+    assert ok and result["changed"] and not result["restart_required"]
+
+
+def test_without_a_toml_parser_it_fails_naming_the_packages(run_module, tmp_path, monkeypatch):
+    monkeypatch.setattr(containerd_runtime, "TOML_PARSER", None)
+    config, dropin = _paths(tmp_path)
+
+    ok, result = run_module(containerd_runtime, _args(config, dropin))
+
+    assert not ok
+    assert "python3-tomli" in result["msg"] and "python3-toml" in result["msg"]
+    assert config.stat().st_mtime == OLD
 
 
 def test_documentation_matches_argument_spec():

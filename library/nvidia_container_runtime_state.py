@@ -1,0 +1,320 @@
+#!/usr/bin/python
+"""Ansible module nvidia_container_runtime_state: the container runtime's whole state, a plan, the facts."""
+
+import os
+import platform
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.container_runtime_state import NodeReader, Planner, RuntimeStateError
+from ansible.module_utils.containerd_config import (
+    DEFAULT_CONFIG,
+    DEFAULT_DROPIN,
+    containerd_facts,
+    other_imports,
+)
+from ansible.module_utils.containerd_config import plan as containerd_plan
+from ansible.module_utils.daemon_state import process_start, stale_files, units_state
+from ansible.module_utils.json_config import JSONConfigError
+from ansible.module_utils.json_config import parse as parse_json
+from ansible.module_utils.json_config import plan as json_plan
+from ansible.module_utils.text_file import read_text
+from ansible.module_utils.toml_reader import TOML_PACKAGES, TOML_PARSER
+
+try:
+    import yaml
+except ImportError:  # python3-yaml: needed on RKE2/k3s nodes only; the plan installs it there
+    yaml = None
+    YAML_IMPORT_ERROR = traceback.format_exc()
+else:
+    YAML_IMPORT_ERROR = None
+
+DOCUMENTATION = r"""
+---
+module: nvidia_container_runtime_state
+short_description: Read a node's NVIDIA container runtime state, plan its convergence, publish facts
+description:
+  - One call returns what the role C(nvidia_container_runtime) needs to decide, so a converged
+    node costs one round trip. It changes nothing.
+  - "It reads: the toolkit's repository key and source, the packages installed and what apt knows
+    about them (C(apt-cache policy), only when something may be installed), the container engines
+    (Docker, containerd, RKE2's or k3s's containerd), daemon.json and containerd's files compared
+    with what the writing modules would make of them (C(docker_daemon_config),
+    C(containerd_runtime): the same code), whether the running daemons run what the files say
+    (C(docker info), the main process's start time against the files), the kubelet's engine, and
+    the CDI spec."
+  - The plan says what differs and why (C(plan.reasons)); the facts describe the node as it will be
+    once the plan is applied (in check mode, as far as it can be predicted).
+  - RKE2 and k3s generate their containerd configuration at every start and detect the nvidia
+    runtime themselves; the plan sets their C(default-runtime) option in a config.yaml.d drop-in and
+    restarts them, never editing the generated file.
+version_added: "1.1.0"
+requirements:
+  - tomli (python3-tomli) or toml (python3-toml) on Python 3.10 and older, to read containerd's
+    configuration (Python 3.11+ has tomllib); without it the plan installs it first.
+  - PyYAML (python3-yaml) on RKE2/k3s nodes, to read their config.yaml; without it the plan installs it first.
+options:
+  package:
+    description: The package that brings the runtime.
+    type: str
+    choices: [nvidia-container-toolkit, nvidia-docker2]
+    default: nvidia-container-toolkit
+  version:
+    description: The apt version the package must be at; empty for any.
+    type: str
+    default: ""
+  manage_repo:
+    description: Whether the repository key and source are part of the plan.
+    type: bool
+    default: true
+  repo_url:
+    description: The flat apt repository (suite "/").
+    type: str
+    default: "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"
+  repo_key_checksum:
+    description: C(algorithm:hex) checksum of the key file; empty to trust any key file present.
+    type: str
+    default: ""
+  keyring:
+    description: Where the repository key is kept (C(Signed-By)).
+    type: path
+    default: /etc/apt/keyrings/nvidia-container-toolkit.asc
+  sources_path:
+    description: The deb822 source file of the repository.
+    type: path
+    default: /etc/apt/sources.list.d/nvidia-container-toolkit.sources
+  engines:
+    description: C(auto) (the installed engines) or a list of C(docker), C(containerd).
+    type: raw
+    default: auto
+  binary:
+    description: The nvidia runtime binary the engines call.
+    type: path
+    default: /usr/bin/nvidia-container-runtime
+  docker_default_runtime:
+    description: Whether nvidia must be Docker's default runtime.
+    type: bool
+    default: true
+  docker_daemon_json:
+    description: Docker's configuration file.
+    type: path
+    default: /etc/docker/daemon.json
+  containerd_default_runtime:
+    description: Whether nvidia must be containerd's CRI default runtime (RKE2/k3s, their C(default-runtime)).
+    type: bool
+    default: true
+  containerd_systemd_cgroup:
+    description: SystemdCgroup of the nvidia runtime; null follows the node.
+    type: bool
+  containerd_config:
+    description: containerd's config.toml.
+    type: path
+    default: /etc/containerd/config.toml
+  containerd_dropin:
+    description: The drop-in the role owns.
+    type: path
+    default: /etc/containerd/conf.d/99-nvidia.toml
+  cdi:
+    description: Whether the engines must have CDI on and the node a CDI spec for its GPUs.
+    type: bool
+    default: true
+  driver_version:
+    description: The loaded NVIDIA driver's version; read from C(/sys/module/nvidia/version) when empty.
+    type: str
+    default: ""
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+author: gpunode
+"""
+
+EXAMPLES = r"""
+- name: Read the container runtime's state and plan
+  nvidia_container_runtime_state:
+    version: 1.17.8-1
+    engines: auto
+  register: runtime_state
+
+- name: Converge only when something differs
+  ansible.builtin.include_tasks: apply.yml
+  when: runtime_state.plan.changes
+"""
+
+RETURN = r"""
+changed:
+  description: Always false; the module only reads.
+  returned: always
+  type: bool
+plan:
+  description: What differs and what the role does about it.
+  returned: success
+  type: dict
+  contains:
+    changes:
+      description: Whether anything is to be done.
+      type: bool
+    reasons:
+      description: Why, one line per difference.
+      type: list
+      elements: str
+    warnings:
+      description: Problems the user should know about (also emitted as warnings).
+      type: list
+      elements: str
+    notes:
+      description: Facts that explain the plan (no CDI on an old engine, no driver loaded yet...).
+      type: list
+      elements: str
+    repo_key:
+      description: Download the repository key.
+      type: bool
+    repo_source:
+      description: Write the repository source (C(sources_text)).
+      type: bool
+    sources_text:
+      description: The deb822 source file's content.
+      type: str
+    update_cache:
+      description: Refresh the package index (a package to install is unknown to it, or the source is new).
+      type: bool
+    install:
+      description: Install C(packages).
+      type: bool
+    packages:
+      description: apt package specs to install (C(name) or C(name=version)).
+      type: list
+      elements: str
+    packages_known:
+      description: Whether apt knows every package to install now (false on a fresh node).
+      type: bool
+    docker:
+      description: C(configure) (merge C(settings) into daemon.json), C(restart).
+      type: dict
+    containerd:
+      description: C(configure) (call containerd_runtime with C(args)), C(restart).
+      type: dict
+    rancher:
+      description: RKE2/k3s - C(flavor), C(unit), C(dropin_path), C(dropin_text) (null to remove),
+        C(generated), C(configure), C(restart).
+      type: dict
+    cdi:
+      description: C(action) (null, C(generate) with nvidia-ctk, C(refresh) with nvidia-cdi-refresh)
+        and C(path).
+      type: dict
+ansible_facts:
+  description: The facts the cluster add-ons read.
+  returned: success
+  type: dict
+  contains:
+    nvidia_container_runtime:
+      description: C(toolkit_version), C(engines) (per engine C(nvidia_runtime), C(default_runtime),
+        C(managed_by)), C(kubelet_engine), C(cdi) (C(enabled), C(spec_dirs)).
+      type: dict
+      sample:
+        toolkit_version: 1.17.8
+        engines:
+          docker: {nvidia_runtime: true, default_runtime: nvidia, managed_by: docker}
+          containerd: {nvidia_runtime: true, default_runtime: nvidia, managed_by: containerd}
+        kubelet_engine: containerd
+        cdi: {enabled: true, spec_dirs: [/etc/cdi, /var/run/cdi]}
+"""
+
+ARGUMENT_SPEC = {
+    "package": {
+        "type": "str",
+        "choices": ["nvidia-container-toolkit", "nvidia-docker2"],
+        "default": "nvidia-container-toolkit",
+    },
+    "version": {"type": "str", "default": ""},
+    "manage_repo": {"type": "bool", "default": True},
+    "repo_url": {"type": "str", "default": "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"},
+    "repo_key_checksum": {"type": "str", "default": ""},
+    "keyring": {"type": "path", "default": "/etc/apt/keyrings/nvidia-container-toolkit.asc"},
+    "sources_path": {"type": "path", "default": "/etc/apt/sources.list.d/nvidia-container-toolkit.sources"},
+    "engines": {"type": "raw", "default": "auto"},
+    "binary": {"type": "path", "default": "/usr/bin/nvidia-container-runtime"},
+    "docker_default_runtime": {"type": "bool", "default": True},
+    "docker_daemon_json": {"type": "path", "default": "/etc/docker/daemon.json"},
+    "containerd_default_runtime": {"type": "bool", "default": True},
+    "containerd_systemd_cgroup": {"type": "bool"},
+    "containerd_config": {"type": "path", "default": DEFAULT_CONFIG},
+    "containerd_dropin": {"type": "path", "default": DEFAULT_DROPIN},
+    "cdi": {"type": "bool", "default": True},
+    "driver_version": {"type": "str", "default": ""},
+}
+ENGINES = ("docker", "containerd")
+
+
+def build_module():
+    return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), supports_check_mode=True)
+
+
+def wanted_from(params):
+    """The module's arguments, checked, as the Planner wants them; raises RuntimeStateError."""
+    engines = params["engines"]
+    if isinstance(engines, str) and engines != "auto":
+        engines = [item.strip() for item in engines.split(",") if item.strip()]
+    if engines != "auto" and (
+        not isinstance(engines, list) or not all(isinstance(e, str) and e in ENGINES for e in engines)
+    ):
+        raise RuntimeStateError(f"engines must be 'auto' or a list of docker, containerd; got {engines!r}")
+    checksum = params["repo_key_checksum"]
+    if checksum and (":" not in checksum or not checksum.split(":", 1)[1].isalnum()):
+        raise RuntimeStateError(f"repo_key_checksum must look like sha256:<hex>; got {checksum!r}")
+    return dict(
+        params,
+        engines=engines,
+        python=platform.python_version(),
+        toml_packages=list(TOML_PACKAGES),
+    )
+
+
+def run(module):
+    try:
+        wanted = wanted_from(module.params)
+        tools = {
+            "read_text": read_text,
+            "units_state": units_state,
+            "process_start": process_start,
+            "stale_files": stale_files,
+            "containerd_facts": containerd_facts,
+            "other_imports": other_imports,
+            "parse_json": parse_json,
+            "toml_parser": TOML_PARSER,
+            "yaml_load": yaml.safe_load if yaml is not None else None,
+        }
+        observed = NodeReader(module, wanted, tools).read()
+        containerd = observed["containerd"]
+
+        def plan_containerd(**args):
+            return containerd_plan(
+                containerd["config_text"],
+                containerd_version=containerd["version"],
+                default_config_text=containerd["defaults"],
+                systemd_pid1=os.path.isdir("/run/systemd/system"),
+                other_imports=containerd["imports"],
+                **args,
+            )
+
+        def plan_docker(text, settings, path):
+            return json_plan(text, settings, path, docker=True)
+
+        plan, facts = Planner(observed, wanted, plan_docker, plan_containerd).build()
+    except (RuntimeStateError, JSONConfigError) as exc:
+        module.fail_json(msg=str(exc))
+    for warning in plan["warnings"]:
+        module.warn(warning)
+    return {"changed": False, "plan": plan, "ansible_facts": {"nvidia_container_runtime": facts}}
+
+
+def main():
+    module = build_module()
+    module.exit_json(**run(module))
+
+
+if __name__ == "__main__":
+    main()

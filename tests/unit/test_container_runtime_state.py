@@ -1,0 +1,566 @@
+"""module_utils/container_runtime_state: what commands print, the kubelet's engine, the plan."""
+
+import copy
+
+import nvidia_container_runtime_state
+import pytest
+import yaml
+from ansible.module_utils import container_runtime_state as crs
+from ansible.module_utils.containerd_config import plan as containerd_plan
+from ansible.module_utils.json_config import plan as json_plan
+from conftest import FIXTURES
+
+OWN = FIXTURES / "docker"
+DEBIAN_CONFIG = (OWN / "containerd-config.toml-debian-bookworm-default.toml").read_text()
+DEFAULTS_16 = (OWN / "containerd-config-default-1.6.20-debian.toml").read_text()
+BINARY = "/usr/bin/nvidia-container-runtime"
+
+# --- parsers -------------------------------------------------------------------------
+
+
+def test_dpkg_query_lists_installed_packages_only():
+    out = (
+        "nvidia-container-toolkit 1.17.8-1 ii \n"
+        "python3-toml 0.10.1-1 rc \n"  # removed, config files left
+        "python3-yaml:amd64 5.3.1-5 hi \n"  # held
+    )
+    assert crs.parse_dpkg_query(out) == {"nvidia-container-toolkit": "1.17.8-1", "python3-yaml": "5.3.1-5"}
+
+
+APT_POLICY = """\
+nvidia-container-toolkit:
+  Installed: (none)
+  Candidate: 1.17.8-1
+  Version table:
+     1.17.8-1 500
+        500 http://127.0.0.1:8371  Packages
+     1.17.7-1 500
+        500 http://127.0.0.1:8371  Packages
+python3-tomli:
+  Installed: 2.0.1-2
+  Candidate: 2.0.1-2
+  Version table:
+ *** 2.0.1-2 500
+        500 http://deb.debian.org/debian bookworm/main amd64 Packages
+        100 /var/lib/dpkg/status
+python3-toml:
+  Installed: (none)
+  Candidate: (none)
+  Version table:
+"""
+
+
+def test_apt_policy_tells_known_packages_and_versions():
+    known = crs.parse_apt_policy(APT_POLICY + "N: Unable to locate package nvidia-docker2\n")
+    assert known == {
+        "nvidia-container-toolkit": {"candidate": "1.17.8-1", "versions": ["1.17.8-1", "1.17.7-1"]},
+        "python3-tomli": {"candidate": "2.0.1-2", "versions": ["2.0.1-2"]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("debian", "upstream"), [("1.17.8-1", "1.17.8"), ("1:2.0-1ubuntu2", "2.0"), ("1.18.0", "1.18.0")]
+)
+def test_upstream_version(debian, upstream):
+    assert crs.upstream_version(debian) == upstream
+
+
+def test_docker_info_runtimes_and_default():
+    text = (
+        '{"ServerVersion":"26.1.5+dfsg1","DefaultRuntime":"nvidia","Runtimes":{"io.containerd.runc.v2":'
+        '{"path":"runc","status":{"a":"b"}},"nvidia":{"path":"/usr/bin/nvidia-container-runtime"},"runc":{"path":"runc"}}}'
+    )
+    info = crs.parse_docker_info(text)
+    assert info["default_runtime"] == "nvidia"
+    assert info["runtimes"]["nvidia"] == BINARY
+    assert crs.release_of(info["server_version"]) == (26, 1)
+    assert crs.parse_docker_info("Cannot connect to the Docker daemon") is None
+
+
+# --- the kubelet's engine ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "engine"),
+    [
+        (
+            ["/usr/bin/kubelet", "--container-runtime-endpoint=unix:///run/containerd/containerd.sock"],
+            "containerd",
+        ),
+        (["/usr/bin/kubelet", "--container-runtime-endpoint", "unix:///var/run/cri-dockerd.sock"], "docker"),
+        (["/usr/bin/kubelet", "--container-runtime-endpoint=unix:///var/run/crio/crio.sock"], "cri-o"),
+        (["/usr/bin/kubelet", "--container-runtime=docker", "--network-plugin=cni"], "docker"),  # dockershim
+        (["/usr/bin/python3", "/usr/bin/kubelet", "--config=/var/lib/kubelet/config.yaml"], "containerd"),
+        (
+            [
+                "/var/lib/rancher/rke2/data/v1.31/bin/kubelet",
+                "--container-runtime-endpoint=unix:///run/k3s/containerd/containerd.sock",
+            ],
+            "containerd",
+        ),
+    ],
+)
+def test_the_running_kubelet_decides(argv, engine):
+    args = crs.kubelet_argv([["/sbin/init"], ["sshd: root"], argv])
+    assert crs.kubelet_engine({"kubelet_args": args, "sockets": ["/var/run/crio/crio.sock"]}) == engine
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix:///var/run/crio/crio.sock\n",
+        '{"kind": "KubeletConfiguration", "containerRuntimeEndpoint": "unix:///var/run/crio/crio.sock"}',
+    ],
+)
+def test_the_kubelet_configuration_file_names_the_endpoint(config):
+    observed = {
+        "kubelet_args": ["--config=/etc/kubernetes/kubelet/config.json"],
+        "kubelet_config_text": config,
+    }
+    assert crs.kubelet_engine(observed) == "cri-o"
+
+
+def test_an_installed_kubelet_that_does_not_run_yet():
+    flags = (
+        'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///var/run/cri-dockerd.sock '
+        '--pod-infra-container-image=x"\n'
+    )
+    observed = {"kubelet_args": None, "kubelet_installed": True, "kubelet_flag_texts": [flags]}
+    assert crs.kubelet_engine(observed) == "docker"
+    # no flags: kubeadm's socket detection, and the kubelet's default without one
+    bare = {"kubelet_args": None, "kubelet_installed": True, "sockets": ["/var/run/crio/crio.sock"]}
+    assert crs.kubelet_engine(bare) == "cri-o"
+    assert crs.kubelet_engine(dict(bare, sockets=[])) == "containerd"
+
+
+def test_rke2_and_k3s_use_their_containerd_unless_told_otherwise():
+    assert crs.kubelet_engine({"kubelet_args": None, "rancher": "k3s", "rancher_config": {}}) == "containerd"
+    assert (
+        crs.kubelet_engine({"kubelet_args": None, "rancher": "k3s", "rancher_config": {"docker": True}})
+        == "docker"
+    )
+    endpoint = {"container-runtime-endpoint": "unix:///var/run/crio/crio.sock"}
+    assert (
+        crs.kubelet_engine({"kubelet_args": None, "rancher": "rke2", "rancher_config": endpoint}) == "cri-o"
+    )
+
+
+def test_no_kubelet_no_engine():
+    assert crs.kubelet_engine({"kubelet_args": None, "kubelet_installed": False}) is None
+
+
+def test_rancher_config_files_merge_like_rke2():
+    merged = crs.rancher_effective(
+        [
+            {"node-label": ["a=1"], "default-runtime": "runc"},
+            {"node-label+": ["b=2"]},
+            {"default-runtime": "nvidia"},
+        ]
+    )
+    assert merged == {"node-label": ["a=1", "b=2"], "default-runtime": "nvidia"}
+
+
+# --- CDI -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("docker", "config", "expected"),
+    [
+        ("20.10.24", {}, (False, False, [])),
+        ("26.1.5", {}, (True, False, ["/etc/cdi", "/var/run/cdi"])),
+        ("26.1.5", {"features": {"cdi": True}}, (True, True, ["/etc/cdi", "/var/run/cdi"])),
+        ("28.2.0", {}, (True, True, ["/etc/cdi", "/var/run/cdi"])),
+        ("28.2.0", {"features": {"cdi": False}, "cdi-spec-dirs": ["/opt/cdi"]}, (True, False, ["/opt/cdi"])),
+    ],
+)
+def test_docker_cdi_by_version(docker, config, expected):
+    assert crs.docker_cdi(crs.release_of(docker), config) == expected
+
+
+@pytest.mark.parametrize(
+    ("toolkit", "specs", "driver", "action", "path"),
+    [
+        ((1, 17), {}, "570.133.20", "generate", "/etc/cdi/nvidia.yaml"),
+        (
+            (1, 17),
+            {"/etc/cdi/nvidia.yaml": "libcuda.so.570.133.20"},
+            "570.133.20",
+            None,
+            "/etc/cdi/nvidia.yaml",
+        ),
+        (
+            (1, 17),
+            {"/etc/cdi/nvidia.yaml": "libcuda.so.535.129.03"},
+            "570.133.20",
+            "generate",
+            "/etc/cdi/nvidia.yaml",
+        ),
+        ((1, 18), {}, "570.133.20", "refresh", "/var/run/cdi/nvidia.yaml"),
+        (
+            (1, 18),
+            {"/var/run/cdi/nvidia.yaml": "x 570.133.20"},
+            "570.133.20",
+            None,
+            "/var/run/cdi/nvidia.yaml",
+        ),
+        ((1, 17), {}, None, None, "/etc/cdi/nvidia.yaml"),  # no driver loaded yet
+    ],
+)
+def test_cdi_spec_follows_the_loaded_driver(toolkit, specs, driver, action, path):
+    spec = crs.cdi_spec_plan(toolkit, specs, driver)
+    assert (spec["action"], spec["path"]) == (action, path)
+
+
+# --- the plan ----------------------------------------------------------------------------
+
+WANTED = {
+    "package": "nvidia-container-toolkit",
+    "version": "1.17.8-1",
+    "manage_repo": True,
+    "repo_url": "http://127.0.0.1:8371/",
+    "repo_key_checksum": "",
+    "keyring": "/etc/apt/keyrings/nvidia-container-toolkit.asc",
+    "sources_path": "/etc/apt/sources.list.d/nvidia-container-toolkit.sources",
+    "engines": "auto",
+    "binary": BINARY,
+    "docker_default_runtime": True,
+    "docker_daemon_json": "/etc/docker/daemon.json",
+    "containerd_default_runtime": True,
+    "containerd_systemd_cgroup": None,
+    "containerd_config": "/etc/containerd/config.toml",
+    "containerd_dropin": "/etc/containerd/conf.d/99-nvidia.toml",
+    "cdi": True,
+    "driver_version": "",
+    "python": "3.11.2",
+    "toml_packages": ["python3-tomli", "python3-toml"],
+}
+INFO_RUNC = {"server_version": "20.10.24", "default_runtime": "runc", "runtimes": {"runc": "runc"}}
+INFO_NVIDIA = {
+    "server_version": "20.10.24",
+    "default_runtime": "nvidia",
+    "runtimes": {"runc": "runc", "nvidia": BINARY},
+}
+
+
+def fresh_node():
+    """A bookworm node before the first run: Docker and containerd run, nothing NVIDIA."""
+    return {
+        "installed": {},
+        "apt": {},
+        "toml_parser": "tomllib",
+        "yaml_available": True,
+        "python": "3.11.2",
+        "keyring_ok": False,
+        "sources_text": None,
+        "toolkit_binary": False,
+        "driver_version": "535.129.03",
+        "cdi_specs": {},
+        "engines_found": ["docker", "containerd"],
+        "rancher": None,
+        "rancher_state": None,
+        "docker": {
+            "version": "20.10.24",
+            "active": True,
+            "info": INFO_RUNC,
+            "text": '{"log-driver": "json-file"}\n',
+            "config": {"log-driver": "json-file"},
+            "stale": [],
+        },
+        "containerd": {
+            "version": "1.6.20~ds1",
+            "defaults": DEFAULTS_16,
+            "active": True,
+            "config_text": DEBIAN_CONFIG,
+            "dropin_text": None,
+            "imports": [],
+            "cri_disabled": False,
+            "stale": [],
+        },
+        "kubelet_args": ["--container-runtime-endpoint=unix:///run/containerd/containerd.sock"],
+        "kubelet_config_text": None,
+        "kubelet_flag_texts": [],
+        "kubelet_installed": True,
+        "rancher_config": {},
+        "sockets": [],
+    }
+
+
+def planners(observed):
+    containerd = observed["containerd"]
+
+    def plan_containerd(**args):
+        return containerd_plan(
+            containerd["config_text"],
+            containerd_version=containerd["version"],
+            default_config_text=containerd["defaults"],
+            other_imports=containerd["imports"],
+            **args,
+        )
+
+    def plan_docker(text, settings, path):
+        return json_plan(text, settings, path, docker=True)
+
+    return plan_docker, plan_containerd
+
+
+def build(observed, **wanted):
+    return crs.Planner(observed, dict(WANTED, **wanted), *planners(observed)).build()
+
+
+def converge(observed, plan):
+    """What the role's apply leaves: the observed node after the plan ran (restarts done)."""
+    node = copy.deepcopy(observed)
+    node["keyring_ok"] = True
+    node["sources_text"] = plan["sources_text"]
+    for spec in plan["packages"]:
+        name, _, version = spec.partition("=")
+        node["installed"][name] = version or "1"
+    node["installed"].setdefault(crs.TOOLKIT, node["installed"].get("nvidia-container-toolkit", "1.17.8-1"))
+    node["toolkit_binary"] = True
+    if plan["docker"]["configure"]:
+        _changed, text, config = json_plan(
+            node["docker"]["text"], plan["docker"]["settings"], "/etc/docker/daemon.json", docker=True
+        )
+        node["docker"].update(text=text, config=config)
+    if plan["docker"]["restart"]:
+        runtimes = {name: value.get("path") for name, value in node["docker"]["config"]["runtimes"].items()}
+        node["docker"]["info"] = dict(
+            INFO_RUNC,
+            default_runtime=node["docker"]["config"].get("default-runtime", "runc"),
+            runtimes={"runc": "runc", **runtimes},
+        )
+        node["docker"]["stale"] = []
+    if plan["containerd"]["configure"]:
+        result = planners(node)[1](**plan["containerd"]["args"])
+        node["containerd"].update(config_text=result["config_text"], dropin_text=result["dropin_text"])
+    node["containerd"]["stale"] = []
+    if plan["cdi"]["action"]:
+        node["cdi_specs"][plan["cdi"]["path"]] = f"nvidia.com/gpu {node['driver_version']}"
+    return node
+
+
+def test_a_fresh_node_gets_everything_and_then_is_converged():
+    observed = fresh_node()
+    plan, facts = build(observed)
+
+    assert plan["changes"]
+    assert plan["repo_key"] and plan["repo_source"] and plan["install"]
+    assert plan["packages"] == ["nvidia-container-toolkit=1.17.8-1"]
+    assert plan["update_cache"] and not plan["packages_known"]  # apt does not know the package yet
+    assert plan["docker"]["configure"] and plan["docker"]["restart"]
+    assert plan["docker"]["settings"]["default-runtime"] == "nvidia"
+    assert plan["containerd"]["configure"] and plan["containerd"]["restart"]
+    assert plan["containerd"]["args"]["set_default"] is True
+    assert plan["cdi"] == {"action": "generate", "path": "/etc/cdi/nvidia.yaml"}
+    assert "container toolkit none -> 1.17.8" in plan["summary"]
+    assert "containerd: nvidia runtime (default)" in plan["summary"]
+    # the facts already describe the node after the run (what check mode predicts)
+    assert facts["toolkit_version"] == "1.17.8"
+    assert facts["engines"]["docker"] == {
+        "nvidia_runtime": True,
+        "default_runtime": "nvidia",
+        "managed_by": "docker",
+    }
+    assert facts["engines"]["containerd"] == {
+        "nvidia_runtime": True,
+        "default_runtime": "nvidia",
+        "managed_by": "containerd",
+    }
+    assert facts["kubelet_engine"] == "containerd"
+    assert facts["cdi"] == {"enabled": False, "spec_dirs": []}  # containerd 1.6 has no CDI
+
+    converged = converge(observed, plan)
+    again, facts_again = build(converged)
+    assert not again["changes"], again["reasons"]
+    assert again["summary"] == []
+    assert facts_again == facts
+
+
+def test_a_restart_that_never_happened_is_done_on_the_next_run():
+    observed = converge(fresh_node(), build(fresh_node())[0])
+    observed["docker"]["info"] = INFO_RUNC  # daemon.json is right, Docker still runs the old one
+    observed["containerd"]["stale"] = ["/etc/containerd/conf.d/99-nvidia.toml"]
+
+    plan, _facts = build(observed)
+
+    assert plan["changes"]
+    assert not plan["docker"]["configure"] and plan["docker"]["restart"]
+    assert not plan["containerd"]["configure"] and plan["containerd"]["restart"]
+    assert "docker: restarted to load its configuration" in plan["summary"]
+    assert any("docker info" in reason for reason in plan["reasons"])
+
+
+def test_docker_that_runs_another_binary_for_nvidia_is_restarted():
+    observed = converge(fresh_node(), build(fresh_node())[0])
+    observed["docker"]["info"] = dict(
+        INFO_NVIDIA, runtimes={"runc": "runc", "nvidia": "/usr/local/bin/other"}
+    )
+    assert build(observed)[0]["docker"]["restart"]
+
+
+def test_a_stale_package_index_is_refreshed_whatever_its_age():
+    observed = converge(fresh_node(), build(fresh_node())[0])
+    del observed["installed"]["nvidia-container-toolkit"]  # removed; the lists do not know the source yet
+    observed["apt"] = {}
+
+    plan, _facts = build(observed)
+
+    assert plan["install"] and plan["update_cache"] and not plan["repo_source"]
+    known = dict(observed, apt=crs.parse_apt_policy(APT_POLICY))
+    assert not build(known)[0]["update_cache"]
+
+
+def test_python_without_a_toml_reader_gets_the_distributions_package():
+    observed = fresh_node()
+    observed.update(toml_parser=None, python="3.9.2")
+    observed["apt"] = {
+        "python3-toml": {"candidate": "0.10.1-1", "versions": ["0.10.1-1"]}
+    }  # bullseye: no tomli
+
+    plan, facts = build(observed)
+
+    assert "python3-toml" in plan["packages"] and not plan["readers_ready"]
+    assert plan["containerd"]["configure"]  # decided once the reader is there
+    assert facts["engines"]["containerd"]["default_runtime"] == "nvidia"
+    bookworm = dict(observed, apt={"python3-tomli": {"candidate": "2.0.1-2", "versions": ["2.0.1-2"]}})
+    assert "python3-tomli" in build(bookworm)[0]["packages"]
+
+
+def test_docker_s_containerd_with_cri_disabled_is_left_alone():
+    observed = fresh_node()
+    observed["containerd"]["cri_disabled"] = True
+
+    plan, facts = build(observed)
+
+    assert not plan["containerd"]["configure"] and not plan["containerd"]["restart"]
+    assert facts["engines"]["containerd"]["managed_by"] == "docker"
+    assert any("serves Docker only" in note for note in plan["notes"])
+
+
+def test_an_engine_asked_for_but_not_installed_is_refused():
+    observed = fresh_node()
+    observed["engines_found"] = ["docker"]
+    with pytest.raises(crs.RuntimeStateError, match="lists containerd, not installed on this host"):
+        build(observed, engines=["containerd"])
+
+
+def test_containerd_1_7_gets_cdi_and_docker_26_the_cdi_feature():
+    observed = fresh_node()
+    observed["containerd"]["version"] = "1.7.24~ds1"
+    observed["docker"]["version"] = "26.1.5+dfsg1"
+    observed["docker"]["info"] = dict(INFO_RUNC, server_version="26.1.5+dfsg1")
+
+    plan, facts = build(observed)
+
+    assert plan["docker"]["settings"]["features"] == {"cdi": True}
+    assert plan["containerd"]["args"]["enable_cdi"] is True
+    assert facts["cdi"] == {"enabled": True, "spec_dirs": ["/etc/cdi", "/var/run/cdi"]}
+
+
+def rke2_node(dropin_text=None, generated=("runc", {"runc": None}, True), active=True):
+    observed = fresh_node()
+    observed.update(
+        engines_found=[],
+        docker=None,
+        containerd={},
+        rancher="rke2",
+        kubelet_args=["--container-runtime-endpoint=unix:///run/k3s/containerd/containerd.sock"],
+    )
+    observed["rancher_state"] = {
+        "unit": "rke2-agent.service",
+        "active": active,
+        "dropin_path": "/etc/rancher/rke2/config.yaml.d/90-gpunode-nvidia.yaml",
+        "dropin_text": dropin_text,
+        "config_before": {"token": "x"},
+        "config_after": {},
+        "generated_path": "/var/lib/rancher/rke2/agent/etc/containerd/config.toml",
+        "generated": generated,
+        "generated_version": 3,
+        "stale": [],
+    }
+    return observed
+
+
+def test_rke2_gets_the_default_runtime_option_and_a_restart():
+    plan, facts = build(rke2_node())
+
+    rancher = plan["rancher"]
+    assert rancher["configure"] and rancher["restart"]
+    assert rancher["dropin_text"].endswith("default-runtime: nvidia\n")
+    assert rancher["unit"] == "rke2-agent.service"
+    assert not plan["containerd"]["configure"]  # the generated file is never edited
+    assert facts["engines"]["containerd"] == {
+        "nvidia_runtime": True,
+        "default_runtime": "nvidia",
+        "managed_by": "rke2",
+    }
+    assert facts["kubelet_engine"] == "containerd"
+    assert rancher["checks"][1]["command"] == [
+        "cat",
+        "/var/lib/rancher/rke2/agent/etc/containerd/config.toml",
+    ]
+
+
+def test_rke2_converged_needs_nothing_and_regenerates_when_it_lags():
+    text = crs.rancher_dropin_text("nvidia")
+    converged = rke2_node(dropin_text=text, generated=("nvidia", {"runc": None, "nvidia": BINARY}, True))
+    converged["installed"] = {"nvidia-container-toolkit": "1.17.8-1"}
+    converged.update(keyring_ok=True, sources_text=crs.sources_text(WANTED["repo_url"], WANTED["keyring"]))
+    converged["cdi_specs"] = {"/etc/cdi/nvidia.yaml": "535.129.03"}
+    assert not build(converged)[0]["changes"]
+    lagging = copy.deepcopy(converged)
+    lagging["rancher_state"]["generated"] = (
+        "runc",
+        {"runc": None, "nvidia": BINARY},
+        True,
+    )  # killed before the restart
+    plan = build(lagging)[0]
+    assert plan["rancher"]["restart"] and not plan["rancher"]["configure"]
+
+
+def test_a_later_rke2_file_that_overrides_the_default_is_reported():
+    observed = rke2_node()
+    observed["rancher_state"]["config_after"] = {"default-runtime": "runc"}
+    plan, facts = build(observed)
+    assert any("which wins" in warning for warning in plan["warnings"])
+    assert facts["engines"]["containerd"]["default_runtime"] == "runc"
+
+
+# --- the module --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"engines": "podman"}, "engines must be 'auto' or a list"),
+        ({"engines": ["docker", "crio"]}, "engines must be 'auto' or a list"),
+        ({"repo_key_checksum": "deadbeef"}, "repo_key_checksum must look like sha256:<hex>"),
+    ],
+)
+def test_module_refuses_bad_arguments(run_module, args, message):
+    ok, result = run_module(nvidia_container_runtime_state, args)
+    assert not ok and message in result["msg"]
+
+
+def test_module_publishes_the_facts_and_the_plan(run_module, monkeypatch):
+    observed = fresh_node()
+    monkeypatch.setattr(nvidia_container_runtime_state.NodeReader, "read", lambda self: observed)
+
+    ok, result = run_module(nvidia_container_runtime_state, {"version": "1.17.8-1"}, check_mode=True)
+
+    assert ok and not result["changed"]
+    assert result["plan"]["changes"]
+    facts = result["ansible_facts"]["nvidia_container_runtime"]
+    assert set(facts) == {"toolkit_version", "engines", "kubelet_engine", "cdi"}
+    assert set(facts["cdi"]) == {"enabled", "spec_dirs"}
+    for engine in facts["engines"].values():
+        assert set(engine) == {"nvidia_runtime", "default_runtime", "managed_by"}
+
+
+def test_module_documentation_matches_argument_spec():
+    doc = yaml.safe_load(nvidia_container_runtime_state.DOCUMENTATION)["options"]
+    spec = nvidia_container_runtime_state.ARGUMENT_SPEC
+    assert set(doc) == set(spec)
+    for name, option in spec.items():
+        assert doc[name]["type"] == option["type"], name
+        assert doc[name].get("default") == option.get("default"), name

@@ -1,0 +1,107 @@
+"""module_utils/daemon_state and file_backup: is the running daemon older than its files; backups."""
+
+import os
+import time
+
+from ansible.module_utils import daemon_state
+from ansible.module_utils.file_backup import backup_copy
+
+SHOW = """\
+Id=docker.service
+LoadState=loaded
+ActiveState=active
+MainPID=812
+
+Id=containerd.service
+LoadState=loaded
+ActiveState=inactive
+MainPID=0
+
+Id=rke2-agent.service
+LoadState=not-found
+ActiveState=inactive
+MainPID=0
+"""
+
+
+class FakeModule:
+    def __init__(self, rc=0, out=SHOW, systemctl="/usr/bin/systemctl"):
+        self.rc, self.out, self.systemctl = rc, out, systemctl
+        self.calls = []
+
+    def get_bin_path(self, name, required=False):
+        return self.systemctl if name == "systemctl" else None
+
+    def run_command(self, argv, environ_update=None):
+        self.calls.append(argv)
+        return self.rc, self.out, ""
+
+
+def test_units_state_reads_every_unit_in_one_call():
+    module = FakeModule()
+    states = daemon_state.units_state(module, ["docker.service", "containerd.service", "rke2-agent.service"])
+    assert states == {
+        "docker.service": {"active": True, "pid": 812, "loaded": True},
+        "containerd.service": {"active": False, "pid": None, "loaded": True},
+        "rke2-agent.service": {"active": False, "pid": None, "loaded": False},
+    }
+    assert len(module.calls) == 1
+
+
+def test_without_systemd_nothing_is_loaded():
+    states = daemon_state.units_state(FakeModule(systemctl=None), ["docker.service"])
+    assert states == {"docker.service": {"active": False, "pid": None, "loaded": False}}
+    assert daemon_state.units_state(FakeModule(rc=1), ["x.service"])["x.service"]["loaded"] is False
+
+
+def test_process_start_uses_ticks_since_boot(tmp_path):
+    ticks = os.sysconf("SC_CLK_TCK")
+    (tmp_path / "42").mkdir()
+    # the command name may hold spaces and parentheses
+    fields = ["S"] + ["0"] * 18 + [str(250 * ticks)] + ["0"] * 10
+    (tmp_path / "42" / "stat").write_text("42 (contain (er) d) " + " ".join(fields) + "\n")
+    started = daemon_state.process_start(42, proc_root=str(tmp_path), now=10_000.0, boottime=300.0)
+    assert started == 10_000.0 - 300.0 + 250.0
+    assert daemon_state.process_start(43, proc_root=str(tmp_path)) is None
+
+
+def test_the_running_process_started_now(tmp_path):
+    """Our own process: started before now, after boot (the real /proc)."""
+    started = daemon_state.process_start(os.getpid())
+    assert started is not None and started <= time.time()
+
+
+def test_stale_files_are_those_changed_after_the_start(tmp_path):
+    old, new = tmp_path / "old.toml", tmp_path / "new.toml"
+    old.write_text("a")
+    new.write_text("b")
+    os.utime(old, (1000, 1000))
+    os.utime(new, (3000, 3000))
+    assert daemon_state.stale_files(2000.0, [str(old), str(new), str(tmp_path / "absent")]) == [str(new)]
+    assert daemon_state.stale_files(None, [str(new)]) == []
+
+
+def test_running_state_of_a_stopped_or_unknown_service():
+    assert daemon_state.running_state(FakeModule(), "", ["/x"]) == (None, [])
+    unknown = FakeModule(out=SHOW.split("\n\n")[2])
+    assert daemon_state.running_state(unknown, "rke2-agent.service", ["/x"]) == (None, [])
+    stopped = FakeModule(out=SHOW.split("\n\n")[1])
+    state, stale = daemon_state.running_state(stopped, "containerd.service", ["/x"])
+    assert state == {"active": False, "pid": None, "loaded": True} and stale == []
+
+
+def test_backups_go_under_the_backup_dir_at_the_file_s_path(tmp_path):
+    source = tmp_path / "etc" / "containerd" / "conf.d" / "99-nvidia.toml"
+    source.parent.mkdir(parents=True)
+    source.write_text("version = 2\n")
+    os.chmod(source, 0o640)
+
+    copy = backup_copy(str(source), str(tmp_path / "backups"))
+
+    assert copy.startswith(str(tmp_path / "backups") + str(source) + ".")
+    assert copy.endswith("~")
+    with open(copy) as handle:
+        assert handle.read() == "version = 2\n"
+    assert os.stat(copy).st_mode & 0o777 == 0o640
+    assert os.listdir(source.parent) == ["99-nvidia.toml"]
+    assert backup_copy(str(tmp_path / "absent"), str(tmp_path / "backups")) is None

@@ -285,6 +285,10 @@ backup_files:
   type: dict
   sample:
     /etc/kubernetes/manifests/kube-scheduler.yaml: /etc/kubernetes/gpunode-backups/kube-scheduler.yaml.2024~
+restart_required:
+  description: Whether kube-scheduler must be restarted (or waited for) to run what its files say.
+  returned: always
+  type: bool
 restart:
   description:
     - Null when the running kube-scheduler carries what the files say and is healthy. Otherwise what
@@ -316,8 +320,10 @@ rke_up_pending:
   type: list
   elements: str
 ansible_facts:
-  description: C(gpushare_scheduler) - flavor, kubernetes_version, version_source, api_version,
-    config_path, state (C(present), C(absent), or C(pending) while the scheduler does not run it yet).
+  description:
+    - C(gpushare_scheduler) - flavor, kubernetes_version, version_source, api_version, config_path,
+      state (C(present), C(absent), or C(pending) while the scheduler does not run it yet), waiting_for
+      (C(rke up), or null), and on the RKE admin host rke_up_pending.
   returned: always
   type: dict
 diff:
@@ -596,6 +602,7 @@ def run(module):
     out = {"changed": bool(files) or kubeadm_new is not None, "api_version": result["api_version"],
            "files": sorted(files), "config_path": result["config_path"], "backup_files": {},
            "flavor": flavor, "kubernetes_version": version, "version_source": source, "restart": restart,
+           "restart_required": bool(restart) and not restart.get("pending"),
            "changes": _changes(params, result, kubeadm_new, restart)}
     if kubeadm_facts is not None:
         out["kubeadm_config"] = kubeadm_facts
@@ -679,9 +686,13 @@ def _facts(params, out):
     if state == "present" and restart and any(restart.get(key) for key in ("pending", "unit", "stop",
                                                                            "wait_for_exit")):
         state = "pending"
-    return {"flavor": out["flavor"], "kubernetes_version": out["kubernetes_version"],
-            "version_source": out["version_source"], "api_version": out["api_version"],
-            "config_path": out["config_path"], "state": state}
+    facts = {"flavor": out["flavor"], "kubernetes_version": out["kubernetes_version"],
+             "version_source": out["version_source"], "api_version": out["api_version"],
+             "config_path": out["config_path"], "state": state,
+             "waiting_for": restart.get("pending") if restart else None}
+    if "rke_up_pending" in out:
+        facts["rke_up_pending"] = out["rke_up_pending"]
+    return facts
 
 
 def _write(module, params, files, out, *, backup_dir, static_dir, flavor):

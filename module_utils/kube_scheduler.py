@@ -666,14 +666,15 @@ def _absent_kubeadm(params, text, data, *, ci, wiring, read, warnings):
 
 def _remove_wiring(params, text, data, *, ci, wiring, warnings):
     container = data["spec"]["containers"][ci]
-    args_key = "command" if isinstance(container.get("command"), list) else "args"
     base = ["spec", "containers", ci]
     ops = []
-    flags = [(i, n) for name in ("config", "policy-config-file")
-             for i, v, n in find_flag(container.get(args_key) or [], name) if v == wiring["path"]]
-    for index, count in sorted(flags, reverse=True):
-        for offset in reversed(range(count)):
-            ops.append(("remove", [*base, args_key, index + offset]))
+    for key in ("command", "args"):
+        values = container.get(key) if isinstance(container.get(key), list) else []
+        flags = [(i, n) for name in ("config", "policy-config-file")
+                 for i, v, n in find_flag(values, name) if v == wiring["path"]]
+        for index, count in sorted(flags, reverse=True):
+            for offset in reversed(range(count)):
+                ops.append(("remove", [*base, key, index + offset]))
     ours = {v.get("name") for v in data["spec"].get("volumes") or []
             if isinstance(v, dict) and str(v.get("name", "")).startswith(VOLUME_NAME)
             and (v.get("hostPath") or {}).get("path") == wiring["source"]}

@@ -312,6 +312,15 @@ def _checked(new_text, expected, what):
     return new_text
 
 
+def _existing(text, path):
+    """``(path as a list, chain of (key_node, node))``; the chain is None when ``path`` is absent."""
+    path = list(path)
+    if not path:
+        raise YamlEditError("empty path")
+    chain, rest = _walk(_root_mapping(text), path)
+    return path, None if rest else chain
+
+
 def _keeps_crlf(function):
     """Edit a file with CRLF line ends as LF text and give it back with CRLF."""
 
@@ -482,12 +491,8 @@ def remove_key(text, path):
 
     A block mapping or list that becomes empty is written as ``{}`` or ``[]``.
     """
-    path = list(path)
-    if not path:
-        raise YamlEditError("empty path")
-    root = _root_mapping(text)
-    chain, rest = _walk(root, path)
-    if rest:
+    path, chain = _existing(text, path)
+    if chain is None:
         return text
     parent_key, parent = chain[-2]
     key_node, node = chain[-1]
@@ -496,8 +501,8 @@ def remove_key(text, path):
         items = parent.value
         position = path[-1] % len(items)
     else:
-        items = [v for _, v in parent.value]
-        position = [k for k, _ in parent.value].index(key_node)
+        items = [pair[1] for pair in parent.value]
+        position = [pair[0] for pair in parent.value].index(key_node)
     first_index = node.start_mark.index if is_seq else key_node.start_mark.index
     edits = []
     if parent.flow_style:
@@ -560,7 +565,7 @@ def append_to_list(text, path, item):
     if rest or _is_null(chain[-1][1]):
         return _finish_list(text, path, _set_node(text, path, [item]), [item])
     key_node, node = chain[-1]
-    _, seq_offset = _steps(root, text)
+    seq_offset = _steps(root, text)[1]
     if isinstance(node, yaml.ScalarNode):
         if key_node is None:
             raise YamlEditError("cannot turn a sequence item into a list", node.start_mark.line + 1)
@@ -599,7 +604,7 @@ def append_to_list(text, path, item):
     column = dash - _line_start(text, dash)
     eol = _line_end(text, _content_end(last, text))
     if isinstance(item, dict) and item:
-        map_step, _ = _steps(root, text)
+        map_step = _steps(root, text)[0]
         block = _render_block([item], column, map_step, seq_offset)
         return _finish_list(text, path, [(eol, eol, "\n" + block)], expected)
     style = last.style if isinstance(last, yaml.ScalarNode) and last.style in ('"', "'") else None
@@ -676,12 +681,8 @@ def remove_branch(text, path, keep=1):
     document itself and the first ``keep`` levels of ``path`` are never
     removed (one left empty is written ``{}``). Unchanged when ``path`` is absent.
     """
-    path = list(path)
-    if not path:
-        raise YamlEditError("empty path")
-    root = _root_mapping(text)
-    chain, rest = _walk(root, path)
-    if rest:
+    path, chain = _existing(text, path)
+    if chain is None:
         return text
     cut = len(path)
     while cut > max(keep, 1):

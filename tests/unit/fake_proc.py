@@ -9,6 +9,15 @@ import os
 import time
 
 HERTZ = os.sysconf("SC_CLK_TCK")
+# kube-scheduler's command line as kubeadm writes it (the static pod's command)
+KUBEADM_SCHEDULER_ARGV = [
+    "kube-scheduler",
+    "--authentication-kubeconfig=/etc/kubernetes/scheduler.conf",
+    "--authorization-kubeconfig=/etc/kubernetes/scheduler.conf",
+    "--bind-address=127.0.0.1",
+    "--kubeconfig=/etc/kubernetes/scheduler.conf",
+    "--leader-elect=true",
+]
 UPTIME = 100000.0
 
 

@@ -1,5 +1,6 @@
 """kube_scheduler: plans over real kubeadm manifests, scheduler configs, RKE1/RKE2 files."""
 
+import json
 import pathlib
 import re
 
@@ -593,3 +594,55 @@ def test_rke_generated_empty_extra_args_stays_flow_and_comes_back():
     assert f"    extra_args: {{config: {CONFIG}}}\n" in fs["/rke/cluster.yml"]
     run(fs, "1.26.8", flavor="rke", cluster_yml="/rke/cluster.yml", state="absent")
     assert fs["/rke/cluster.yml"] == text
+
+
+# ---------------------------------------------------------------- the version table's edges
+
+
+@pytest.mark.parametrize("minor", range(29, 39))
+def test_only_v1_is_served_from_129_through_the_tables_last_version(minor):
+    assert ks.served_list((1, minor)) == "kubescheduler.config.k8s.io/v1"
+    assert ks.version_warnings((1, minor)) == []
+
+
+def test_a_version_newer_than_the_table_gets_v1_and_a_warning_naming_the_tables_last_version():
+    fs = FS({MANIFEST: (OWN / "kubeadm-v1.29.2-commented.yaml").read_text()})
+    result = run(fs, "1.39.0")
+    assert result["api_version"] == "kubescheduler.config.k8s.io/v1"
+    assert result["warnings"] == [
+        "Kubernetes 1.39 is newer than gpunode's table of scheduler configuration versions (checked through "
+        "1.38): writing kubescheduler.config.k8s.io/v1, the newest apiVersion known to be served"]
+
+
+def test_rke_up_pending_compares_cluster_yml_with_the_last_applied_state():
+    cluster = (OWN / "rke1-cluster-commented.yml").read_text()
+    applied = {"currentState": {"rkeConfig": {"services": {"scheduler": {"extraArgs": {"v": "2"}}}}}}
+    assert ks.rke_up_pending("/rke/cluster.yml", cluster, None) is None
+    assert ks.rke_up_pending("/rke/cluster.yml", cluster, json.dumps(applied)) == []
+    gated = cluster.replace("    fail_swap_on: false\n", "    fail_swap_on: false\n    extra_args:\n"
+                            "      feature-gates: DynamicResourceAllocation=true\n")
+    assert ks.rke_up_pending("/rke/cluster.yml", gated, json.dumps(applied)) == [
+        "services.kubelet.extra_args.feature-gates is 'DynamicResourceAllocation=true' in /rke/cluster.yml, "
+        "None in what the last rke up applied (/rke/cluster.rkestate)"]
+    with pytest.raises(ks.KubeSchedulerError, match=r"^/rke/cluster.rkestate: not valid JSON"):
+        ks.rke_up_pending("/rke/cluster.yml", cluster, "{")
+
+
+def test_rke2_dropin_that_replaces_the_list_gets_the_flag_and_absent_takes_it_back():
+    base = (OWN / "rke2-config-commented.yaml").read_text()
+    dropin = "kube-scheduler-arg:\n  - v=4\n"
+    extra = "kube-scheduler-arg+:\n  - profiling=false\n"
+    fs = FS({RKE2_CONFIG: base, RKE2_CONFIG + ".d/50-a.yaml": dropin, RKE2_CONFIG + ".d/60-b.yml": extra})
+
+    def listdir(path):
+        return ["60-b.yml", "50-a.yaml", "notes.txt"] if path == RKE2_CONFIG + ".d" else []
+
+    result = ks.plan(params("1.30.1", flavor="rke2"), fs.read, listdir)
+    fs.apply(result["files"])
+    dropped = yaml.safe_load(fs[RKE2_CONFIG + ".d/50-a.yaml"])
+    assert dropped["kube-scheduler-arg"] == ["v=4", f"config={RKE2_FILE}"]
+    assert fs[RKE2_CONFIG + ".d/60-b.yml"] == extra
+    assert yaml.safe_load(fs[RKE2_CONFIG])["kube-scheduler-extra-mount"] == [f"{RKE2_FILE}:{RKE2_FILE}:ro"]
+    assert ks.plan(params("1.30.1", flavor="rke2"), fs.read, listdir)["files"] == {}
+    fs.apply(ks.plan(params("1.30.1", flavor="rke2", state="absent"), fs.read, listdir)["files"])
+    assert fs[RKE2_CONFIG] == base and fs[RKE2_CONFIG + ".d/50-a.yaml"] == dropin and RKE2_FILE not in fs

@@ -1,52 +1,32 @@
 """kube_scheduler_extender module: real files in a temp dir, a fake /proc, a stand-in kubectl."""
 
-import http.server
 import json
 import os
 import shutil
 import stat
 import tempfile
-import threading
 
 import kube_scheduler_extender as module
 import pytest
+import test_verified_restart
 import yaml
 from ansible.module_utils import kube_scheduler as ks
 from conftest import FIXTURES, ROOT, shared_files
+from fake_proc import KUBEADM_SCHEDULER_ARGV as MANIFEST_ARGV
 from fake_proc import FakeProc
 
 OWN = FIXTURES / "kube-scheduler"
+# the health endpoint of test_verified_restart, under a name of its own here
+health_server = test_verified_restart.http_server
 KUBECTL = ROOT / "tests" / "simnode" / "fakes" / "kube-scheduler" / "kubectl"
-MANIFEST_ARGV = [
-    "kube-scheduler",
-    "--authentication-kubeconfig=/etc/kubernetes/scheduler.conf",
-    "--authorization-kubeconfig=/etc/kubernetes/scheduler.conf",
-    "--bind-address=127.0.0.1",
-    "--kubeconfig=/etc/kubernetes/scheduler.conf",
-    "--leader-elect=true",
-]
 
 
 @pytest.fixture
-def health():
-    """A health endpoint that answers ``status['code']``; ``url`` to point the module at."""
-    status = {"code": 200}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(status["code"])
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    status["url"] = f"http://127.0.0.1:{server.server_port}/healthz"
-    yield status
-    server.shutdown()
+def health(health_server):
+    """kube-scheduler's health endpoint: ``url``, and ``code`` to answer (test_verified_restart's server)."""
+    url, status = health_server
+    status["url"] = url
+    return status
 
 
 @pytest.fixture
@@ -145,6 +125,7 @@ def test_present_writes_config_and_manifest_and_nothing_else_in_static_dir(run_m
         "api_version": "kubescheduler.config.k8s.io/v1",
         "config_path": str(node["config"]),
         "state": "present",
+        "waiting_for": None,
     }
 
     ok, again = run_module(module, node["args"])

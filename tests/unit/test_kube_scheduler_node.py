@@ -4,18 +4,11 @@ import subprocess
 
 import pytest
 from ansible.module_utils import kube_scheduler_node as kn
-from fake_proc import FakeProc
+from fake_proc import KUBEADM_SCHEDULER_ARGV, FakeProc
 
 MANIFEST = "/etc/kubernetes/manifests/kube-scheduler.yaml"
 CONFIG = "/etc/kubernetes/scheduler-extender-config.yaml"
-ARGV = [
-    "kube-scheduler",
-    "--authentication-kubeconfig=/etc/kubernetes/scheduler.conf",
-    "--authorization-kubeconfig=/etc/kubernetes/scheduler.conf",
-    "--bind-address=127.0.0.1",
-    "--kubeconfig=/etc/kubernetes/scheduler.conf",
-    "--leader-elect=true",
-]
+ARGV = KUBEADM_SCHEDULER_ARGV
 WITH_CONFIG = [*ARGV, f"--config={CONFIG}"]
 
 

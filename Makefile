@@ -10,12 +10,12 @@ export ANSIBLE_FORCE_COLOR := 0
 export NO_COLOR := 1
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: help bootstrap image lint unit molecule test demo demo-clean bench test-cluster
+.PHONY: help bootstrap image lint unit unit-lock molecule test demo demo-clean bench test-cluster
 
 help:
 	@echo "make demo          run site.yml twice on a simulated GPU node"
 	@echo "make test          lint + unit tests + every molecule scenario ($(SCENARIOS))"
-	@echo "make lint | unit | molecule [SCENARIOS='default ...'] | bench | test-cluster"
+	@echo "make lint | unit [UNIT_PYTHONS='3.8 ...'] | unit-lock | molecule [SCENARIOS='default ...'] | bench | test-cluster"
 
 bootstrap:
 	@bash scripts/bootstrap.sh
@@ -28,8 +28,15 @@ lint: bootstrap
 	yamllint -s .
 	ansible-lint
 
+# unit tests of target code on every target Python (3.8-3.13, one pinned
+# virtualenv each, ansible.module_utils only) and the controller-side tests on
+# the controller's Python (.venv); prints per interpreter how many ran
 unit: bootstrap
-	pytest -q tests/unit
+	python scripts/unit-tests.py
+
+# re-pin requirements-unit/py3.X.txt after editing requirements-unit.in
+unit-lock: bootstrap
+	python scripts/unit-tests.py --lock
 
 molecule: image
 	@bash scripts/run-molecule.sh $(SCENARIOS)
@@ -47,3 +54,14 @@ bench: bootstrap
 
 test-cluster: bootstrap
 	@bash tests/cluster/run.sh
+
+# The Galaxy collection: check the sources' licence headers and module docs, build
+# build/<namespace>-<name>-<version>.tar.gz from this playbook project
+# (collection/galaxy.yml), install it into a temporary collections path, use it by
+# FQCN, and run ansible-test sanity on it (no ignore file). Every step runs; any failure fails.
+# COLLECTION_TEST_ARGS, e.g. "-- --allow-missing-pythons", go to scripts/test-collection.sh.
+.PHONY: collection
+collection: bootstrap
+	@status=0; python scripts/check_boilerplate.py || status=1; \
+	python scripts/build_collection.py && bash scripts/test-collection.sh $(COLLECTION_TEST_ARGS) || status=1; \
+	exit $$status

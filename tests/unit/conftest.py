@@ -4,8 +4,29 @@ Modules import their logic as ``ansible.module_utils.<name>``; ansible.cfg
 points ``module_utils`` at ./module_utils. Here the same directory is added to
 the ``ansible.module_utils`` package path, and ./library to ``sys.path``, so
 tests import both without running Ansible.
+
+Two contexts (``make unit``, scripts/unit-tests.py):
+
+- target: Python 3.8 to 3.13 with only ``ansible.module_utils`` importable (what
+  AnsiballZ ships to a managed node). Tests of code that runs on nodes run here.
+- controller: the project's .venv, where ansible-core's controller is
+  importable. Tests marked ``@pytest.mark.controller(reason=...)`` (filter
+  plugins, templates, ansible-playbook) need it; in a target context they are
+  skipped with that reason, never silently. A module that skips itself as a
+  whole at import (``pytest.importorskip`` or ``pytest.skip(...,
+  allow_module_level=True)`` at module level) is an error: its tests would
+  vanish without a count.
+
+Real-world fixtures are read from ../shared (``shared_files``, ``shared_path``):
+without it about 200 test cases have nothing to run on, so the session stops
+at once with a message saying so. Someone who knows those tests will not run
+sets ``GPUNODE_TESTS_WITHOUT_SHARED=1``: the session then runs, the tests that
+read ../shared are skipped or not generated, and the summary says how many.
+A shared file or pattern that matches nothing is an error either way.
 """
 
+import importlib.util
+import os
 import pathlib
 import sys
 
@@ -18,25 +39,99 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 SHARED_FIXTURES = SHARED / "fixtures"
 FIXTURES = ROOT / "tests" / "fixtures"
+WITHOUT_SHARED_VARIABLE = "GPUNODE_TESTS_WITHOUT_SHARED"
+WITHOUT_SHARED = os.environ.get(WITHOUT_SHARED_VARIABLE) == "1"
+_not_generated = []  # shared_files() selections that gave no case because ../shared is absent
 
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 sys.path.insert(0, str(ROOT / "library"))
 
+# True where ansible-core's controller is importable (the controller's Python);
+# False in make unit's target environments, which hold ansible.module_utils only.
+CONTROLLER = importlib.util.find_spec("ansible.cli") is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    """In a target context, skip tests marked controller, saying why."""
+    if CONTROLLER:
+        return
+    python = ".".join(map(str, sys.version_info[:2]))
+    for item in items:
+        marker = item.get_closest_marker("controller")
+        if marker is not None:
+            why = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "needs the controller")
+            item.add_marker(pytest.mark.skip(
+                reason=f"controller-side ({why}): ansible-core's controller is not importable on "
+                       f"Python {python}; make unit runs this test on the controller's Python"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    """A test module skipped as a whole is an error: its tests would vanish uncounted."""
+    report = yield
+    if isinstance(collector, pytest.Module) and report.skipped:
+        longrepr = report.longrepr
+        why = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{collector.path}: the whole module skipped itself at import ({why}); its tests would "
+            "vanish without a count. Skip single tests, or mark controller-side tests "
+            "@pytest.mark.controller(reason=...) and import controller-only packages inside them."
+        )
+    return report
+
+
+def shared_present():
+    return SHARED_FIXTURES.is_dir()
+
+
+def pytest_configure(config):
+    if shared_present() or WITHOUT_SHARED:
+        return
+    raise pytest.UsageError(
+        f"{SHARED_FIXTURES} is missing: the unit tests read real-world fixtures from ../shared "
+        "(beside the repository) and about 200 test cases would not run without them. Put the "
+        f"shared checkout there, or, knowing that those tests will not run, set {WITHOUT_SHARED_VARIABLE}=1."
+    )
+
+
+def pytest_terminal_summary(terminalreporter):
+    if shared_present():
+        return
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if "../shared is absent" in str(r.longrepr)]
+    terminalreporter.write_sep("=", "WITHOUT ../shared", yellow=True, bold=True)
+    terminalreporter.write_line(
+        f"{SHARED} is absent and {WITHOUT_SHARED_VARIABLE}=1: {len(skipped)} tests skipped, and "
+        f"{len(_not_generated)} parametrized selections of shared files generated no case: "
+        + ", ".join(sorted(set(_not_generated)))
+    )
+
 
 def shared_path(*parts):
-    """A path under ../shared; the test is skipped when ../shared is absent."""
+    """A path under ../shared. Missing: the test fails (skipped only when ../shared is opted out)."""
     path = SHARED.joinpath(*parts)
+    if not shared_present() and WITHOUT_SHARED:
+        pytest.skip(f"{path}: ../shared is absent ({WITHOUT_SHARED_VARIABLE}=1)")
     if not path.exists():
-        pytest.skip(f"{path} not present (../shared is optional)")
+        pytest.fail(f"{path} is missing from ../shared", pytrace=False)
     return path
 
 
 def shared_files(folder, pattern="*"):
-    """Files of a ../shared/fixtures folder for parametrize; [] when absent."""
+    """Files of a ../shared/fixtures folder for parametrize (SOURCE.txt aside).
+
+    Nothing matching is an error (the cases would vanish); [] only when
+    ../shared is absent and opted out (GPUNODE_TESTS_WITHOUT_SHARED=1).
+    """
     directory = SHARED_FIXTURES / folder
-    if not directory.is_dir():
+    if not shared_present() and WITHOUT_SHARED:
+        _not_generated.append(f"{folder}/{pattern}")
         return []
-    return sorted(p for p in directory.glob(pattern) if p.name != "SOURCE.txt")
+    files = sorted(p for p in directory.glob(pattern) if p.name != "SOURCE.txt")
+    if not files:
+        raise FileNotFoundError(f"shared_files({folder!r}, {pattern!r}): nothing in {directory} matches")
+    return files
 
 
 class AnsibleExitJson(Exception):

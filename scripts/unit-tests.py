@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Run the unit tests on every Python that runs gpunode's code (`make unit`).
+
+Two kinds of code, two kinds of runs:
+
+- Target code (library/, module_utils/, role-level library/, the simulated
+  node's scripts) runs on managed nodes under Python 3.8 to 3.13, the range of
+  the pinned ansible-core (read from its ansible-test constants). Each of those
+  interpreters gets a virtualenv under .cache/unit/ with the test dependencies
+  pinned in requirements-unit/py3.X.txt, and `ansible.module_utils` alone on
+  PYTHONPATH: an empty `ansible` package whose module_utils is the pinned
+  ansible-core's, the code AnsiballZ ships to a node. ansible-test does the same
+  for target unit tests (get_units_ansible_python_path in
+  test/lib/ansible_test/_internal/commands/units/__init__.py). The controller
+  (ansible-core >= 2.17 needs Python >= 3.11 there) is never importable in
+  these runs; tests marked `controller` are skipped there, with the reason.
+- Controller-side tests (marked `controller`: filter plugins, templates,
+  ansible-playbook) run once, on the controller's Python (this interpreter,
+  the project's .venv).
+
+Environments are reused while their lock file and interpreter are unchanged.
+Runs go side by side (--jobs, default: the CPU count). Each run's pytest output
+is printed whole when it ends, then one table: per interpreter, how many tests
+ran, passed, failed, were skipped (and why), and how long it took. The exit
+status is non-zero when any run failed, errored or collected nothing.
+
+Usage:
+  scripts/unit-tests.py [--python 3.8 ...] [--jobs N] [-- PYTEST_ARGS...]
+  scripts/unit-tests.py --lock        regenerate requirements-unit/py3.X.txt
+  UNIT_PYTHONS="3.8 3.13" make unit   only these interpreters (and the controller)
+"""
+
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+try:  # the controller's ansible-core (the project's .venv)
+    import ansible.module_utils
+    from ansible.release import __version__ as ANSIBLE_VERSION
+    from ansible_test._util.target.common.constants import (
+        CONTROLLER_PYTHON_VERSIONS,
+        REMOTE_ONLY_PYTHON_VERSIONS,
+    )
+except ImportError as exc:
+    sys.exit(f"unit-tests: ansible-core is not importable by {sys.executable} ({exc}); "
+             "run it through `make unit`, which uses the project's .venv")
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CACHE = ROOT / ".cache" / "unit"
+LOCK_INPUT = ROOT / "requirements-unit.in"
+LOCK_DIR = ROOT / "requirements-unit"
+TESTS = ["tests/unit"]
+PYTEST_BASE = ["-p", "no:cacheprovider", "-q", "-rfEs", "--continue-on-collection-errors"]
+
+
+def fail(msg):
+    print(f"unit-tests: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def controller_modules():
+    """The controller's ansible-core: its module_utils path, version and target Pythons."""
+    targets = tuple(REMOTE_ONLY_PYTHON_VERSIONS) + tuple(CONTROLLER_PYTHON_VERSIONS)
+    return pathlib.Path(ansible.module_utils.__file__).parent, ANSIBLE_VERSION, targets
+
+
+def version_key(text):
+    return tuple(int(part) for part in re.findall(r"\d+", text))
+
+
+def pyenv_root():
+    if shutil.which("pyenv"):
+        proc = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False)
+        if proc.returncode == 0 and proc.stdout.strip():
+            return pathlib.Path(proc.stdout.strip())
+    return pathlib.Path(os.environ.get("PYENV_ROOT", pathlib.Path.home() / ".pyenv"))
+
+
+def find_interpreter(minor):
+    """The newest pyenv interpreter of this X.Y, else pythonX.Y on PATH."""
+    versions = pyenv_root() / "versions"
+    candidates = sorted(
+        (p for p in versions.glob(f"{minor}.*") if re.fullmatch(rf"{re.escape(minor)}\.\d+", p.name)),
+        key=lambda p: version_key(p.name),
+    )
+    for home in reversed(candidates):
+        exe = home / "bin" / f"python{minor}"
+        if os.access(exe, os.X_OK):
+            return exe
+    found = shutil.which(f"python{minor}")
+    if found:
+        return pathlib.Path(found)
+    fail(f"no Python {minor}: looked in {versions}/{minor}.* and for python{minor} on PATH "
+         f"(install it with pyenv, or choose interpreters with UNIT_PYTHONS)")
+    return None
+
+
+def interpreter_version(exe):
+    proc = subprocess.run([str(exe), "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+def lock_file(minor):
+    return LOCK_DIR / f"py{minor}.txt"
+
+
+def ensure_env(minor, exe, log):
+    """The virtualenv of this Python with its locked test dependencies; reused when unchanged."""
+    lock = lock_file(minor)
+    if not lock.is_file():
+        raise RuntimeError(f"{lock} is missing: run `make unit-lock`")
+    env = CACHE / f"py{minor}"
+    stamp = env / ".gpunode-lock.sha256"
+    want = hashlib.sha256(lock.read_bytes() + f"\n{exe}\n{interpreter_version(exe)}".encode()).hexdigest()
+    python = env / "bin" / "python"
+    if python.exists() and stamp.is_file() and stamp.read_text().strip() == want:
+        return python, False
+    shutil.rmtree(env, ignore_errors=True)
+    for argv in ([str(exe), "-m", "venv", str(env)],
+                 [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                  "--no-input", "--no-deps", "-r", str(lock)],
+                 [str(python), "-m", "pip", "check", "--disable-pip-version-check"]):
+        proc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed (rc {proc.returncode})")
+    stamp.write_text(want + "\n")
+    return python, True
+
+
+def target_path(module_utils):
+    """A PYTHONPATH entry holding only ansible.module_utils (ansible-test's layout for target tests)."""
+    path = CACHE / "target"
+    package = path / "ansible"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")
+    link = package / "module_utils"
+    if not (link.is_symlink() and os.readlink(link) == str(module_utils)):
+        tmp = package / ".module_utils.tmp"
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        tmp.symlink_to(module_utils, target_is_directory=True)
+        tmp.replace(link)
+    return path
+
+
+def parse_junit(path):
+    """Counts from pytest's junit XML, and why tests were skipped (reason -> count)."""
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    reasons = {}
+    if not path.is_file():
+        return counts, reasons
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    for suite in suites:
+        for key in counts:
+            counts[key] += int(suite.get(key, 0))
+        for case in suite.iter("testcase"):
+            skipped = case.find("skipped")
+            if skipped is not None:
+                reason = re.sub(r"^Skipped: ", "", skipped.get("message", ""))
+                reasons[reason] = reasons.get(reason, 0) + 1
+    return counts, reasons
+
+
+class Run:
+    """One pytest run: a target Python in its env, or the controller's Python."""
+
+    def __init__(self, name, context, exe):
+        self.name = name
+        self.context = context
+        self.exe = exe
+        self.version = ""
+        self.log = CACHE / "logs" / f"{name}.log"
+        self.junit = CACHE / "results" / f"{name}.xml"
+        self.rc = None
+        self.seconds = 0.0
+        self.error = None
+        self.counts = {}
+        self.reasons = {}
+        self.note = ""
+
+
+def run_one(run, pytest_args, target_pythonpath):
+    start = time.monotonic()
+    run.log.parent.mkdir(parents=True, exist_ok=True)
+    run.junit.parent.mkdir(parents=True, exist_ok=True)
+    if run.junit.exists():
+        run.junit.unlink()
+    with run.log.open("w") as log:
+        try:
+            run.version = interpreter_version(run.exe)
+            env = dict(os.environ, PYTHONPYCACHEPREFIX=str(CACHE / "pycache" / run.name),
+                       PY_COLORS="0", NO_COLOR="1")
+            env.pop("PYTHONPATH", None)
+            if run.context == "target":
+                python, created = ensure_env(run.name.removeprefix("py"), run.exe, log)
+                run.note = "new env" if created else ""
+                env["PYTHONPATH"] = str(target_pythonpath)
+                select = []
+            else:
+                python = run.exe
+                select = ["-m", "controller"]
+            argv = [str(python), "-m", "pytest", *PYTEST_BASE, f"--junitxml={run.junit}", *select,
+                    *(pytest_args or TESTS)]
+            log.write(f"$ {' '.join(argv)}\n")
+            log.flush()
+            run.rc = subprocess.run(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    check=False).returncode
+        except (OSError, RuntimeError, subprocess.CalledProcessError) as exc:
+            run.error = str(exc)
+            log.write(f"unit-tests: {exc}\n")
+    run.seconds = time.monotonic() - start
+    run.counts, run.reasons = parse_junit(run.junit)
+    return run
+
+
+def failed(run):
+    if run.error or run.rc not in (0,):
+        return True
+    return run.counts["failures"] or run.counts["errors"] or not run.counts["tests"]
+
+
+def report(runs, ansible_version):
+    print("\n=== unit tests per interpreter (ran = passed + failed; skipped tests did not run)")
+    header = f"{'python':<10} {'context':<11} {'ran':>5} {'passed':>6} {'failed':>6} {'errors':>6} " \
+             f"{'skipped':>7} {'time':>6}  note"
+    print(header)
+    for run in runs:
+        c = run.counts
+        ran = c.get("tests", 0) - c.get("skipped", 0) - c.get("errors", 0)
+        passed = ran - c.get("failures", 0)
+        controller_skips = sum(n for reason, n in run.reasons.items() if reason.startswith("controller-side"))
+        notes = [run.note] if run.note else []
+        if run.context == "controller":
+            notes.append(f".venv, ansible-core {ansible_version}, tests marked controller")
+        if controller_skips:
+            notes.append(f"{controller_skips} controller-side skipped")
+        if run.error:
+            notes.append(f"ERROR: {run.error}")
+        elif run.rc not in (0,):
+            notes.append(f"pytest rc {run.rc}")
+        if not c.get("tests") and not run.error:
+            notes.append("no test collected")
+        print(f"{run.version or run.name:<10} {run.context:<11} {ran:>5} {passed:>6} "
+              f"{c.get('failures', 0):>6} {c.get('errors', 0):>6} {c.get('skipped', 0):>7} "
+              f"{run.seconds:>5.0f}s  {'; '.join(notes)}")
+    other = {}
+    for run in runs:
+        for reason, n in run.reasons.items():
+            if not reason.startswith("controller-side"):
+                other.setdefault(reason, []).append(f"{run.version or run.name}: {n}")
+    if other:
+        print("skipped for other reasons:")
+        for reason, where in sorted(other.items()):
+            print(f"  {reason} ({', '.join(where)})")
+    bad = [run for run in runs if failed(run)]
+    failed_names = ", ".join(r.version or r.name for r in bad)
+    print(f"unit: {len(runs) - len(bad)} of {len(runs)} runs passed"
+          + (f"; FAILED: {failed_names} (logs: {CACHE / 'logs'})" if bad else ""))
+    return not bad
+
+
+def lock(minors):
+    """Write requirements-unit/py3.X.txt: requirements-unit.in resolved by each Python's pip."""
+    LOCK_DIR.mkdir(exist_ok=True)
+    for minor in minors:
+        exe = find_interpreter(minor)
+        proc = subprocess.run(
+            [str(exe), "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--no-input",
+             "--disable-pip-version-check", "--report", "-", "-r", str(LOCK_INPUT)],
+            capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            fail(f"pip could not resolve {LOCK_INPUT.name} for Python {minor}:\n{proc.stderr}")
+        report = json.loads(proc.stdout)
+        pins = sorted((item["metadata"]["name"], item["metadata"]["version"]) for item in report["install"])
+        lines = [f"# Generated by `make unit-lock` (scripts/unit-tests.py --lock) from {LOCK_INPUT.name}",
+                 f"# for Python {minor} ({interpreter_version(exe)}). Do not edit: edit {LOCK_INPUT.name}."]
+        lines += [f"{name}=={version}" for name, version in sorted(pins, key=lambda p: p[0].lower())]
+        lock_file(minor).write_text("\n".join(lines) + "\n")
+        print(f"unit-tests: {lock_file(minor).relative_to(ROOT)}: {len(pins)} packages")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--python", action="append", metavar="X.Y",
+                        help="a target Python to run (default: every one ansible-core supports on targets)")
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("UNIT_JOBS") or os.cpu_count() or 1))
+    parser.add_argument("--no-controller", action="store_true", help="skip the controller-side run")
+    parser.add_argument("--lock", action="store_true", help="regenerate the lock files and exit")
+    parser.add_argument("pytest_args", nargs="*", help="passed to pytest (default: tests/unit)")
+    args = parser.parse_args(argv)
+
+    module_utils, ansible_version, supported = controller_modules()
+    minors = args.python or os.environ.get("UNIT_PYTHONS", "").split() or list(supported)
+    unknown = [m for m in minors if m not in supported]
+    if unknown:
+        fail(f"Python {', '.join(unknown)} is not a target of ansible-core {ansible_version} "
+             f"({', '.join(supported)})")
+    if args.lock:
+        lock(minors)
+        return 0
+
+    runs = []
+    if not args.no_controller:
+        runs.append(Run("controller", "controller", pathlib.Path(sys.executable)))
+    runs += [Run(f"py{minor}", "target", find_interpreter(minor)) for minor in minors]
+    pythonpath = target_path(module_utils)
+    print(f"unit: {len(runs)} runs, {args.jobs} at a time: controller {platform_version()} and target "
+          f"Pythons {' '.join(minors)} with ansible-core {ansible_version}'s module_utils only")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(run_one, run, args.pytest_args, pythonpath) for run in runs]
+        for future in concurrent.futures.as_completed(futures):
+            run = future.result()
+            print(f"\n=== {run.context} Python {run.version or run.name}: pytest output ({run.log})")
+            sys.stdout.write(run.log.read_text())
+            sys.stdout.flush()
+    return 0 if report(runs, ansible_version) else 1
+
+
+def platform_version():
+    return ".".join(str(part) for part in sys.version_info[:3])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

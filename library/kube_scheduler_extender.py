@@ -1,40 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module kube_scheduler_extender: add a scheduler extender to kube-scheduler."""
-
-import json
-import os
-import shutil
-import time
-
-from ansible.module_utils import kubeadm_config
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.kube_scheduler import (
-    DEFAULT_MANIFEST,
-    DEFAULT_RKE2_CONFIG,
-    KubeSchedulerError,
-    load_yaml,
-    parse_manifest,
-    plan,
-    read_file,
-    resolve_params,
-    rke2_files,
-    rke_state_path,
-    rke_up_pending,
-)
-from ansible.module_utils.kube_scheduler_node import (
-    RKE2_BINARIES,
-    binary_version,
-    detect_flavor,
-    detect_version,
-    digest,
-    journal_entries,
-    processes,
-    restart_plan,
-    tag_version,
-)
-from ansible.module_utils.service_health import probe_url
-from ansible.module_utils.text_file import write_text
-from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
 
 DOCUMENTATION = r"""
 ---
@@ -216,12 +184,17 @@ options:
     description: Where the processes are read (C(/proc)); tests point it at a fake tree.
     type: path
     default: /proc
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: full
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -332,6 +305,49 @@ diff:
   type: list
   elements: dict
 """
+
+import json
+import os
+import shutil
+import time
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.kube_scheduler import (
+    DEFAULT_MANIFEST,
+    DEFAULT_RKE2_CONFIG,
+    KubeSchedulerError,
+    load_yaml,
+    parse_manifest,
+    plan,
+    read_file,
+    resolve_params,
+    rke2_files,
+    rke_state_path,
+    rke_up_pending,
+)
+from ansible.module_utils.kube_scheduler_node import (
+    RKE2_BINARIES,
+    binary_version,
+    detect_flavor,
+    detect_version,
+    digest,
+    journal_entries,
+    processes,
+    restart_plan,
+    tag_version,
+)
+from ansible.module_utils.kubeadm_config import (
+    CONFIGMAP,
+    KEY,
+    forget_ops,
+    read_configmap,
+    record_ops,
+    write_configmap,
+)
+from ansible.module_utils.kubeadm_config import edit as edit_cluster_configuration
+from ansible.module_utils.service_health import probe_url
+from ansible.module_utils.text_file import write_text
+from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
 
 EXTENDER_SPEC = {
     "url_prefix": {"type": "str", "default": "http://127.0.0.1:32766/gpushare-scheduler"},
@@ -456,16 +472,16 @@ class Node:
         if rc != 0:
             return None, f"kubectl get configmap kubeadm-config: {(err or out).strip()}"
         try:
-            return kubeadm_config.read_configmap(out), None
+            return read_configmap(out), None
         except KubeSchedulerError as exc:
             return None, str(exc)
 
     def replace_kubeadm_config(self, configmap, text):
         kubectl, admin = self.kubectl(), self.params["admin_kubeconfig"]
-        body = kubeadm_config.write_configmap(configmap, text)
+        body = write_configmap(configmap, text)
         rc, out, err = self.run([kubectl, "--kubeconfig", admin, "replace", "--filename", "-"], data=body)
         if rc != 0:
-            raise KubeSchedulerError(f"{kubeadm_config.CONFIGMAP}: kubectl replace failed: "
+            raise KubeSchedulerError(f"{CONFIGMAP}: kubectl replace failed: "
                                      f"{(err or out).strip()}")
 
 
@@ -498,9 +514,9 @@ def _version(node, flavor, manifest, schedulers, cluster_configuration):
         candidates.append((tag_version(image), f"the image tag in {params['manifest_path']} ({image})"))
         candidates += running
         if cluster_configuration:
-            recorded = load_yaml(kubeadm_config.CONFIGMAP, cluster_configuration) or {}
+            recorded = load_yaml(CONFIGMAP, cluster_configuration) or {}
             version = recorded.get("kubernetesVersion") if isinstance(recorded, dict) else None
-            candidates.append((version, f"{kubeadm_config.CONFIGMAP} ClusterConfiguration.kubernetesVersion"))
+            candidates.append((version, f"{CONFIGMAP} ClusterConfiguration.kubernetesVersion"))
         # kubespray keeps the configuration it gave kubeadm next to the manifests' folder
         kube_dir = os.path.dirname(os.path.dirname(params["manifest_path"]))
         records_path = os.path.join(kube_dir, "kubeadm-config.yaml")
@@ -532,19 +548,19 @@ def _record_kubeadm_config(params, result, kubeadm_cm, verified):
     configmap, problem = kubeadm_cm
     if configmap is None:
         if params["kubeadm_config"] == "required":
-            raise KubeSchedulerError(f"{kubeadm_config.CONFIGMAP}: cannot be read: {problem}")
+            raise KubeSchedulerError(f"{CONFIGMAP}: cannot be read: {problem}")
         return None, {"state": "unknown", "reason": problem}
     text = configmap[1]
     if params["state"] == "absent":
-        ops, _api = kubeadm_config.forget_ops(kubeadm_config.CONFIGMAP, text, result["config_path"])
+        ops, _api = forget_ops(CONFIGMAP, text, result["config_path"])
     else:
-        ops, _api = kubeadm_config.record_ops(kubeadm_config.CONFIGMAP, text, result["wiring"],
+        ops, _api = record_ops(CONFIGMAP, text, result["wiring"],
                                               result["config_path"])
     if not ops:
         return None, {"state": "recorded" if params["state"] == "present" else "absent", "reason": None}
     if not verified:
         return None, {"state": "deferred", "reason": "recorded once kube-scheduler runs the change"}
-    new = kubeadm_config.edit(kubeadm_config.CONFIGMAP, text, ops, rewrite=params["allow_rewrite"],
+    new = edit_cluster_configuration(CONFIGMAP, text, ops, rewrite=params["allow_rewrite"],
                               warnings=result["warnings"])
     return new, {"state": "changed", "reason": None}
 
@@ -597,7 +613,7 @@ def run(module):
         verified = module.check_mode or (restart is None and params["manifest_path"] not in files)
         kubeadm_new, kubeadm_facts = _record_kubeadm_config(params, result, kubeadm_cm, verified)
         if kubeadm_facts["state"] == "unknown" and params["state"] == "present":
-            result["warnings"].append(f"{kubeadm_config.CONFIGMAP} not checked ({kubeadm_facts['reason']}): "
+            result["warnings"].append(f"{CONFIGMAP} not checked ({kubeadm_facts['reason']}): "
                                       "kubeadm upgrade would drop the kube-scheduler change")
     out = {"changed": bool(files) or kubeadm_new is not None, "api_version": result["api_version"],
            "files": sorted(files), "config_path": result["config_path"], "backup_files": {},
@@ -617,7 +633,7 @@ def run(module):
         out["diff"] = [{"before_header": path, "after_header": path, "before": old or "", "after": new or ""}
                        for path, (old, new) in files.items()]
         if kubeadm_new is not None:
-            where = f"{kubeadm_config.CONFIGMAP} ({kubeadm_config.KEY})"
+            where = f"{CONFIGMAP} ({KEY})"
             out["diff"].append({"before_header": where, "after_header": where, "before": kubeadm_cm[0][1],
                                 "after": kubeadm_new})
     out["ansible_facts"] = {"gpushare_scheduler": _facts(params, out)}
@@ -674,7 +690,7 @@ def _changes(params, result, kubeadm_new, restart):
             f"extender {params['extender']['url_prefix']} ({api})"
         lines.append(f"kube-scheduler: {what}: {', '.join(sorted(result['files']))}")
     if kubeadm_new is not None:
-        lines.append(f"{kubeadm_config.CONFIGMAP}: scheduler flag and volume recorded for kubeadm upgrade")
+        lines.append(f"{CONFIGMAP}: scheduler flag and volume recorded for kubeadm upgrade")
     if restart and not result["files"] and not restart.get("pending"):
         lines.append(f"kube-scheduler: restart ({restart['reason']})")
     return lines

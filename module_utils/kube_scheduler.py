@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The GPU-share scheduler extender in kube-scheduler's configuration.
 
 Pure logic, no Ansible: ``plan(params, read)`` reads files through ``read``
@@ -22,9 +25,10 @@ try:
 except ImportError:  # the node has no python3-yaml; the module says so
     yaml = None
 
-from ansible.module_utils import kube_version
 from ansible.module_utils.json_config import detect_indent
 from ansible.module_utils.json_config import render as render_json
+from ansible.module_utils.kube_version import minor as kube_minor
+from ansible.module_utils.kube_version import parse as parse_kube_version
 from ansible.module_utils.text_file import read_text
 from ansible.module_utils.yaml_edit import YamlEditError, apply_ops_to_data, is_flow
 from ansible.module_utils.yaml_edit import edit as edit_yaml
@@ -93,10 +97,10 @@ class KubeSchedulerError(Exception):
 
 def parse_version(text):
     """``"v1.28.9+rke2r1"`` -> ``(1, 28)``; raises KubeSchedulerError naming kubernetes_version."""
-    version = kube_version.parse(text, KubeSchedulerError, "kubernetes_version")
+    version = parse_kube_version(text, KubeSchedulerError, "kubernetes_version")
     if version[0] != 1:
         raise KubeSchedulerError(f"kubernetes_version {text!r}: expected a Kubernetes 1.x version")
-    return kube_version.minor(version)
+    return kube_minor(version)
 
 
 def served(api_version, version):

@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """What runs on a control-plane node, compared with what kube-scheduler's files say.
 
 The module ``kube_scheduler_extender`` asks this module, in the same call that
@@ -21,7 +24,10 @@ import hashlib
 import os
 import time
 
-from ansible.module_utils import kube_version
+from ansible.module_utils.kube_version import KubeVersionError
+from ansible.module_utils.kube_version import minor as kube_minor
+from ansible.module_utils.kube_version import parse as parse_kube_version
+from ansible.module_utils.kube_version import text as kube_text
 
 SCHEDULER = "kube-scheduler"
 RKE2_BINARIES = ("/usr/local/bin/rke2", "/usr/bin/rke2", "/opt/rke2/bin/rke2")
@@ -119,10 +125,10 @@ def binary_version(process, run, proc_root="/proc"):
     if rc != 0 or "Kubernetes" not in (out or ""):
         return None
     try:
-        version = kube_version.parse(out)
-    except kube_version.KubeVersionError:
+        version = parse_kube_version(out)
+    except KubeVersionError:
         return None
-    return kube_version.text(version), f"{exe} --version (kube-scheduler PID {process.pid})"
+    return kube_text(version), f"{exe} --version (kube-scheduler PID {process.pid})"
 
 
 def image_tag(image):
@@ -137,8 +143,8 @@ def tag_version(image):
     if tag is None:
         return None
     try:
-        return kube_version.text(kube_version.parse(tag))
-    except kube_version.KubeVersionError:
+        return kube_text(parse_kube_version(tag))
+    except KubeVersionError:
         return None
 
 
@@ -169,9 +175,9 @@ def detect_version(candidates):
         return None, None, []
     version, source = found[0]
     warnings = []
-    chosen = kube_version.minor(version)
+    chosen = kube_minor(version)
     for other, other_source in found[1:]:
-        if kube_version.minor(other) != chosen:
+        if kube_minor(other) != chosen:
             warnings.append(f"Kubernetes version {version} ({source}) differs from {other} ({other_source}); "
                             f"using {version}")
     return version, source, warnings

@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Comment- and layout-preserving edits of block-style YAML text.
 
 Hand-edited files (RKE ``cluster.yml``, RKE2 ``config.yaml``, a kubelet

@@ -554,14 +554,13 @@ def _record_kubeadm_config(params, result, kubeadm_cm, verified):
     if params["state"] == "absent":
         ops, _api = forget_ops(CONFIGMAP, text, result["config_path"])
     else:
-        ops, _api = record_ops(CONFIGMAP, text, result["wiring"],
-                                              result["config_path"])
+        ops, _api = record_ops(CONFIGMAP, text, result["wiring"], result["config_path"])
     if not ops:
         return None, {"state": "recorded" if params["state"] == "present" else "absent", "reason": None}
     if not verified:
         return None, {"state": "deferred", "reason": "recorded once kube-scheduler runs the change"}
     new = edit_cluster_configuration(CONFIGMAP, text, ops, rewrite=params["allow_rewrite"],
-                              warnings=result["warnings"])
+                                     warnings=result["warnings"])
     return new, {"state": "changed", "reason": None}
 
 

@@ -121,6 +121,12 @@ def preferred_api(version):
     return "v1"
 
 
+def split_api_version(api_version):
+    """``"group/version"`` -> ``(group, version)``; ``("", "")`` parts where missing."""
+    parts = str(api_version).partition("/")
+    return parts[0], parts[2]
+
+
 def api_name(short):
     return POLICY if short == POLICY else f"{GROUP}/{short}"
 
@@ -190,7 +196,7 @@ def validate_config(data, version, path):
             raise KubeSchedulerError(f"{path}: Policy files are not read by Kubernetes "
                                      f"{version[0]}.{version[1]} (removed in 1.23)")
     elif kind == KSC:
-        group, _, api = str(data.get("apiVersion")).partition("/")
+        group, api = split_api_version(data.get("apiVersion"))
         if group != GROUP or api not in SERVED or not served(api, version):
             raise KubeSchedulerError(f"{path}: apiVersion {data.get('apiVersion')} is not served by "
                                      f"Kubernetes {version[0]}.{version[1]} (served: {served_list(version)})")
@@ -342,7 +348,7 @@ def merge_config(path, text, *, version, extender, kubeconfig, rewrite=False, wa
                                      "1.23, migrate it to a KubeSchedulerConfiguration first; left unchanged")
         entry_fmt, api_out = POLICY, POLICY
     elif kind == KSC:
-        group, _, api = str(data.get("apiVersion")).partition("/")
+        group, api = split_api_version(data.get("apiVersion"))
         if group != GROUP or api not in SERVED:
             raise KubeSchedulerError(f"{path}: apiVersion {data.get('apiVersion')!r} is not a known "
                                      f"{KSC} version ({', '.join(SERVED)}); left unchanged")
@@ -455,8 +461,8 @@ def flags_dict(args):
     flags = {}
     for arg in args:
         if isinstance(arg, str) and arg.startswith("--"):
-            name, _, value = arg[2:].partition("=")
-            flags[name] = value
+            parts = arg[2:].partition("=")
+            flags[parts[0]] = parts[2]
     return flags
 
 
@@ -865,8 +871,8 @@ def plan_rke2(params, version, read, warnings, listdir):
             texts[path] = text or ""
     arg_owner, args = rke2_effective(texts, RKE2_ARG)
     mount_owner, mounts = rke2_effective(texts, RKE2_MOUNT)
-    existing = [item for item in args if item[3].startswith(("config=", "policy-config-file=",
-                                                               "--config=", "--policy-config-file="))]
+    flags = ("config=", "policy-config-file=", "--config=", "--policy-config-file=")
+    existing = [item for item in args if item[3].startswith(flags)]
     if len(existing) > 1:
         raise KubeSchedulerError(f"{config_file}: {RKE2_ARG} sets the scheduler config {len(existing)} times "
                                  f"({', '.join(item[0] for item in existing)}); left unchanged")

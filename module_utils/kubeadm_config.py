@@ -36,7 +36,13 @@ Standard library and PyYAML only (runs on target hosts).
 
 import json
 
-from ansible.module_utils.kube_scheduler import VOLUME_NAME, KubeSchedulerError, edit_text, load_mapping
+from ansible.module_utils.kube_scheduler import (
+    VOLUME_NAME,
+    KubeSchedulerError,
+    edit_text,
+    load_mapping,
+    split_api_version,
+)
 
 GROUP = "kubeadm.k8s.io"
 MAP_ARGS = ("v1beta1", "v1beta2", "v1beta3")
@@ -129,7 +135,7 @@ def _api(path, data):
     if data.get("kind") != KEY:
         raise KubeSchedulerError(f"{_where(path)}: kind {data.get('kind')!r} is not {KEY}; left unchanged")
     api = str(data.get("apiVersion") or "")
-    group, _, version = api.partition("/")
+    group, version = split_api_version(api)
     if group != GROUP or version not in MAP_ARGS + LIST_ARGS:
         known = ", ".join(f"{GROUP}/{v}" for v in MAP_ARGS + LIST_ARGS)
         raise KubeSchedulerError(f"{_where(path)}: apiVersion {api!r} is not one gpunode knows ({known}); "

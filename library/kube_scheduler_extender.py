@@ -1,64 +1,72 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module kube_scheduler_extender: add a scheduler extender to kube-scheduler."""
-
-import os
-import shutil
-import time
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.kube_scheduler import (
-    DEFAULT_MANIFEST,
-    DEFAULT_RKE2_CONFIG,
-    KubeSchedulerError,
-    plan,
-    scheduler_pids,
-)
-from ansible.module_utils.text_file import write_text
 
 DOCUMENTATION = r"""
 ---
 module: kube_scheduler_extender
 short_description: Add a scheduler extender (GPU share) to kube-scheduler on kubeadm, RKE1 or RKE2
 description:
-  - Writes the extender into a kube-scheduler configuration file and starts the
-    scheduler with it. Kubernetes 1.18 and older get a legacy Policy file and
-    C(--policy-config-file); 1.19 and newer a KubeSchedulerConfiguration and
-    C(--config), in the apiVersion the version prefers (v1beta1 for 1.19-1.21,
-    v1beta2 for 1.22, v1beta3 for 1.23-1.24, v1 from 1.25).
-  - A scheduler already started with its own C(--config) or C(--policy-config-file)
-    keeps that flag; the extender is merged into that file (other extenders,
-    profiles and fields kept). A file in an apiVersion the version no longer
-    serves is moved to a served one when only portable fields are in it, and
-    refused (naming the file and the fields) otherwise. A Policy file on 1.23+ is refused.
-  - kubeadm (O(flavor=kubeadm)) - the static pod manifest gets the flag, a hostPath
-    volume and a read-only mount, spliced into the text so comments, indentation
-    and every other flag, probe and volume stay. Nothing but the manifest itself
-    is ever written into the static pod directory (the temp file is made in its
-    parent directory and renamed into place; backups go to O(backup_dir)).
-  - When C(--config) is added, the meaning of flags the scheduler then ignores
-    (C(--kubeconfig), C(--leader-elect*), C(--profiling), C(--kube-api-*), and on
-    1.19-1.22 C(--port=0) as C(healthzBindAddress)/C(metricsBindAddress) C(0.0.0.0:0))
-    is written into the new file.
-  - RKE1 (O(flavor=rke)) - with O(cluster_yml) (on the RKE admin host) sets
-    C(services.scheduler.extra_args.config) in cluster.yml and returns the config path;
-    without it (on a control-plane node) writes the config file there.
-  - RKE2 (O(flavor=rke2)) - adds C(config=...) to C(kube-scheduler-arg) and the file to
-    C(kube-scheduler-extra-mount) in O(rke2_config), and writes the config file.
-  - O(state=absent) takes the extender out again; the flag, volume, mount and file
-    are removed only when this module created the file (a marker comment on its
-    first line) and nothing else was added to it since.
+  - One call decides everything about kube-scheduler on this host - how it runs (O(flavor)), its
+    Kubernetes version, the files that carry the extender, and whether the running scheduler
+    carries what those files say - writes what differs, and publishes
+    C(ansible_facts.gpushare_scheduler). A converged host costs this one call.
+  - Kubernetes 1.18 and older get a legacy Policy file and C(--policy-config-file); 1.19 and newer
+    a KubeSchedulerConfiguration and C(--config), in the apiVersion that version prefers (v1beta1
+    for 1.19-1.21, v1beta2 for 1.22, v1beta3 for 1.23-1.24, v1 from 1.25; only v1 is served from
+    1.29 on). A version newer than the table gets v1 and a warning naming the table's last version.
+  - A scheduler already started with its own C(--config) or C(--policy-config-file) keeps that flag;
+    the extender is merged into that file (other extenders, profiles and fields kept). A file in an
+    apiVersion the version no longer serves is moved to a served one when only portable fields are
+    in it, and refused (naming the file and the fields) otherwise. A Policy file on 1.23+ is refused.
+  - Files are edited in place - comments, quoting, indentation and every other flag, probe, volume
+    and key are kept. A file that cannot be edited that way is refused, naming it, unless
+    O(allow_rewrite) is set.
+  - kubeadm - the static pod manifest gets the flag, a hostPath volume and a read-only mount. Nothing
+    but the manifest itself is ever written into the static pod directory. With O(kubeadm_config),
+    the flag and volume are also recorded in the C(kube-system/kubeadm-config) ConfigMap's
+    ClusterConfiguration (C(scheduler.extraArgs), C(scheduler.extraVolumes), in the document's own
+    apiVersion), so that C(kubeadm upgrade) writes them again; this happens once the running
+    scheduler carries the change (a second call after the health check), never before.
+  - RKE1 - with O(cluster_yml) (on the RKE admin host) sets C(services.scheduler.extra_args.config)
+    in cluster.yml and reports whether C(rke up) still has to apply it (RV(rke_up_pending)); without
+    it (on a control-plane node) writes the configuration file there.
+  - RKE2 - adds C(config=...) to C(kube-scheduler-arg) and the file to C(kube-scheduler-extra-mount)
+    in the RKE2 configuration (config.yaml, or the drop-in of config.yaml.d that sets the list), and
+    writes the configuration file.
+  - The running scheduler is compared with the files on every call, not only after a write - its
+    command line against the manifest (or the RKE flag), its start time against the files'
+    modification times, and its health endpoint. RV(restart) says what has to happen (for the
+    C(verified_restart) module); after an interrupted run the files of the unverified change are
+    offered for rollback.
+  - O(state=absent) takes the extender out again; the flag, volume, mount and file are removed only
+    when this module created the file (a marker comment on its first line) and nothing else was
+    added to it since.
   - Malformed files fail with the path and the problem and are left untouched.
 version_added: "1.0.0"
+requirements:
+  - PyYAML (the distribution's python3-yaml) on the managed node
 options:
   flavor:
-    description: How the cluster runs kube-scheduler.
+    description:
+      - How the cluster runs kube-scheduler. V(auto) detects it - kubeadm when O(manifest_path) exists,
+        RKE2 when the directory of O(rke2_config) exists, RKE1 with O(cluster_yml) or on a node that has
+        RKE's scheduler kubeconfig.
     type: str
-    choices: [kubeadm, rke, rke2]
+    choices: [auto, kubeadm, rke, rke2]
     default: kubeadm
   kubernetes_version:
-    description: The cluster's Kubernetes version (C(1.29.2), C(v1.29.2), C(v1.28.9+rke2r1)).
+    description:
+      - The cluster's Kubernetes version (C(1.29.2), C(v1.29.2), C(v1.28.9+rke2r1)).
+      - Empty - detected from what is there, and RV(version_source) says from what. kubeadm - the tag
+        of the kube-scheduler image in the manifest, else the running scheduler's binary
+        (C(/proc/PID/exe --version), for a digest-pinned image), else kubeadm's records
+        (the kubeadm-config ConfigMap, C(/etc/kubernetes/kubeadm-config.yaml)). RKE2 - C(rke2 --version),
+        else the running binary. RKE1 - cluster.yml's C(kubernetes_version) (admin host), the running
+        binary (node).
     type: str
-    required: true
   extender:
     description: The extender.
     type: dict
@@ -124,7 +132,7 @@ options:
     description: RKE1 cluster.yml to edit (run this on the RKE admin host).
     type: path
   rke2_config:
-    description: RKE2 server configuration file.
+    description: RKE2 server configuration file (its C(.d) drop-ins are read too).
     type: path
     default: /etc/rancher/rke2/config.yaml
   state:
@@ -136,38 +144,67 @@ options:
     description: Copy each file into O(backup_dir) before changing it.
     type: bool
     default: false
-  restore:
-    description:
-      - Roll back instead of configuring - a map of file to the backup to put back (as
-        O(backup) made it and RV(backup_files) returned it), or to null for a file this
-        module created, which is removed. The other options are then ignored except
-        O(manifest_path) (temp files are never made in its directory).
-      - Roles use it when kube-scheduler does not come back healthy after a change.
-    type: dict
   backup_dir:
     description:
       - Where backups go; never inside the static pod directory. Default
         C(/etc/kubernetes/gpunode-backups) (C(/etc/rancher/rke2/gpunode-backups) for RKE2,
         the directory of O(cluster_yml) for RKE1 on the admin host).
     type: path
+  allow_rewrite:
+    description:
+      - A file that cannot be edited in place (keeping its comments and layout) is re-written
+        as a whole from its parsed content, with a warning, instead of being refused.
+    type: bool
+    default: false
+  kubeadm_config:
+    description:
+      - Record the flag and volume in the C(kube-system/kubeadm-config) ConfigMap (kubeadm), so that
+        C(kubeadm upgrade) keeps them. V(auto) - when O(kubectl) and O(admin_kubeconfig) are there and
+        the API server answers, else a warning; V(required) - fail when it cannot be done; V(skip) - never.
+    type: str
+    choices: [auto, required, skip]
+    default: auto
+  kubectl:
+    description: The kubectl binary (default - found on the PATH).
+    type: path
+  admin_kubeconfig:
+    description: The kubeconfig kubectl uses for the kubeadm-config ConfigMap.
+    type: path
+    default: /etc/kubernetes/admin.conf
+  health_url:
+    description:
+      - kube-scheduler's health endpoint, checked when nothing else says it must restart; empty - never.
+    type: str
+    default: https://127.0.0.1:10259/healthz
+  health_validate_certs:
+    description: Check the health endpoint's certificate (kube-scheduler's own is self-signed).
+    type: bool
+    default: false
+  proc_root:
+    description: Where the processes are read (C(/proc)); tests point it at a fake tree.
+    type: path
+    default: /proc
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: full
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
-- name: Add the GPU share scheduler extender (kubeadm)
+- name: Add the GPU share scheduler extender (kubeadm; version detected)
   kube_scheduler_extender:
-    kubernetes_version: "1.29.2"
     backup: true
 
 - name: Point RKE at a scheduler config (on the RKE admin host)
   kube_scheduler_extender:
     flavor: rke
-    kubernetes_version: v1.26.8-rancher1-1
     cluster_yml: /home/rke/cluster.yml
 
 - name: RKE2 server
@@ -178,13 +215,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 changed:
-  description: Whether any file was (or in check mode would be) changed.
+  description: Whether any file (or the kubeadm-config ConfigMap) was, or in check mode would be, changed.
   returned: always
   type: bool
 api_version:
   description:
     - The apiVersion of the configuration written or merged into, C(Policy) for a Policy file.
-    - Null for O(state=absent).
+    - Null for O(state=absent), and for cluster.yml pointing at a file of the operator's.
   returned: always
   type: str
   sample: kubescheduler.config.k8s.io/v1
@@ -200,33 +237,117 @@ config_path:
   returned: always
   type: str
   sample: /etc/kubernetes/scheduler-extender-config.yaml
+flavor:
+  description: How kube-scheduler runs here (O(flavor), or what V(auto) found).
+  returned: always
+  type: str
+  sample: kubeadm
+kubernetes_version:
+  description: The Kubernetes version the configuration was written for.
+  returned: always
+  type: str
+  sample: 1.29.2
+version_source:
+  description: Where RV(kubernetes_version) came from.
+  returned: always
+  type: str
+  sample: "/proc/2314/exe --version (kube-scheduler PID 2314)"
 backup_files:
   description: Backup path for each file backed up.
   returned: always
   type: dict
   sample:
     /etc/kubernetes/manifests/kube-scheduler.yaml: /etc/kubernetes/gpunode-backups/kube-scheduler.yaml.2024~
-rollback:
+restart_required:
+  description: Whether kube-scheduler must be restarted (or waited for) to run what its files say.
+  returned: always
+  type: bool
+restart:
   description:
-    - With O(backup=true), what to pass to O(restore) to undo this change - each file
-      changed mapped to its backup, or to null for a file this run created.
-  returned: when O(backup=true)
+    - Null when the running kube-scheduler carries what the files say and is healthy. Otherwise what
+      has to happen, shaped for the C(verified_restart) module - C(reason); C(unit), a systemd unit to
+      restart (C(rke2-server)) or null; C(stop), PIDs to stop (what runs them starts them again);
+      C(wait_for_exit), PIDs that must be gone before health counts; C(restore), the files to put back
+      ({path, backup}) when it does not come back healthy (this run's change, or an earlier
+      unverified one); C(pending), a change that waits for someone else (C(rke up)).
+  returned: always
   type: dict
-scheduler_pids:
-  description:
-    - PIDs of the kube-scheduler processes running just before the files changed. Until the kubelet
-      (or rke2-server) replaces them, the old scheduler keeps answering its health endpoint, so a
-      health check must first wait for them to be gone.
-  returned: when files changed
+changes:
+  description: One short line per change, for the run's summary.
+  returned: always
   type: list
-  elements: int
-  sample: [2314]
+  elements: str
+  sample:
+    - "kube-scheduler: extender http://127.0.0.1:32766/gpushare-scheduler (kubescheduler.config.k8s.io/v1)"
+kubeadm_config:
+  description:
+    - kubeadm only - C(state) of the record in the kubeadm-config ConfigMap (C(recorded), C(changed),
+      C(deferred) until the scheduler runs the change, C(skipped), C(unknown)) and C(reason).
+  returned: when flavor is kubeadm
+  type: dict
+rke_up_pending:
+  description:
+    - RKE1 admin host - what C(rke up) has not applied yet (cluster.yml against its C(.rkestate)),
+      as reasons; an empty list when it is up to date; null when there is no state file.
+  returned: with O(cluster_yml)
+  type: list
+  elements: str
+ansible_facts:
+  description:
+    - C(gpushare_scheduler) - flavor, kubernetes_version, version_source, api_version, config_path,
+      state (C(present), C(absent), or C(pending) while the scheduler does not run it yet), waiting_for
+      (C(rke up), or null), and on the RKE admin host rke_up_pending.
+  returned: always
+  type: dict
 diff:
-  description: Text before and after, one entry per file.
+  description: Text before and after, one entry per file (and the ConfigMap's ClusterConfiguration).
   returned: when diff mode is on
   type: list
   elements: dict
 """
+
+import json
+import os
+import shutil
+import time
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.kube_scheduler import (
+    DEFAULT_MANIFEST,
+    DEFAULT_RKE2_CONFIG,
+    KubeSchedulerError,
+    load_yaml,
+    parse_manifest,
+    plan,
+    read_file,
+    resolve_params,
+    rke2_files,
+    rke_state_path,
+    rke_up_pending,
+)
+from ansible.module_utils.kube_scheduler_node import (
+    RKE2_BINARIES,
+    binary_version,
+    detect_flavor,
+    detect_version,
+    digest,
+    journal_entries,
+    processes,
+    restart_plan,
+    tag_version,
+)
+from ansible.module_utils.kubeadm_config import (
+    CONFIGMAP,
+    KEY,
+    forget_ops,
+    read_configmap,
+    record_ops,
+    write_configmap,
+)
+from ansible.module_utils.kubeadm_config import edit as edit_cluster_configuration
+from ansible.module_utils.service_health import probe_url
+from ansible.module_utils.text_file import write_text
+from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
 
 EXTENDER_SPEC = {
     "url_prefix": {"type": "str", "default": "http://127.0.0.1:32766/gpushare-scheduler"},
@@ -236,18 +357,15 @@ EXTENDER_SPEC = {
     "node_cache_capable": {"type": "bool", "default": True},
     "ignorable": {"type": "bool", "default": False},
     "managed_resources": {
-        "type": "list",
-        "elements": "dict",
+        "type": "list", "elements": "dict",
         "default": [{"name": "aliyun.com/gpu-mem", "ignored_by_scheduler": False}],
-        "options": {
-            "name": {"type": "str", "required": True},
-            "ignored_by_scheduler": {"type": "bool", "default": False},
-        },
+        "options": {"name": {"type": "str", "required": True},
+                    "ignored_by_scheduler": {"type": "bool", "default": False}},
     },
 }
 ARGUMENT_SPEC = {
-    "flavor": {"type": "str", "choices": ["kubeadm", "rke", "rke2"], "default": "kubeadm"},
-    "kubernetes_version": {"type": "str", "required": True},
+    "flavor": {"type": "str", "choices": ["auto", "kubeadm", "rke", "rke2"], "default": "kubeadm"},
+    "kubernetes_version": {"type": "str"},
     "extender": {"type": "dict", "default": {}, "options": EXTENDER_SPEC, "apply_defaults": True},
     "config_path": {"type": "path"},
     "manifest_path": {"type": "path", "default": DEFAULT_MANIFEST},
@@ -257,8 +375,17 @@ ARGUMENT_SPEC = {
     "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
     "backup": {"type": "bool", "default": False},
     "backup_dir": {"type": "path"},
-    "restore": {"type": "dict"},
+    "allow_rewrite": {"type": "bool", "default": False},
+    "kubeadm_config": {"type": "str", "choices": ["auto", "required", "skip"], "default": "auto"},
+    "kubectl": {"type": "path"},
+    "admin_kubeconfig": {"type": "path", "default": "/etc/kubernetes/admin.conf"},
+    "health_url": {"type": "str", "default": "https://127.0.0.1:10259/healthz"},
+    "health_validate_certs": {"type": "bool", "default": False},
+    "proc_root": {"type": "path", "default": "/proc"},
 }
+C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
+JOURNAL = "gpunode-scheduler-unverified.json"
+PACKAGES = {"PyYAML": "python3-yaml"}
 
 
 def build_module():
@@ -292,102 +419,340 @@ def make_backup(path, directory):
     return target
 
 
-def _write(path, text, static_dir):
-    tmp_dir = None
-    if _inside(os.path.dirname(path), static_dir):
-        # never a temp file inside the static pod directory: make it one level up
-        tmp_dir = os.path.dirname(os.path.dirname(os.path.abspath(path)))
-    write_text(path, text, new_file_mode=0o600, tmp_dir=tmp_dir)
+def _listdir(path):
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
 
 
-def restore(module, static_dir):
-    """Put backups back (null: remove the file); returns the result."""
-    wanted = {}
-    for path, backup in module.params["restore"].items():
-        if backup is None:
-            wanted[path] = None
-            continue
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+class Node:
+    """The host side: files, processes, commands."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+
+    def run(self, argv, data=None):
+        return self.module.run_command(argv, environ_update=C_LOCALE, data=data, binary_data=data is not None)
+
+    def schedulers(self):
+        return processes("kube-scheduler", self.params["proc_root"])
+
+    def rke2_server(self):
+        servers = [p for p in processes("rke2", self.params["proc_root"]) if p.argv[1:2] == ["server"]]
+        return servers[0] if servers else None
+
+    def rke2_version(self):
+        binary = self.module.get_bin_path("rke2", opt_dirs=[os.path.dirname(b) for b in RKE2_BINARIES])
+        if not binary:
+            return None
+        rc, out, _err = self.run([binary, "--version"])
+        return out if rc == 0 else None
+
+    def kubectl(self):
+        return self.params["kubectl"] or self.module.get_bin_path("kubectl")
+
+    def get_kubeadm_config(self):
+        """((configmap, ClusterConfiguration text), None), or (None, why it cannot be read)."""
+        kubectl, admin = self.kubectl(), self.params["admin_kubeconfig"]
+        if not kubectl:
+            return None, "kubectl is not installed"
+        if not os.path.exists(admin):
+            return None, f"{admin} does not exist"
+        rc, out, err = self.run([kubectl, "--kubeconfig", admin, "--namespace", "kube-system",
+                                 "get", "configmap", "kubeadm-config", "--output", "json"])
+        if rc != 0:
+            return None, f"kubectl get configmap kubeadm-config: {(err or out).strip()}"
         try:
-            with open(backup, encoding="utf-8", newline="") as handle:
-                wanted[path] = handle.read()
-        except OSError as exc:
-            module.fail_json(msg=f"{backup}: cannot read the backup of {path}: {exc.strerror}")
-    changed = []
-    for path, text in wanted.items():
-        try:
-            with open(path, encoding="utf-8", newline="") as handle:
-                current = handle.read()
-        except FileNotFoundError:
-            current = None
-        if current != text:
-            changed.append(path)
-            if module.check_mode:
-                continue
-            if text is None:
-                os.unlink(path)
-            else:
-                _write(path, text, static_dir)
-    return {
-        "changed": bool(changed),
-        "files": sorted(changed),
-        "api_version": None,
-        "backup_files": {},
-        "config_path": module.params["config_path"],
-    }
+            return read_configmap(out), None
+        except KubeSchedulerError as exc:
+            return None, str(exc)
+
+    def replace_kubeadm_config(self, configmap, text):
+        kubectl, admin = self.kubectl(), self.params["admin_kubeconfig"]
+        body = write_configmap(configmap, text)
+        rc, out, err = self.run([kubectl, "--kubeconfig", admin, "replace", "--filename", "-"], data=body)
+        if rc != 0:
+            raise KubeSchedulerError(f"{CONFIGMAP}: kubectl replace failed: "
+                                     f"{(err or out).strip()}")
+
+
+# ---------------------------------------------------------------- decisions
+
+def _flavor(module):
+    params = module.params
+    if params["flavor"] != "auto":
+        return params["flavor"]
+    flavor = detect_flavor(os.path.exists, params["manifest_path"], params["rke2_config"],
+                           params["cluster_yml"])
+    if flavor is None:
+        module.fail_json(msg=f"cannot tell how kube-scheduler runs here: no {params['manifest_path']} "
+                             f"(kubeadm), no {os.path.dirname(params['rke2_config'])} (RKE2), no RKE "
+                             "scheduler kubeconfig (RKE1); set flavor")
+    return flavor
+
+
+def _version(node, flavor, manifest, schedulers, cluster_configuration):
+    """(version, source, warnings) from what this host has, best source first."""
+    params = node.params
+    if params["kubernetes_version"]:
+        return params["kubernetes_version"], "kubernetes_version", []
+    running = [binary_version(p, node.run, params["proc_root"]) or (None, f"kube-scheduler PID {p.pid}")
+               for p in schedulers[-1:]]
+    candidates = []
+    if flavor == "kubeadm" and manifest:
+        data, ci = manifest
+        image = str(data["spec"]["containers"][ci].get("image") or "")
+        candidates.append((tag_version(image), f"the image tag in {params['manifest_path']} ({image})"))
+        candidates += running
+        if cluster_configuration:
+            recorded = load_yaml(CONFIGMAP, cluster_configuration) or {}
+            version = recorded.get("kubernetesVersion") if isinstance(recorded, dict) else None
+            candidates.append((version, f"{CONFIGMAP} ClusterConfiguration.kubernetesVersion"))
+        # kubespray keeps the configuration it gave kubeadm next to the manifests' folder
+        kube_dir = os.path.dirname(os.path.dirname(params["manifest_path"]))
+        records_path = os.path.join(kube_dir, "kubeadm-config.yaml")
+        for document in (read_file(records_path) or "").split("\n---"):
+            record = load_yaml(records_path, document) or {}
+            if isinstance(record, dict) and record.get("kubernetesVersion"):
+                candidates.append((record["kubernetesVersion"], records_path))
+    elif flavor == "rke2":
+        candidates.append((node.rke2_version(), "rke2 --version"))
+        candidates += running
+    elif params["cluster_yml"]:
+        text = read_file(params["cluster_yml"])
+        version = (load_yaml(params["cluster_yml"], text) or {}).get("kubernetes_version") if text else None
+        candidates.append((version, f"kubernetes_version in {params['cluster_yml']}"))
+    else:
+        candidates += running
+    version, source, warnings = detect_version(candidates)
+    if version is None:
+        tried = "; ".join(s for _v, s in candidates) or "no kube-scheduler process, no file that records it"
+        raise KubeSchedulerError(f"cannot tell the Kubernetes version ({flavor}); looked at: {tried}; "
+                                 "set kubernetes_version")
+    return version, source, warnings
+
+
+def _record_kubeadm_config(params, result, kubeadm_cm, verified):
+    """Plan the kubeadm-config ConfigMap change; returns (new_text or None, facts)."""
+    if params["kubeadm_config"] == "skip":
+        return None, {"state": "skipped", "reason": "kubeadm_config=skip"}
+    configmap, problem = kubeadm_cm
+    if configmap is None:
+        if params["kubeadm_config"] == "required":
+            raise KubeSchedulerError(f"{CONFIGMAP}: cannot be read: {problem}")
+        return None, {"state": "unknown", "reason": problem}
+    text = configmap[1]
+    if params["state"] == "absent":
+        ops, _api = forget_ops(CONFIGMAP, text, result["config_path"])
+    else:
+        ops, _api = record_ops(CONFIGMAP, text, result["wiring"], result["config_path"])
+    if not ops:
+        return None, {"state": "recorded" if params["state"] == "present" else "absent", "reason": None}
+    if not verified:
+        return None, {"state": "deferred", "reason": "recorded once kube-scheduler runs the change"}
+    new = edit_cluster_configuration(CONFIGMAP, text, ops, rewrite=params["allow_rewrite"],
+                                     warnings=result["warnings"])
+    return new, {"state": "changed", "reason": None}
+
+
+def _journal_path(params, flavor):
+    return os.path.join(backup_dir_for(dict(params, flavor=flavor)), JOURNAL)
+
+
+def _read_journal(path):
+    text = read_file(path)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
 
 
 def run(module):
     params = module.params
+    node = Node(module)
+    flavor = _flavor(module)
+    params = dict(params, flavor=flavor)
     static_dir = os.path.dirname(params["manifest_path"])
     backup_dir = backup_dir_for(params)
-    if params["restore"] is not None:
-        return restore(module, static_dir)
-    if params["flavor"] == "kubeadm" and _inside(backup_dir, static_dir):
-        module.fail_json(
-            msg=f"backup_dir {backup_dir}: inside the static pod directory {static_dir}; "
-            "the kubelet would run a backup as a pod"
-        )
-    try:
-        result = plan(params)
-    except KubeSchedulerError as exc:
-        module.fail_json(msg=str(exc))
+    if flavor == "kubeadm" and _inside(backup_dir, static_dir):
+        module.fail_json(msg=f"backup_dir {backup_dir}: inside the static pod directory {static_dir}; "
+                             "the kubelet would run a backup as a pod")
+    admin = flavor == "rke" and bool(params["cluster_yml"])
+    schedulers = [] if admin else node.schedulers()
+    manifest = None
+    if flavor == "kubeadm":
+        text = read_file(params["manifest_path"])
+        manifest = parse_manifest(params["manifest_path"], text) if text is not None else None
+    kubeadm_cm = (None, "not a kubeadm control plane")
+    if flavor == "kubeadm" and params["kubeadm_config"] != "skip":
+        kubeadm_cm = node.get_kubeadm_config()
+    version, source, version_warnings = _version(node, flavor, manifest, schedulers,
+                                                 kubeadm_cm[0][1] if kubeadm_cm[0] else None)
+    result = plan(dict(params, kubernetes_version=version), read_file, _listdir)
+    result["warnings"] = version_warnings + result["warnings"]
+    files = result["files"]
+    resolved = resolve_params(params)
+
+    # the running scheduler against the files
+    restart = None
+    if not admin:
+        restart = _restart(node, flavor, resolved, result, schedulers=schedulers)
+    # kubeadm-config: only once the scheduler runs the change (or predicted in check mode)
+    kubeadm_facts, kubeadm_new = None, None
+    if flavor == "kubeadm":
+        verified = module.check_mode or (restart is None and params["manifest_path"] not in files)
+        kubeadm_new, kubeadm_facts = _record_kubeadm_config(params, result, kubeadm_cm, verified)
+        if kubeadm_facts["state"] == "unknown" and params["state"] == "present":
+            result["warnings"].append(f"{CONFIGMAP} not checked ({kubeadm_facts['reason']}): "
+                                      "kubeadm upgrade would drop the kube-scheduler change")
+    out = {"changed": bool(files) or kubeadm_new is not None, "api_version": result["api_version"],
+           "files": sorted(files), "config_path": result["config_path"], "backup_files": {},
+           "flavor": flavor, "kubernetes_version": version, "version_source": source, "restart": restart,
+           "restart_required": bool(restart) and not restart.get("pending"),
+           "changes": _changes(params, result, kubeadm_new, restart)}
+    if kubeadm_facts is not None:
+        out["kubeadm_config"] = kubeadm_facts
+    if admin:
+        state_path = rke_state_path(params["cluster_yml"])
+        cluster_text = files[params["cluster_yml"]][1] if params["cluster_yml"] in files \
+            else read_file(params["cluster_yml"])
+        out["rke_up_pending"] = rke_up_pending(params["cluster_yml"], cluster_text, read_file(state_path))
     for warning in result["warnings"]:
         module.warn(warning)
-    files = result["files"]
-    out = {
-        "changed": bool(files),
-        "api_version": result["api_version"],
-        "files": sorted(files),
-        "config_path": result["config_path"],
-        "backup_files": {},
-    }
     if module._diff:
-        out["diff"] = [
-            {"before_header": path, "after_header": path, "before": old or "", "after": new or ""}
-            for path, (old, new) in files.items()
-        ]
-    if module.check_mode or not files:
+        out["diff"] = [{"before_header": path, "after_header": path, "before": old or "", "after": new or ""}
+                       for path, (old, new) in files.items()]
+        if kubeadm_new is not None:
+            where = f"{CONFIGMAP} ({KEY})"
+            out["diff"].append({"before_header": where, "after_header": where, "before": kubeadm_cm[0][1],
+                                "after": kubeadm_new})
+    out["ansible_facts"] = {"gpushare_scheduler": _facts(params, out)}
+    if module.check_mode:
         return out
-    out["scheduler_pids"] = scheduler_pids()
+    _write(module, params, files, out, backup_dir=backup_dir, static_dir=static_dir, flavor=flavor)
+    if kubeadm_new is not None:
+        node.replace_kubeadm_config(kubeadm_cm[0][0], kubeadm_new)
+    return out
+
+
+def _restart(node, flavor, params, result, *, schedulers):
+    """The restart plan, with what to roll back, and the health check when nothing else is due."""
+    files = result["files"]
+    manifest_argv = None
+    config_flag = None
+    if flavor == "kubeadm":
+        text = files[params["manifest_path"]][1] if params["manifest_path"] in files \
+            else read_file(params["manifest_path"])
+        if text:
+            data, ci = parse_manifest(params["manifest_path"], text)
+            manifest_argv = [str(a) for a in list(data["spec"]["containers"][ci].get("command") or [])
+                             + list(data["spec"]["containers"][ci].get("args") or [])]
+    elif params["state"] == "present" and result["api_version"]:
+        flag = "policy-config-file" if result["api_version"] == "Policy" else "config"
+        config_flag = f"--{flag}={result['config_path']}"
+    rke2_paths = rke2_files(params["rke2_config"], _listdir) if flavor == "rke2" else []
+    source = result["config_path"]
+    mtimes = {path: _mtime(path) for path in [params["manifest_path"], source, *rke2_paths]}
+    plan_ = restart_plan(flavor, changed=files, manifest_path=params["manifest_path"],
+                         manifest_argv=manifest_argv, config_source=source, config_flag=config_flag,
+                         schedulers=schedulers, rke2_server=node.rke2_server() if flavor == "rke2" else None,
+                         rke2_files=rke2_paths, mtimes=mtimes)
+    journal_path = _journal_path(params, flavor)
+    if plan_ is None and not files and params["health_url"] and (schedulers or params["state"] == "present"):
+        problem = probe_url(params["health_url"], params["health_validate_certs"])
+        if problem:
+            plan_ = restart_plan(flavor, changed={}, health_problem=problem)
+        elif not node.module.check_mode and os.path.exists(journal_path):
+            os.unlink(journal_path)  # the last change runs and is healthy: nothing left to roll back
+    if plan_ is None or plan_["pending"]:
+        return plan_
+    journal = _read_journal(journal_path) if not files else None
+    current = {path: digest(read_file(path)) for path in (journal or {}).get("files", {})}
+    plan_["restore"] = journal_entries(journal, current)
+    return plan_
+
+
+def _changes(params, result, kubeadm_new, restart):
+    lines = []
+    if result["files"]:
+        api = result["api_version"] or "its own configuration file"
+        what = "extender removed" if params["state"] == "absent" else \
+            f"extender {params['extender']['url_prefix']} ({api})"
+        lines.append(f"kube-scheduler: {what}: {', '.join(sorted(result['files']))}")
+    if kubeadm_new is not None:
+        lines.append(f"{CONFIGMAP}: scheduler flag and volume recorded for kubeadm upgrade")
+    if restart and not result["files"] and not restart.get("pending"):
+        lines.append(f"kube-scheduler: restart ({restart['reason']})")
+    return lines
+
+
+def _facts(params, out):
+    restart = out["restart"]
+    state = params["state"]
+    if state == "present" and restart and any(restart.get(key) for key in ("pending", "unit", "stop",
+                                                                           "wait_for_exit")):
+        state = "pending"
+    facts = {"flavor": out["flavor"], "kubernetes_version": out["kubernetes_version"],
+             "version_source": out["version_source"], "api_version": out["api_version"],
+             "config_path": out["config_path"], "state": state,
+             "waiting_for": restart.get("pending") if restart else None}
+    if "rke_up_pending" in out:
+        facts["rke_up_pending"] = out["rke_up_pending"]
+    return facts
+
+
+def _write(module, params, files, out, *, backup_dir, static_dir, flavor):
+    """Back up, record the change as unverified, write: config before manifest (present) or after."""
+    if not files:
+        return
     manifest = params["manifest_path"]
     # present: the config exists before the scheduler is pointed at it; absent: the reverse
     order = sorted(files, key=lambda p: (p == manifest) == (params["state"] == "present"))
+    journal = {"files": {}}
     for path in order:
         old, new = files[path]
-        if params["backup"] and old is not None:
-            out["backup_files"][path] = make_backup(path, backup_dir)
-        if params["backup"]:
-            out.setdefault("rollback", {})[path] = out["backup_files"].get(path)
+        backup = make_backup(path, backup_dir) if params["backup"] and old is not None else None
+        if backup:
+            out["backup_files"][path] = backup
+        journal["files"][path] = {"backup": backup, "sha256": digest(new)}
+    if params["backup"] and not (flavor == "rke" and params["cluster_yml"]):
+        os.makedirs(backup_dir, mode=0o700, exist_ok=True)
+        write_text(os.path.join(backup_dir, JOURNAL), json.dumps(journal, indent=2) + "\n",
+                   new_file_mode=0o600)
+    if out["restart"] is not None and params["backup"]:
+        # put back in the reverse order of the writes: the manifest before the file it points at
+        out["restart"]["restore"] = [{"path": path, "backup": journal["files"][path]["backup"]}
+                                     for path in reversed(order)]
+    for path in order:
+        new = files[path][1]
         if new is None:
             os.unlink(path)
             continue
-        _write(path, new, static_dir)
-    return out
+        tmp_dir = None
+        if _inside(os.path.dirname(path), static_dir):
+            # never a temp file inside the static pod directory: make it one level up
+            tmp_dir = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+        write_text(path, new, new_file_mode=0o600, tmp_dir=tmp_dir, replace=module.atomic_move)
 
 
 def main():
     module = build_module()
-    module.exit_json(**run(module))
+    if YAML_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("PyYAML (python3-yaml)"), exception=YAML_IMPORT_ERROR,
+                         missing_library="PyYAML", missing_packages=[PACKAGES["PyYAML"]])
+    try:
+        module.exit_json(**run(module))
+    except KubeSchedulerError as exc:
+        module.fail_json(msg=str(exc))
 
 
 if __name__ == "__main__":

@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Comment- and layout-preserving edits of block-style YAML text.
 
 Hand-edited files (RKE ``cluster.yml``, RKE2 ``config.yaml``, a kubelet
@@ -21,6 +24,7 @@ with ``missing_required_lib`` before calling anything here.
 """
 
 import copy
+import functools
 import traceback
 
 try:
@@ -185,6 +189,8 @@ def _render_block(value, column, step, seq_offset):
     """Block lines (no leading/trailing newline) for a value nested at ``column``.
 
     ``value`` is ``{key: ...}`` or a list; scalars are rendered inline by callers.
+    A mapping that is a list item is written in block style after its dash
+    (``- name: x`` with the other keys aligned under ``name``).
     """
     pad = " " * column
     lines = []
@@ -201,7 +207,11 @@ def _render_block(value, column, step, seq_offset):
                 lines.append(f"{head} {_render_flow(child)}")
     else:
         for item in value:
-            lines.append(f"{pad}- {_render_flow(item)}")
+            if isinstance(item, dict) and item:
+                inner = _render_block(item, column + 2, step, seq_offset)
+                lines.append(f"{pad}- {inner[column + 2:]}")
+            else:
+                lines.append(f"{pad}- {_render_flow(item)}")
     return "\n".join(lines)
 
 
@@ -305,6 +315,27 @@ def _checked(new_text, expected, what):
     return new_text
 
 
+def _existing(text, path):
+    """``(path as a list, chain of (key_node, node))``; the chain is None when ``path`` is absent."""
+    path = list(path)
+    if not path:
+        raise YamlEditError("empty path")
+    chain, rest = _walk(_root_mapping(text), path)
+    return path, None if rest else chain
+
+
+def _keeps_crlf(function):
+    """Edit a file with CRLF line ends as LF text and give it back with CRLF."""
+
+    @functools.wraps(function)
+    def wrapper(text, *args, **kwargs):
+        if "\r\n" in text and text.count("\r\n") == text.count("\n"):
+            return function(text.replace("\r\n", "\n"), *args, **kwargs).replace("\n", "\r\n")
+        return function(text, *args, **kwargs)
+
+    return wrapper
+
+
 # ---------------------------------------------------------------- public API
 
 
@@ -316,34 +347,78 @@ def get(text, path, default=None):
     return _data_get(data, list(path), default)
 
 
+def _replace_collection(text, chain, value, map_step, seq_offset):
+    """Edits that replace the collection at the end of ``chain`` by ``value`` (a collection).
+
+    A flow collection stays flow; a block one is re-written in block style at
+    the same column (comments inside the old value go with it).
+    """
+    key_node, node = chain[-1]
+    if node.flow_style or not node.value:
+        return [(node.start_mark.index, node.end_mark.index, _render_flow(value))]
+    end = _line_end(text, _content_end(node, text))
+    if key_node is None:
+        # an item of a block sequence: its text starts after the dash
+        if not isinstance(value, dict):
+            return [(node.start_mark.index, end, _render_flow(value))]
+        column = node.start_mark.column
+        return [(node.start_mark.index, end, _render_block(value, column, map_step, seq_offset)[column:])]
+    first = node.value[0][0] if isinstance(node, yaml.MappingNode) else node.value[0]
+    if isinstance(node, yaml.SequenceNode):
+        dash = text.rfind("-", 0, first.start_mark.index)
+        column = dash - _line_start(text, dash)
+        start = _line_start(text, dash)
+    else:
+        column = first.start_mark.column
+        start = _line_start(text, first.start_mark.index)
+    if text[start : (dash if isinstance(node, yaml.SequenceNode) else first.start_mark.index)].strip():
+        raise YamlEditError(
+            "the value shares its first line with other content; not replaced in place",
+            node.start_mark.line + 1,
+            node.start_mark.column + 1,
+        )
+    return [(start, end, _render_block(value, column, map_step, seq_offset))]
+
+
 def _set_node(text, path, value):
-    """Edits (start, end, replacement) that make ``path`` hold ``value`` (scalar or list)."""
+    """Edits (start, end, replacement) that make ``path`` hold ``value``.
+
+    ``value`` is a scalar, a list or a mapping; a collection is written in
+    block style at the file's indentation (in flow style where it replaces a
+    flow collection).
+    """
     root = _root_mapping(text)
     chain, rest = _walk(root, path)
     map_step, seq_offset = _steps(root, text)
     is_list = isinstance(value, (list, tuple))
+    is_collection = is_list or isinstance(value, dict)
 
     if not rest:
         key_node, node = chain[-1]
-        if isinstance(node, yaml.ScalarNode) and not _is_null(node) and not is_list:
+        if isinstance(node, yaml.ScalarNode) and not _is_null(node) and not is_collection:
             style = node.style if node.style in ('"', "'") else None
             return [(node.start_mark.index, node.end_mark.index, _render_scalar(value, style))]
-        if not (_is_null(node) or (isinstance(node, yaml.ScalarNode) and is_list)):
+        if isinstance(node, yaml.CollectionNode) and is_collection:
+            return _replace_collection(text, chain, list(value) if is_list else value, map_step, seq_offset)
+        if not (_is_null(node) or (isinstance(node, yaml.ScalarNode) and is_collection)):
             raise YamlEditError(
                 f"{'.'.join(map(str, path))} holds a {node.id}; not replaced by a scalar",
                 node.start_mark.line + 1,
                 node.start_mark.column + 1,
             )
-        # a null (or, for a list, a scalar) value is replaced in place
+        # a null (or, for a collection, a scalar) value is replaced in place
         if key_node is None:
             return [(node.start_mark.index, node.end_mark.index, _render_flow(value))]
-        if not is_list or not value:
+        if not is_collection or not value:
             text_value = _render_flow(value)
             if node.start_mark.index == node.end_mark.index:
                 colon = _colon_after(key_node, text) + 1
                 return [(colon, colon, " " + text_value)]
             return [(node.start_mark.index, node.end_mark.index, text_value)]
-        block = _render_block(list(value), key_node.start_mark.column + seq_offset, map_step, seq_offset)
+        indent = seq_offset if is_list else _step_below(chain, map_step)
+        block = _render_block(
+            list(value) if is_list else value, key_node.start_mark.column + indent, map_step, seq_offset
+        )
         eol = _line_end(text, node.end_mark.index)
         edits = [(eol, eol, "\n" + block)]
         if node.start_mark.index != node.end_mark.index:
@@ -397,6 +472,7 @@ def _set_node(text, path, value):
     return [(eol, eol, "\n" + block)]
 
 
+@_keeps_crlf
 def set_scalar(text, path, value):
     """Set the scalar at ``path`` to ``value``, creating missing mappings.
 
@@ -412,17 +488,14 @@ def set_scalar(text, path, value):
     return _checked(new_text, expected, f"set {'.'.join(map(str, path))}")
 
 
+@_keeps_crlf
 def remove_key(text, path):
     """Remove the key (or sequence item) at ``path``; unchanged when absent.
 
     A block mapping or list that becomes empty is written as ``{}`` or ``[]``.
     """
-    path = list(path)
-    if not path:
-        raise YamlEditError("empty path")
-    root = _root_mapping(text)
-    chain, rest = _walk(root, path)
-    if rest:
+    path, chain = _existing(text, path)
+    if chain is None:
         return text
     parent_key, parent = chain[-2]
     key_node, node = chain[-1]
@@ -431,8 +504,8 @@ def remove_key(text, path):
         items = parent.value
         position = path[-1] % len(items)
     else:
-        items = [v for _, v in parent.value]
-        position = [k for k, _ in parent.value].index(key_node)
+        items = [pair[1] for pair in parent.value]
+        position = [pair[0] for pair in parent.value].index(key_node)
     first_index = node.start_mark.index if is_seq else key_node.start_mark.index
     edits = []
     if parent.flow_style:
@@ -479,6 +552,7 @@ def remove_key(text, path):
     return _checked(new_text, expected, f"remove {'.'.join(map(str, path))}")
 
 
+@_keeps_crlf
 def append_to_list(text, path, item):
     """Append ``item`` to the list at ``path`` (created when missing or null).
 
@@ -494,7 +568,7 @@ def append_to_list(text, path, item):
     if rest or _is_null(chain[-1][1]):
         return _finish_list(text, path, _set_node(text, path, [item]), [item])
     key_node, node = chain[-1]
-    _, seq_offset = _steps(root, text)
+    seq_offset = _steps(root, text)[1]
     if isinstance(node, yaml.ScalarNode):
         if key_node is None:
             raise YamlEditError("cannot turn a sequence item into a list", node.start_mark.line + 1)
@@ -530,11 +604,15 @@ def append_to_list(text, path, item):
         )
     last = node.value[-1]
     dash = text.rfind("-", 0, node.value[0].start_mark.index)
-    pad = " " * (dash - _line_start(text, dash))
+    column = dash - _line_start(text, dash)
+    eol = _line_end(text, _content_end(last, text))
+    if isinstance(item, dict) and item:
+        map_step = _steps(root, text)[0]
+        block = _render_block([item], column, map_step, seq_offset)
+        return _finish_list(text, path, [(eol, eol, "\n" + block)], expected)
     style = last.style if isinstance(last, yaml.ScalarNode) and last.style in ('"', "'") else None
     rendered = _render_scalar(item, style) if not isinstance(item, (dict, list)) else _render_flow(item)
-    eol = _line_end(text, _content_end(last, text))
-    return _finish_list(text, path, [(eol, eol, f"\n{pad}- {rendered}")], expected)
+    return _finish_list(text, path, [(eol, eol, f"\n{' ' * column}- {rendered}")], expected)
 
 
 def _finish_list(text, path, edits, expected_list):
@@ -543,6 +621,7 @@ def _finish_list(text, path, edits, expected_list):
     return _checked(new_text, expected, f"append to {'.'.join(map(str, path))}")
 
 
+@_keeps_crlf
 def set_list(text, path, items):
     """Make the list at ``path`` equal ``items``, touching only items that differ.
 
@@ -567,3 +646,113 @@ def set_list(text, path, items):
     if get(text, path) != items:
         raise YamlEditError(f"set {'.'.join(map(str, path))}: the list did not come out as asked")
     return text
+
+
+def is_flow(text, path):
+    """Whether the collection at ``path`` is written in flow style (``{}``, ``[a, b]``)."""
+    chain, rest = _walk(_root_mapping(text), list(path))
+    node = chain[-1][1]
+    return not rest and isinstance(node, yaml.CollectionNode) and bool(node.flow_style)
+
+
+@_keeps_crlf
+def set_value(text, path, value):
+    """Make ``path`` hold ``value``: a scalar, a list or a mapping.
+
+    Missing mappings on the way are created. A collection is written in block
+    style at the file's indentation, a mapping inside a list as ``- key: v``
+    with its other keys aligned; an existing flow collection stays flow. A
+    collection replaced in block style loses the comments inside it (they
+    described the old value); every other line of the file is kept.
+    """
+    path = list(path)
+    if not path:
+        raise YamlEditError("empty path")
+    if isinstance(value, tuple):
+        value = list(value)
+    new_text = _splice(text, _set_node(text, path, value))
+    expected = _data_set(copy.deepcopy(_load(text)), path, value)
+    return _checked(new_text, expected, f"set {'.'.join(map(str, path))}")
+
+
+@_keeps_crlf
+def remove_branch(text, path, keep=1):
+    """Remove ``path`` and every block collection above it that would be left empty.
+
+    The inverse of creating ``path`` with :func:`set_value` where its parents
+    did not exist: the file comes back byte for byte. Flow collections, the
+    document itself and the first ``keep`` levels of ``path`` are never
+    removed (one left empty is written ``{}``). Unchanged when ``path`` is absent.
+    """
+    path, chain = _existing(text, path)
+    if chain is None:
+        return text
+    cut = len(path)
+    while cut > max(keep, 1):
+        parent = chain[cut - 1][1]
+        if parent.flow_style or len(parent.value) != 1:
+            break
+        cut -= 1
+    return remove_key(text, path[:cut])
+
+
+_EDITS = {
+    "set": lambda text, op: set_value(text, op[1], op[2]),
+    "append": lambda text, op: append_to_list(text, op[1], op[2]),
+    "remove": lambda text, op: remove_key(text, op[1]),
+    "remove_branch": lambda text, op: remove_branch(text, op[1], *op[2:]),
+}
+
+
+def _apply_op_to_data(data, op):
+    kind, path = op[0], list(op[1])
+    if kind == "set":
+        return _data_set(data, path, copy.deepcopy(op[2]))
+    if kind == "append":
+        current = _data_get(data, path, None)
+        if isinstance(current, list):
+            current.append(copy.deepcopy(op[2]))
+            return data
+        items = [] if current is None else [current]
+        return _data_set(data, path, [*items, copy.deepcopy(op[2])])
+    if _data_get(data, path) is _MISSING:
+        return data
+    if kind == "remove_branch":
+        keep = max(op[2] if len(op) > 2 else 1, 1)
+        while len(path) > keep and len(_data_get(data, path[:-1])) == 1:
+            path = path[:-1]
+    return _data_remove(data, path)
+
+
+def apply_ops_to_data(data, ops):
+    """The parsed data with the ops of :func:`edit` applied (a copy; ``data`` is kept)."""
+    data = copy.deepcopy(data) if data is not None else {}
+    for op in ops:
+        data = _apply_op_to_data(data, op)
+    return data
+
+
+def edit(text, ops, rewrite=False):
+    """Apply ``ops`` in order; returns ``(new_text, rewritten)``.
+
+    An op is ``("set", path, value)``, ``("append", path, item)``,
+    ``("remove", path)`` or ``("remove_branch", path[, keep])``. Each is a splice that
+    keeps every other byte of the file (see the functions of the same names).
+    Where an edit cannot be made exactly, YamlEditError is raised, unless
+    ``rewrite`` is true: then the whole document is dumped again from the
+    parsed data with the ops applied (same meaning; comments, quoting and
+    layout are lost) and ``rewritten`` is True. Text that does not parse
+    always raises.
+    """
+    data = _load(text)
+    new_text = text
+    try:
+        for op in ops:
+            new_text = _EDITS[op[0]](new_text, op)
+    except YamlEditError:
+        if not rewrite:
+            raise
+        data = apply_ops_to_data(data, ops)
+        dumped = yaml.safe_dump(data, default_flow_style=False, sort_keys=False, allow_unicode=True)
+        return (dumped.replace("\n", "\r\n") if "\r\n" in text else dumped), True
+    return new_text, False

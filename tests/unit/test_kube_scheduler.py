@@ -1,5 +1,6 @@
 """kube_scheduler: plans over real kubeadm manifests, scheduler configs, RKE1/RKE2 files."""
 
+import json
 import pathlib
 import re
 
@@ -221,8 +222,16 @@ def test_kubeadm_manifest_present_idempotent_absent(path):
         assert config_flags[0].startswith("--config=")
     # idempotent
     assert ks.plan(params(f"1.{minor}.0"), fs.read)["files"] == {}
-    # absent: the manifest is back byte for byte; a file we created is gone
-    run(fs, f"1.{minor}.0", state="absent")
+    # absent: the manifest is back byte for byte; a file we created is gone. A JSON file
+    # whose layout an edit cannot keep is refused unless the operator allows a rewrite.
+    before_absent = dict(fs)
+    try:
+        run(fs, f"1.{minor}.0", state="absent")
+    except ks.KubeSchedulerError as exc:
+        assert source.endswith(".json") and str(exc).startswith(source) and "allow_rewrite" in str(exc)
+        assert fs == before_absent
+        result = run(fs, f"1.{minor}.0", state="absent", allow_rewrite=True)
+        assert any("re-written as a whole" in w for w in result["warnings"])
     assert fs[MANIFEST] == original
     if CONFIG not in before:
         assert CONFIG not in fs
@@ -406,7 +415,7 @@ def test_crlf_file_keeps_crlf_and_other_extenders():
     assert data["extenders"][:-1] == yaml.safe_load(text)["extenders"]
     assert "bindVerb" not in data["extenders"][-1]
     check_ksc(data, 29)
-    back, _ = ks.strip_config("/etc/x.yaml", new, NO_BIND, [])
+    back = ks.strip_config("/etc/x.yaml", new, NO_BIND, warnings=[])
     assert back == text
 
 
@@ -565,31 +574,75 @@ def test_four_space_indented_manifest_keeps_its_style():
     assert fs[MANIFEST] == text
 
 
-def test_rke_files_are_edited_through_yaml_edit(monkeypatch):
-    """The shared comment-preserving editor does the RKE work; the own splicer is only a fallback."""
-    def refuse(*args, **kwargs):
-        raise AssertionError("fallback used")
+def test_an_edit_that_cannot_keep_the_layout_is_refused_unless_rewrite_is_allowed():
+    # a nested block sequence: yaml_edit cannot take one item out without touching its neighbour
+    text = "# keep me\nouter:\n- - a\n  - b\n"
+    ops = [("remove", ["outer", 0, 0])]
+    with pytest.raises(ks.KubeSchedulerError, match=r"^/etc/x.yaml: cannot be edited exactly .*rewrite"):
+        ks.edit_text("/etc/x.yaml", text, ops, warnings=[])
+    warnings = []
+    new = ks.edit_text("/etc/x.yaml", text, ops, rewrite=True, warnings=warnings)
+    assert yaml.safe_load(new) == {"outer": [["b"]]}
+    assert warnings == [
+        "/etc/x.yaml: re-written as a whole (allow_rewrite): comments and layout were not kept"]
 
-    monkeypatch.setattr(ks, "apply_ops", refuse)
-    text = (OWN / "rke2-config-commented.yaml").read_text()
-    fs = FS({RKE2_CONFIG: text})
-    run(fs, "1.28.9", flavor="rke2")
-    assert f"  - \"config={RKE2_FILE}\"\n" in fs[RKE2_CONFIG]  # the list's own indentation and quoting
-    run(fs, "1.28.9", flavor="rke2", state="absent")
-    assert fs[RKE2_CONFIG] == text
-    cluster = (OWN / "rke1-cluster-commented.yml").read_text()
-    fs = FS({"/rke/cluster.yml": cluster})
+
+def test_rke_generated_empty_extra_args_stays_flow_and_comes_back():
+    text = "services:\n  scheduler:\n    image: \"\"\n    extra_args: {}\n  kubelet: {}\n"
+    fs = FS({"/rke/cluster.yml": text})
     run(fs, "1.26.8", flavor="rke", cluster_yml="/rke/cluster.yml")
+    assert f"    extra_args: {{config: {CONFIG}}}\n" in fs["/rke/cluster.yml"]
     run(fs, "1.26.8", flavor="rke", cluster_yml="/rke/cluster.yml", state="absent")
-    assert fs["/rke/cluster.yml"] == cluster
+    assert fs["/rke/cluster.yml"] == text
 
 
-def test_scheduler_pids_finds_processes_by_command_name(tmp_path):
-    processes = {1: "systemd", 412: "kube-scheduler", 77: "kube-apiserver", 9001: "kube-scheduler"}
-    for pid, comm in processes.items():
-        (tmp_path / str(pid)).mkdir()
-        (tmp_path / str(pid) / "comm").write_text(comm + "\n")
-    (tmp_path / "self").mkdir()
-    (tmp_path / "55").mkdir()  # a process that exited while /proc was read: no comm
-    assert ks.scheduler_pids(str(tmp_path)) == [412, 9001]
-    assert ks.scheduler_pids(str(tmp_path / "absent")) == []
+# ---------------------------------------------------------------- the version table's edges
+
+
+@pytest.mark.parametrize("minor", range(29, 39))
+def test_only_v1_is_served_from_129_through_the_tables_last_version(minor):
+    assert ks.served_list((1, minor)) == "kubescheduler.config.k8s.io/v1"
+    assert ks.version_warnings((1, minor)) == []
+
+
+def test_a_version_newer_than_the_table_gets_v1_and_a_warning_naming_the_tables_last_version():
+    fs = FS({MANIFEST: (OWN / "kubeadm-v1.29.2-commented.yaml").read_text()})
+    result = run(fs, "1.39.0")
+    assert result["api_version"] == "kubescheduler.config.k8s.io/v1"
+    assert result["warnings"] == [
+        "Kubernetes 1.39 is newer than gpunode's table of scheduler configuration versions (checked through "
+        "1.38): writing kubescheduler.config.k8s.io/v1, the newest apiVersion known to be served"]
+
+
+def test_rke_up_pending_compares_cluster_yml_with_the_last_applied_state():
+    cluster = (OWN / "rke1-cluster-commented.yml").read_text()
+    applied = {"currentState": {"rkeConfig": {"services": {"scheduler": {"extraArgs": {"v": "2"}}}}}}
+    assert ks.rke_up_pending("/rke/cluster.yml", cluster, None) is None
+    assert ks.rke_up_pending("/rke/cluster.yml", cluster, json.dumps(applied)) == []
+    gated = cluster.replace("    fail_swap_on: false\n", "    fail_swap_on: false\n    extra_args:\n"
+                            "      feature-gates: DynamicResourceAllocation=true\n")
+    assert ks.rke_up_pending("/rke/cluster.yml", gated, json.dumps(applied)) == [
+        "services.kubelet.extra_args.feature-gates is 'DynamicResourceAllocation=true' in /rke/cluster.yml, "
+        "None in what the last rke up applied (/rke/cluster.rkestate)"]
+    with pytest.raises(ks.KubeSchedulerError, match=r"^/rke/cluster.rkestate: not valid JSON"):
+        ks.rke_up_pending("/rke/cluster.yml", cluster, "{")
+
+
+def test_rke2_dropin_that_replaces_the_list_gets_the_flag_and_absent_takes_it_back():
+    base = (OWN / "rke2-config-commented.yaml").read_text()
+    dropin = "kube-scheduler-arg:\n  - v=4\n"
+    extra = "kube-scheduler-arg+:\n  - profiling=false\n"
+    fs = FS({RKE2_CONFIG: base, RKE2_CONFIG + ".d/50-a.yaml": dropin, RKE2_CONFIG + ".d/60-b.yml": extra})
+
+    def listdir(path):
+        return ["60-b.yml", "50-a.yaml", "notes.txt"] if path == RKE2_CONFIG + ".d" else []
+
+    result = ks.plan(params("1.30.1", flavor="rke2"), fs.read, listdir)
+    fs.apply(result["files"])
+    dropped = yaml.safe_load(fs[RKE2_CONFIG + ".d/50-a.yaml"])
+    assert dropped["kube-scheduler-arg"] == ["v=4", f"config={RKE2_FILE}"]
+    assert fs[RKE2_CONFIG + ".d/60-b.yml"] == extra
+    assert yaml.safe_load(fs[RKE2_CONFIG])["kube-scheduler-extra-mount"] == [f"{RKE2_FILE}:{RKE2_FILE}:ro"]
+    assert ks.plan(params("1.30.1", flavor="rke2"), fs.read, listdir)["files"] == {}
+    fs.apply(ks.plan(params("1.30.1", flavor="rke2", state="absent"), fs.read, listdir)["files"])
+    assert fs[RKE2_CONFIG] == base and fs[RKE2_CONFIG + ".d/50-a.yaml"] == dropin and RKE2_FILE not in fs

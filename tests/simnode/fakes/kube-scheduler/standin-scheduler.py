@@ -2,24 +2,34 @@
 """Stand-in for a kube-scheduler static pod on a simulated control-plane node.
 
 It does what the kubelet + kube-scheduler pair would do with the manifest, no more:
-reads the static pod manifest, resolves --config / --policy-config-file through the
-pod's volumeMounts and hostPath volumes (as the container would see them), loads the
-file and checks it the way kube-scheduler of the image's version would (served
-apiVersion, kind, clientConnection.kubeconfig present and mounted, extenders shape,
-one binder). A valid setup serves HTTPS /healthz on 127.0.0.1:10259 ("ok"); an
-invalid one logs why and exits 1, so systemd restarts it over and over, like a
-crash-looping static pod. A systemd .path unit restarts it when the manifest changes,
-as the kubelet restarts a static pod. The role under test never knows it is a fake.
+
+``standin-scheduler.py kubelet MANIFEST CERT KEY`` (the systemd unit's command; a
+.path unit restarts it when the manifest changes, as the kubelet replaces a static
+pod whose manifest changed) reads the manifest, resolves --config /
+--policy-config-file through the pod's volumeMounts and hostPath volumes (as the
+container would see them), loads the file and checks it the way kube-scheduler of
+the binary's version would (served apiVersion, kind, clientConnection.kubeconfig
+present and mounted, extenders' shape, one binder). An invalid setup logs why and
+exits 1, so systemd restarts it over and over, like a crash-looping static pod. A
+valid one becomes the scheduler: it executes the stand-in binary (kube-scheduler.c,
+named kube-scheduler, answering --version) with the container's command and args,
+so the node sees the process a kubelet would start. The binary runs
+``standin-scheduler.py serve`` as its child, which serves HTTPS /healthz on
+127.0.0.1:10259 ("ok").
+
+The role under test never knows it is a fake.
 """
 
 import http.server
 import os
-import re
 import ssl
+import subprocess
 import sys
 
 import yaml
 
+BINARY = os.environ.get("GPUNODE_STANDIN_BINARY", "/usr/local/lib/gpunode-sim/bin/kube-scheduler")
+LOADED = "/run/gpunode-sim/kube-scheduler.loaded"
 SERVED = {"v1beta1": (19, 22), "v1beta2": (22, 27), "v1beta3": (23, 28), "v1": (25, 99)}
 TOP = {"apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "enableProfiling",
        "enableContentionProfiling", "percentageOfNodesToScore", "podInitialBackoffSeconds",
@@ -29,7 +39,7 @@ EXTENDER = {"urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight"
 
 
 def die(message):
-    print(f"E fake-kube-scheduler: {message}", file=sys.stderr, flush=True)
+    print(f"E standin-scheduler: {message}", file=sys.stderr, flush=True)
     sys.exit(1)
 
 
@@ -87,6 +97,37 @@ def check_config(pod, container, path, minor):
         die("only one extender can implement bind")
 
 
+def binary_minor():
+    out = subprocess.run([BINARY, "--version"], capture_output=True, text=True, check=True).stdout
+    return int(out.split()[-1].lstrip("v").split(".")[1])
+
+
+def kubelet(manifest, cert, key):
+    with open(manifest, encoding="utf-8") as handle:
+        try:
+            pod = yaml.safe_load(handle)
+        except yaml.YAMLError as exc:
+            die(f"{manifest}: {exc}")
+    container = next(c for c in pod["spec"]["containers"] if c.get("name") == "kube-scheduler")
+    minor = binary_minor()
+    argv = [str(a) for a in container.get("command", []) + container.get("args", [])]
+    loaded = []
+    for flag in ("--config=", "--policy-config-file="):
+        given = [a[len(flag):] for a in argv if a.startswith(flag)]
+        if len(given) > 1:
+            die(f"{flag[:-1]} given {len(given)} times")
+        if given:
+            check_config(pod, container, given[0], minor)
+            loaded.append(flag + given[0])
+    # what this start loaded, for tests to see that the manifest was re-read
+    os.makedirs(os.path.dirname(LOADED), exist_ok=True)
+    with open(LOADED, "w", encoding="utf-8") as handle:
+        handle.write(" ".join(loaded) + "\n")
+    env = dict(os.environ, GPUNODE_STANDIN_CERT=cert, GPUNODE_STANDIN_KEY=key,
+               GPUNODE_STANDIN_MINOR=str(minor))
+    os.execve(BINARY, argv, env)
+
+
 class Healthz(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         ok = self.path in ("/healthz", "/livez", "/readyz")
@@ -101,34 +142,23 @@ class Healthz(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def main():
-    manifest, cert, key = sys.argv[1:4]
-    with open(manifest, encoding="utf-8") as handle:
-        try:
-            pod = yaml.safe_load(handle)
-        except yaml.YAMLError as exc:
-            die(f"{manifest}: {exc}")
-    container = next(c for c in pod["spec"]["containers"] if c.get("name") == "kube-scheduler")
-    minor = int(re.search(r":v1\.(\d+)", container["image"]).group(1))
-    args = container.get("command", [])[1:] + container.get("args", [])
-    loaded = []
-    for flag in ("--config=", "--policy-config-file="):
-        given = [a[len(flag):] for a in args if a.startswith(flag)]
-        if len(given) > 1:
-            die(f"{flag[:-1]} given {len(given)} times")
-        if given:
-            check_config(pod, container, given[0], minor)
-            loaded.append(flag + given[0])
-    # what this start loaded, for tests to see that the manifest was re-read
-    os.makedirs("/run/gpunode-sim", exist_ok=True)
-    with open("/run/gpunode-sim/kube-scheduler.loaded", "w", encoding="utf-8") as handle:
-        handle.write(" ".join(loaded) + "\n")
+def serve():
     server = http.server.HTTPServer(("127.0.0.1", 10259), Healthz)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
+    context.load_cert_chain(os.environ["GPUNODE_STANDIN_CERT"], os.environ["GPUNODE_STANDIN_KEY"])
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    print(f"I fake-kube-scheduler v1.{minor}: serving securely on 127.0.0.1:10259", flush=True)
+    print(f"I standin-scheduler v1.{os.environ.get('GPUNODE_STANDIN_MINOR')}: serving securely on "
+          "127.0.0.1:10259", flush=True)
     server.serve_forever()
+
+
+def main():
+    if sys.argv[1:2] == ["serve"]:
+        serve()
+    elif sys.argv[1:2] == ["kubelet"] and len(sys.argv) == 5:
+        kubelet(*sys.argv[2:5])
+    else:
+        die("usage: standin-scheduler.py kubelet MANIFEST CERT KEY | serve")
 
 
 if __name__ == "__main__":

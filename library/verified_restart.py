@@ -29,7 +29,7 @@ description:
     every regular expression of its C(expect) list (for example C(docker info) listing the nvidia
     runtime).
   - When the checks do not pass within O(timeout) seconds, each file of O(restore) is put back from
-    its backup (or removed when it had none: it did not exist before), the unit is restarted again
+    its backup (or removed when it had none, because it did not exist before), the unit is restarted again
     and checked again, and the task fails with what went wrong, what was restored, whether the
     service is healthy again and the unit's last journal lines.
   - Without O(name) nothing is restarted; the module only waits and checks (and restores), for
@@ -297,7 +297,7 @@ def run(module):
     if result["restored"]:
         service.reset_failed()
         restarted = service.restart()
-        healthy_after, _, _ = service.wait_healthy(checks, [], restarted)
+        healthy_after = service.wait_healthy(checks, [], restarted)[0]
     module.fail_json(
         msg=failure_message(
             service=params["name"],

@@ -12,14 +12,15 @@ A health check is an HTTP URL that must answer 200, or a command that must
 exit 0 with stdout matching every ``expect`` regular expression (``docker
 info`` listing the nvidia runtime, ``containerd config dump`` declaring it).
 
-Standard library only; Python 3.8+ (this runs on target hosts).
+Standard library and ansible.module_utils only; Python 3.8+ (this runs on target hosts).
 """
 
 import re
-import ssl
 import time
 import urllib.error
-import urllib.request
+
+from ansible.module_utils.urls import ConnectionError as UrlConnectionError
+from ansible.module_utils.urls import open_url
 
 
 class HealthCheckError(Exception):
@@ -42,23 +43,15 @@ def unmet_expectations(stdout, compiled):
     return [regex.pattern for regex in compiled if not regex.search(stdout or "")]
 
 
-def probe_url(url, validate_certs=True, timeout=5.0, opener=None):
+def probe_url(url, validate_certs=True, timeout=5.0, opener=open_url):
     """None when ``url`` answers 200, else what went wrong."""
-    context = None
-    if url.startswith("https:") and not validate_certs:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
     try:
-        if opener is not None:
-            response = opener(url, timeout)
-        else:
-            response = urllib.request.urlopen(url, timeout=timeout, context=context)
+        response = opener(url, timeout=timeout, validate_certs=validate_certs)
         with response:
             status = response.status if hasattr(response, "status") else response.getcode()
     except urllib.error.HTTPError as exc:
         return f"{url} answered {exc.code}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (urllib.error.URLError, UrlConnectionError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         return f"{url}: {reason}"
     if status != 200:

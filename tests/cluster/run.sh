@@ -5,8 +5,8 @@
 #
 #   KUBECONFIG=~/.kube/config INVENTORY=inventories/mine make test-cluster
 #
-# INVENTORY   inventory whose gpu_nodes hosts are the cluster's GPU nodes, with
-#             their facts in the fact cache (run site.yml first) [required]
+# INVENTORY   inventory whose gpu_nodes hosts are the cluster's GPU nodes
+#             (reachable: playbooks/cluster_addons.yml reads their GPU facts) [required]
 # MODE        nvidia | gpushare                                  [nvidia]
 # TIMEOUT     seconds to wait for readiness                      [300]
 # EXTRA_VARS  more -e for ansible-playbook (JSON or key=value)   []

@@ -1,8 +1,7 @@
 """module_utils/containerd_config: drop-in and imports edits over real config.toml files."""
 
-import tomllib
-
 import pytest
+import tomllib
 from ansible.module_utils.containerd_config import (
     CRI_PLUGIN,
     ContainerdConfigError,

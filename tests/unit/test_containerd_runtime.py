@@ -1,10 +1,10 @@
 """library/containerd_runtime: main() writes both files, check mode, diff, errors."""
 
 import os
-import tomllib
 
 import containerd_runtime
 import pytest
+import tomllib
 import yaml
 from conftest import FIXTURES
 

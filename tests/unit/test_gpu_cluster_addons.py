@@ -1,21 +1,15 @@
-"""Selection logic of roles/gpu_cluster_addons (filter_plugins/gpu_addons.py)."""
+"""Decisions of the gpu_cluster_addons role (module_utils/gpu_cluster_addons.py, gpu_cluster_addons_plan)."""
 
-import importlib.util
 import pathlib
 import re
 
+import gpu_cluster_addons_plan
 import pytest
 import yaml
+from ansible.module_utils import gpu_cluster_addons as ga
 from conftest import shared_files
 
-pytestmark = pytest.mark.controller(reason="a filter plugin: runs on the controller")
-
 ROLE = pathlib.Path(__file__).resolve().parents[2] / "roles" / "gpu_cluster_addons"
-_spec = importlib.util.spec_from_file_location(
-    "gpu_addons_filters", ROLE / "filter_plugins" / "gpu_addons.py"
-)
-ga = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ga)
 
 CP = "node-role.kubernetes.io/control-plane"
 MASTER = "node-role.kubernetes.io/master"
@@ -59,7 +53,7 @@ def test_kube_version_reads_what_servers_report(text, expected):
     assert ga.kube_version(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "latest", "1", "one.two", None, "1.29.x"])
+@pytest.mark.parametrize("text", ["", "latest", "1", "one.two", None])
 def test_kube_version_rejects_garbage_with_the_variable_name(text):
     with pytest.raises(ga.GpuAddonsError, match="gpu_cluster_addons_kubernetes_version"):
         ga.kube_version(text)
@@ -247,7 +241,8 @@ A100_FACTS = {
     [
         ("TU104GL [Tesla T4]", "Tesla-T4", "nvidia-tesla-t4"),
         ("GA100 [A100 SXM4 40GB]", "A100-SXM4-40GB", "nvidia-a100-sxm4-40gb"),
-        ("GP102 [TITAN X / TITAN Xp]", "TITAN-X", "nvidia-titan-x"),
+        # one device ID, two boards: the name keeps both (a TITAN Xp is not labelled TITAN X)
+        ("GP102 [TITAN X / TITAN Xp]", "TITAN-X-TITAN-Xp", "nvidia-titan-x-titan-xp"),
         ("NVIDIA H100 80GB HBM3", "NVIDIA-H100-80GB-HBM3", "nvidia-h100-80gb-hbm3"),
         ("Device 2330", "Device-2330", "nvidia-device-2330"),
     ],
@@ -287,37 +282,131 @@ def test_extra_labels_are_added_and_can_remove():
     assert labels["accelerator"] is None
 
 
-def test_gpu_nodes_from_hostvars_use_the_kubelet_node_name():
-    hostvars = {
-        "gpu-a": {"ansible_facts": {"nvidia_gpu": T4_FACTS, "nodename": "GPU-A.example.com"}},
-        "gpu-b": {"ansible_facts": {"nvidia_gpu": A100_FACTS}, "gpu_cluster_addons_node_name": "b-node"},
-    }
-    nodes = ga.gpu_nodes(["gpu-a", "gpu-b"], hostvars, "gpushare")
+def record(host, facts, nodename=None, node_name="", runtime=None):
+    return {"host": host, "node_name": node_name, "nodename": nodename or "", "nvidia_gpu": facts,
+            "container_runtime": runtime}
+
+
+def test_gpu_nodes_use_the_kubelet_node_name():
+    hosts = [record("gpu-a", T4_FACTS, "GPU-A.example.com"), record("gpu-b", A100_FACTS, node_name="b-node")]
+    nodes = ga.gpu_nodes(hosts, "gpushare")
     assert [n["node"] for n in nodes] == ["b-node", "gpu-a.example.com"]
     assert {n["host"]: n["gpu_count"] for n in nodes} == {"gpu-a": 1, "gpu-b": 8}
     assert all(n["labels"]["gpushare"] == "true" for n in nodes)
 
 
 def test_gpu_hosts_without_facts_are_named_in_the_error():
-    hostvars = {
-        "gpu-a": {"ansible_facts": {"nvidia_gpu": T4_FACTS}},
-        "gpu-b": {"ansible_facts": {}},
-        "gpu-c": {},
-    }
+    hosts = [record("gpu-a", T4_FACTS), record("gpu-b", None), record("gpu-c", None)]
     with pytest.raises(ga.GpuAddonsError, match=r"no ansible_facts\.nvidia_gpu for gpu-b, gpu-c"):
-        ga.gpu_nodes(["gpu-a", "gpu-b", "gpu-c"], hostvars, "nvidia")
+        ga.gpu_nodes(hosts, "nvidia")
 
 
 def test_gpu_host_whose_facts_found_no_gpu_is_an_error():
-    hostvars = {"cpu-only": {"ansible_facts": {"nvidia_gpu": {"present": False, "gpu_count": 0}}}}
     with pytest.raises(ga.GpuAddonsError, match="no NVIDIA GPU detected on cpu-only"):
-        ga.gpu_nodes(["cpu-only"], hostvars, "nvidia")
+        ga.gpu_nodes([record("cpu-only", {"present": False, "gpu_count": 0})], "nvidia")
 
 
 def test_two_hosts_on_one_node_name_is_an_error():
-    hostvars = {h: {"ansible_facts": {"nvidia_gpu": T4_FACTS, "nodename": "same"}} for h in ("a", "b")}
+    hosts = [record(h, T4_FACTS, "same") for h in ("a", "b")]
     with pytest.raises(ga.GpuAddonsError, match="several hosts map to node same"):
-        ga.gpu_nodes(["a", "b"], hostvars, "nvidia")
+        ga.gpu_nodes(hosts, "nvidia")
+
+
+# --- the runtime the device plugin pods run with --------------------------------------
+
+CONTAINERD_NVIDIA = {"kubelet_engine": "containerd",
+                     "engines": {"containerd": {"nvidia_runtime": True, "default_runtime": "nvidia"}}}
+CONTAINERD_RUNC = {"kubelet_engine": "containerd",
+                   "engines": {"containerd": {"nvidia_runtime": True, "default_runtime": "runc"},
+                               "docker": {"nvidia_runtime": True, "default_runtime": "nvidia"}}}
+DOCKER_NVIDIA = {"kubelet_engine": "docker",
+                 "engines": {"docker": {"nvidia_runtime": True, "default_runtime": "nvidia"}}}
+
+
+def test_no_runtime_class_where_every_kubelet_engine_defaults_to_nvidia():
+    decision = ga.pod_runtime_class([record("a", T4_FACTS, runtime=CONTAINERD_NVIDIA),
+                                     record("b", T4_FACTS, runtime=DOCKER_NVIDIA)])
+    assert decision["name"] is None
+    assert "every GPU node" in decision["reasons"][0]
+
+
+def test_one_node_whose_kubelet_engine_defaults_to_runc_needs_the_runtime_class():
+    # Docker on that node defaults to nvidia, but its kubelet talks to containerd.
+    decision = ga.pod_runtime_class([record("a", T4_FACTS, runtime=CONTAINERD_NVIDIA),
+                                     record("b", T4_FACTS, runtime=CONTAINERD_RUNC)])
+    assert decision == {"name": "nvidia",
+                        "reasons": ["b: its kubelet's engine containerd runs runc by default"]}
+
+
+@pytest.mark.parametrize(
+    ("runtime", "reason"),
+    [
+        (None, "no ansible_facts.nvidia_container_runtime"),
+        ({"kubelet_engine": None, "engines": {}}, "container engine of its kubelet is not known"),
+        ({"kubelet_engine": "cri-o", "engines": {"docker": {"default_runtime": "nvidia"}}},
+         "cri-o runs an unknown"),
+    ],
+)
+def test_what_is_not_known_gets_the_runtime_class(runtime, reason):
+    decision = ga.pod_runtime_class([record("a", T4_FACTS, runtime=runtime)])
+    assert decision["name"] == "nvidia" and reason in decision["reasons"][0]
+
+
+def test_no_gpu_host_gets_the_runtime_class_and_the_setting_wins():
+    assert ga.pod_runtime_class([])["name"] == "nvidia"
+    assert ga.pod_runtime_class([record("a", T4_FACTS, runtime=CONTAINERD_RUNC)], "never")["name"] is None
+    always = ga.pod_runtime_class([record("a", T4_FACTS, runtime=CONTAINERD_NVIDIA)], "always")
+    assert always["name"] == "nvidia"
+    with pytest.raises(ga.GpuAddonsError, match="gpu_cluster_addons_pod_runtime_class"):
+        ga.pod_runtime_class([], "sometimes")
+
+
+def test_the_plan_module_decides_from_hostvars_facts(run_module):
+    ok, result = run_module(gpu_cluster_addons_plan, {
+        "mode": "nvidia",
+        "kubernetes_version": "v1.37.1",
+        "gpu_hosts": ["t4", "h100"],
+        "host_facts": {"t4": {"nvidia_gpu": T4_FACTS, "nvidia_container_runtime": CONTAINERD_NVIDIA,
+                              "nodename": "T4"},
+                       "h100": {"nvidia_gpu": A100_FACTS, "nvidia_container_runtime": CONTAINERD_RUNC}},
+        "node_names": {"h100": "hgx-1"},
+    })
+    assert ok, result
+    assert result["version"] == "1.37.1" and result["resource"] == "nvidia.com/gpu"
+    assert [n["node"] for n in result["gpu_nodes"]] == ["hgx-1", "t4"]
+    assert result["runtime_class_name"] == "nvidia"
+    assert result["runtime_class_reasons"] == ["h100: its kubelet's engine containerd runs runc by default"]
+    assert "40-runtimeclass-nvidia.yaml" in [m["file"] for m in result["manifests"]["present"]]
+    assert result["workloads"] == [{"kind": "DaemonSet", "name": "nvidia-device-plugin-daemonset"}]
+
+
+def test_the_plan_module_refuses_applying_without_gpu_hosts(run_module):
+    ok, result = run_module(gpu_cluster_addons_plan, {"mode": "gpushare", "kubernetes_version": "1.30",
+                                                      "require_gpu_hosts": True})
+    assert not ok and "gpu_cluster_addons_gpu_hosts" in result["msg"]
+    ok, result = run_module(gpu_cluster_addons_plan, {"mode": "nvidia", "kubernetes_version": "1.16",
+                                                      "namespace": "gpu"})
+    assert not ok and "kube-system only" in result["msg"]
+
+
+def test_nvidia_device_plugin_config():
+    assert ga.nvidia_device_plugin_config()["flags"]["migStrategy"] == "none"
+    assert "sharing" not in ga.nvidia_device_plugin_config(replicas=1)
+    shared = ga.nvidia_device_plugin_config("mixed", 4, True)
+    assert shared["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
+    assert shared["sharing"]["timeSlicing"]["renameByDefault"] is True
+
+
+def test_plan_documentation_matches_the_argument_spec(monkeypatch):
+    captured = {}
+    monkeypatch.setattr(gpu_cluster_addons_plan, "AnsibleModule",
+                        lambda **kwargs: captured.update(kwargs) or None)
+    gpu_cluster_addons_plan.build_module()
+    documented = yaml.safe_load(gpu_cluster_addons_plan.DOCUMENTATION)["options"]
+    assert set(documented) == set(captured["argument_spec"])
+    for name, spec in captured["argument_spec"].items():
+        assert documented[name].get("default") == spec.get("default"), name
+        assert documented[name]["type"] == spec["type"], name
 
 
 @pytest.mark.parametrize("path", shared_files("pci", "lspci-nn-*.txt"), ids=lambda p: p.name)
@@ -368,11 +457,6 @@ def test_runtime_class_off_is_neither_written_nor_deleted():
     plan = ga.manifest_plan("nvidia", "1.30", runtime_class=False)
     every = [m["file"] for m in plan["present"] + plan["absent"]]
     assert "40-runtimeclass-nvidia.yaml" not in every
-
-
-def test_manifest_files_refuses_misaligned_lists():
-    with pytest.raises(ga.GpuAddonsError, match="2 names but 1"):
-        ga.manifest_files(["a.yaml", "b.yaml"], ["x"])
 
 
 # --- readiness ----------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """gpu_cluster_addons in render mode, through ansible-playbook, as users run it.
 
-One ansible-playbook run renders every mode for Kubernetes 1.18 and 1.25-1.35
+One ansible-playbook run renders every mode for Kubernetes 1.18 and 1.25-1.37
 (tests/fixtures/addons/render-matrix.yml); a second run over the same
 directories must change nothing and leave every byte as it was. Each object
 is validated with kubernetes-validate in strict mode (unknown fields fail)
@@ -24,7 +24,8 @@ from conftest import shared_path
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / "tests" / "fixtures" / "addons" / "render-matrix.yml"
 MODES = ["nvidia", "gpushare"]
-VERSIONS = [f"1.{minor}" for minor in range(25, 36)]
+# 1.25 to the newest release kubernetes-validate has schemas for (1.37; 1.38 is due 2026-12-16)
+VERSIONS = [f"1.{minor}" for minor in range(25, 38)]
 OLD = "1.18"
 
 pytestmark = pytest.mark.controller(reason="renders the role's templates through ansible-playbook")
@@ -34,9 +35,7 @@ BINDIR = os.path.dirname(sys.executable)
 def ansible_playbook(inventory, *args):
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_FORCE_COLOR="0", PATH=BINDIR + os.pathsep + os.environ["PATH"],
-               ANSIBLE_CALLBACK_RESULT_FORMAT="json",  # one line per message
-               # the stand-in GPU node's facts stay out of the project's fact cache
-               ANSIBLE_CACHE_PLUGIN_CONNECTION=str(pathlib.Path(inventory).parent / "facts"))
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json")  # one line per message
     proc = subprocess.run(["ansible-playbook", "-i", str(inventory), "--forks", "32", str(PLAYBOOK), *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode != 0:
@@ -51,12 +50,21 @@ T4 = {"present": True, "gpu_count": 1, "models": ["TU104GL [Tesla T4]"],
                    "vendor_id": "10de", "device_id": "1eb8"}]}
 
 
+# what the container runtime role reports on a node whose containerd runs nvidia by default
+NVIDIA_DEFAULT = {"kubelet_engine": "containerd",
+                  "engines": {"containerd": {"nvidia_runtime": True, "default_runtime": "nvidia",
+                                             "managed_by": "containerd"}}}
+
+
 def inventory(path, cases, switch=None):
     """An inventory with one local host per case: name -> role variables."""
     common = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
               "gpu_cluster_addons_gpu_hosts": []}
     groups = {"addons_render": {"hosts": cases, "vars": common},
-              "addons_gpu": {"hosts": {"t4-node": {"addons_nvidia_gpu": T4}}, "vars": common}}
+              "addons_gpu": {"hosts": {"t4-node": {"addons_nvidia_gpu": T4},
+                                       "t4-nvidia-default": {"addons_nvidia_gpu": T4,
+                                                             "addons_container_runtime": NVIDIA_DEFAULT}},
+                             "vars": common}}
     if switch:
         groups["addons_switch"] = {"hosts": {"switch": {"gpu_cluster_addons_kubernetes_version": "1.30",
                                                         "gpu_cluster_addons_output_dir": str(switch)}},
@@ -86,7 +94,7 @@ OPTIONS = {
     "nvidia": {
         "gpu_cluster_addons_nvidia_mig_strategy": "mixed",
         "gpu_cluster_addons_nvidia_time_slicing_replicas": 4,
-        "gpu_cluster_addons_nvidia_default_runtime": False,
+        "gpu_cluster_addons_pod_runtime_class": "always",
         "gpu_cluster_addons_nvidia_device_plugin_image": "registry.example.com/mirror/k8s-device-plugin",
         "gpu_cluster_addons_nvidia_device_plugin_version": "v0.16.2",
     },
@@ -118,6 +126,12 @@ def rendered(tmp_path_factory):
                                         gpu_cluster_addons_kubernetes_version="1.30",
                                         gpu_cluster_addons_output_dir=str(out / "options" / mode),
                                         gpu_cluster_addons_gpu_hosts=["t4-node"])
+    cases["nvidia-default-runtime"] = {
+        "gpu_cluster_addons_mode": "nvidia",
+        "gpu_cluster_addons_kubernetes_version": "1.37",
+        "gpu_cluster_addons_output_dir": str(out / "options" / "default-runtime"),
+        "gpu_cluster_addons_gpu_hosts": ["t4-nvidia-default"],
+    }
     first = ansible_playbook(inventory(out / "inventory-1.json", cases, switch))
     before = snapshot(matrix)
     again = {k: v for k, v in cases.items() if k.endswith(("-" + OLD, "-1.30", "-1.35"))}
@@ -422,6 +436,16 @@ def test_nvidia_options_reach_the_plugin(rendered):
     assert spec["containers"][0]["image"] == "registry.example.com/mirror/k8s-device-plugin:v0.16.2"
 
 
+def test_pods_ask_for_the_runtime_class_unless_every_kubelet_engine_runs_nvidia(rendered):
+    """t4-node has no container-runtime facts (unknown: RuntimeClass); t4-nvidia-default runs nvidia."""
+    unknown = by_kind(objects(rendered["options"] / "gpushare"), "DaemonSet")["gpushare-device-plugin-ds"]
+    assert unknown["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia"
+    default = by_kind(objects(rendered["options"] / "default-runtime"), "DaemonSet")
+    assert "runtimeClassName" not in default["nvidia-device-plugin-daemonset"]["spec"]["template"]["spec"]
+    assert "Device plugin pods use the default runtime: nvidia is the default runtime of every GPU node" in (
+        rendered["first"])
+
+
 def test_gpushare_options_reach_plugin_rbac_and_extender(rendered):
     objs = objects(rendered["options"] / "gpushare")
     spec = by_kind(objs, "DaemonSet")["gpushare-device-plugin-ds"]["spec"]["template"]["spec"]
@@ -448,3 +472,24 @@ def test_gpu_node_labels_come_from_the_facts_via_hostvars(rendered, mode):
 def test_check_mode_writes_nothing(rendered):
     assert not rendered["fresh"].exists()
     assert recap(rendered["second"])["changed"] > 0  # the fresh directory would be created
+
+
+def test_an_inventory_wide_become_does_not_reach_the_add_ons_play(tmp_path):
+    """playbooks/cluster_addons.yml runs on the controller as the user, whatever all.vars says.
+
+    The example inventory used to set ansible_become in all.vars, which reached the implicit
+    localhost: kubernetes.core ran under sudo with root's kubeconfig (here: as nobody, via a
+    sudo this machine does not even have).
+    """
+    inv = tmp_path / "hosts.yml"
+    inv.write_text(json.dumps({"all": {"vars": {"ansible_become": True, "ansible_become_user": "nobody"},
+                                       "children": {"gpu_nodes": {"hosts": {}}}}}))
+    out = tmp_path / "rendered"
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               PATH=BINDIR + os.pathsep + os.environ["PATH"])
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", str(inv), str(ROOT / "playbooks" / "cluster_addons.yml"),
+         "-e", f"gpu_cluster_addons_output_dir={out}", "-e", "gpu_cluster_addons_kubernetes_version=1.37"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
+    assert (out / "50-daemonset-nvidia-device-plugin.yaml").is_file()

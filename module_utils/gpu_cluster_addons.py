@@ -1,17 +1,22 @@
-"""Selection logic of the gpu_cluster_addons role, as Jinja filters.
+"""Decisions of the gpu_cluster_addons role: what to roll out, where, and when it is done.
 
-Everything here is pure Python (standard library only) and runs on the
-controller: which API versions a Kubernetes version serves, which control-plane
-label and tolerations a cluster needs, which labels a GPU node gets from the
-facts of the detection role, which manifest files a mode consists of, and
-whether what the cluster reports means "ready". The role's tasks only call
-these filters; tests/unit/test_gpu_cluster_addons.py tests them directly.
+Everything the role decides is here, pure Python, tested without Ansible:
+which API versions a Kubernetes version serves, which control-plane label and
+tolerations a cluster needs, which labels a GPU node gets from the detection
+facts, whether the device plugin pods must ask for the ``nvidia`` RuntimeClass
+(from the container-runtime facts of each GPU node), which manifest files a
+mode consists of, and whether what the cluster reports means "ready". The
+modules ``gpu_cluster_addons_plan`` and ``gpu_cluster_addons_wait`` call it;
+they run on the controller (the play's localhost).
 
-Errors are raised as ``GpuAddonsError`` (a ValueError); Ansible turns them into
-a task failure that carries the message.
+Errors are raised as ``GpuAddonsError`` (a ValueError) naming the variable or
+host at fault; the modules turn them into a task failure.
 """
 
 import re
+
+from ansible.module_utils.kube_version import parse as parse_kube_version
+from ansible.module_utils.nvidia_gpu import product_name
 
 # Kubernetes versions the manifests are written for. 1.14 is the first with
 # RuntimeClass in node.k8s.io/v1beta1; apps/v1, rbac/v1 and the
@@ -22,6 +27,11 @@ MODES = ("nvidia", "gpushare")
 DISTRIBUTIONS = ("auto", "kubeadm", "rke", "rke2", "k3s")
 
 RESOURCE_BY_MODE = {"nvidia": "nvidia.com/gpu", "gpushare": "aliyun.com/gpu-mem"}
+# What must be rolled out before the GPUs are schedulable, per mode.
+WORKLOADS_BY_MODE = {
+    "nvidia": (("DaemonSet", "nvidia-device-plugin-daemonset"),),
+    "gpushare": (("Deployment", "gpushare-schd-extender"), ("DaemonSet", "gpushare-device-plugin-ds")),
+}
 
 # Control-plane node labels, in order of preference.
 LABEL_CONTROL_PLANE = "node-role.kubernetes.io/control-plane"  # kubeadm >= 1.20, RKE2, k3s
@@ -94,26 +104,9 @@ class GpuAddonsError(ValueError):
 # Kubernetes versions and the APIs they serve
 # --------------------------------------------------------------------------
 
-_VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.+-]*)?\s*$")
-
-
 def parse_version(value):
-    """``"v1.29.3+rke2r1"`` -> ``(1, 29, 3)``; a missing patch level is 0.
-
-    Accepts what ``kubectl version`` and the API server report (``gitVersion``
-    with ``-eks-...``, ``+k3s1``, ``-gke.100`` suffixes) and what users type
-    (``1.28``, ``v1.28.2``).
-    """
-    if isinstance(value, (list, tuple)):
-        value = ".".join(str(part) for part in value)
-    match = _VERSION_RE.match(str(value)) if value is not None else None
-    if not match:
-        raise GpuAddonsError(
-            f"gpu_cluster_addons_kubernetes_version: {value!r} is not a Kubernetes version "
-            "(expected e.g. 1.29 or v1.29.3)"
-        )
-    major, minor, patch = match.groups()
-    return (int(major), int(minor), int(patch or 0))
+    """``"v1.29.3+rke2r1"`` -> ``(1, 29, 3)``; a missing patch level is 0."""
+    return parse_kube_version(value, GpuAddonsError, "gpu_cluster_addons_kubernetes_version")
 
 
 def kube_version(value):
@@ -276,24 +269,6 @@ def control_plane(nodes=None, distribution="auto", kubernetes_version=None, labe
 # GPU node labels from the detection role's facts
 # --------------------------------------------------------------------------
 
-_BRACKETED = re.compile(r"\[([^\]]+)\]")
-
-
-def product_name(model):
-    """The marketing name of a GPU from its pci.ids name.
-
-    ``"TU104GL [Tesla T4]"`` -> ``"Tesla T4"``; ``"GA100 [A100 SXM4 40GB]"`` ->
-    ``"A100 SXM4 40GB"``; a name without brackets is kept. Where pci.ids lists
-    several names (``"GP102 [TITAN X / TITAN Xp]"``), the first is taken.
-    """
-    text = str(model or "").strip()
-    match = _BRACKETED.search(text)
-    if match:
-        text = match.group(1)
-    text = text.split(" / ")[0].strip()
-    return text
-
-
 def label_value(text):
     """A valid Kubernetes label value: ``"Tesla T4"`` -> ``"Tesla-T4"``."""
     value = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-_.")
@@ -338,29 +313,29 @@ def node_labels(facts, mode, extra_labels=None):
     return labels
 
 
-def gpu_nodes(hosts, hostvars, mode, extra_labels=None):
-    """The GPU nodes of the inventory: ``[{host, node, labels, gpu_count}]``.
+def gpu_nodes(hosts, mode, extra_labels=None):
+    """The GPU nodes of the inventory: ``[{host, node, labels, gpu_count}]``, sorted by node.
 
-    ``hosts``: inventory names (the gpu_nodes group); ``hostvars``: Ansible's
-    hostvars. The node name is the host's ``gpu_cluster_addons_node_name``,
-    else its lower-cased ``ansible_facts.nodename`` (what kubelet registers),
-    else the inventory name. A host without ``ansible_facts.nvidia_gpu``, or
-    whose facts found no GPU, is an error naming every such host: labelling or
-    waiting for a node that was never detected would hide the real problem.
+    ``hosts``: one record per inventory host of the gpu_nodes group:
+    ``{"host", "node_name" (gpu_cluster_addons_node_name or ""), "nodename"
+    (ansible_facts.nodename or ""), "nvidia_gpu" (its facts or None)}``. The
+    node name is ``node_name``, else the lower-cased ``nodename`` (what the
+    kubelet registers), else the inventory name. A host without
+    ``nvidia_gpu`` facts, or whose facts found no GPU, is an error naming every
+    such host: labelling or waiting for a node that was never detected would
+    hide the real problem.
     """
     result, missing, empty = [], [], []
-    for host in hosts or []:
-        hvars = hostvars.get(host, {})
-        facts = (hvars.get("ansible_facts") or {}).get("nvidia_gpu")
+    for record in hosts or []:
+        host = record["host"]
+        facts = record.get("nvidia_gpu")
         if not isinstance(facts, dict):
             missing.append(host)
             continue
         if not facts.get("present") or not int(facts.get("gpu_count") or 0):
             empty.append(host)
             continue
-        node = hvars.get("gpu_cluster_addons_node_name") or str(
-            (hvars.get("ansible_facts") or {}).get("nodename") or host
-        ).lower()
+        node = record.get("node_name") or str(record.get("nodename") or host).lower()
         result.append({
             "host": host,
             "node": str(node),
@@ -371,7 +346,7 @@ def gpu_nodes(hosts, hostvars, mode, extra_labels=None):
     if missing:
         problems.append(
             "no ansible_facts.nvidia_gpu for {}: run the GPU detection (playbooks/gpu_nodes.yml, "
-            "module nvidia_gpu_facts) on these hosts first, or keep the fact cache".format(", ".join(missing))
+            "module nvidia_gpu_facts) on these hosts in the same run".format(", ".join(missing))
         )
     if empty:
         problems.append("no NVIDIA GPU detected on {} (nvidia_gpu.present is false)".format(", ".join(empty)))
@@ -385,6 +360,61 @@ def gpu_nodes(hosts, hostvars, mode, extra_labels=None):
             "per host".format(", ".join(dupes))
         )
     return sorted(result, key=lambda r: r["node"])
+
+
+# --------------------------------------------------------------------------
+# Which runtime the device plugin pods run with
+# --------------------------------------------------------------------------
+
+RUNTIME_CLASS_CHOICES = ("auto", "always", "never")
+
+
+def pod_runtime_class(hosts, setting="auto", handler="nvidia"):
+    """Must the device plugin pods set ``runtimeClassName: nvidia``? ``{name, reasons}``.
+
+    The device plugin needs NVML, which only the NVIDIA container runtime puts
+    in a container. Where nvidia is the default runtime of the engine a GPU
+    node's kubelet uses, pods get it without asking; elsewhere (a containerd
+    whose default stayed runc, an engine the container-runtime role did not
+    configure, a node whose facts are missing) they must ask for the
+    RuntimeClass whose handler is the nvidia runtime. One DaemonSet serves
+    every GPU node, so one node that needs it is enough. The RuntimeClass is
+    safe everywhere the container-runtime role ran (it declares the handler
+    on every engine), so an unknown is decided for it.
+
+    ``hosts``: records with ``host`` and ``container_runtime`` (the host's
+    ``ansible_facts.nvidia_container_runtime`` or None). ``setting``: auto,
+    always or never. Returns ``{"name": "nvidia" or None, "reasons": [...]}``.
+    """
+    if setting not in RUNTIME_CLASS_CHOICES:
+        raise GpuAddonsError(f"gpu_cluster_addons_pod_runtime_class: {setting!r} is not one of "
+                             f"{', '.join(RUNTIME_CLASS_CHOICES)}")
+    if setting == "always":
+        return {"name": handler, "reasons": ["gpu_cluster_addons_pod_runtime_class is always"]}
+    if setting == "never":
+        return {"name": None, "reasons": ["gpu_cluster_addons_pod_runtime_class is never"]}
+    if not hosts:
+        return {"name": handler, "reasons": ["no GPU host to tell whether nvidia is the default runtime "
+                                             "of its kubelet's engine"]}
+    needs = []
+    for record in hosts:
+        host, facts = record["host"], record.get("container_runtime")
+        if not isinstance(facts, dict):
+            needs.append(f"{host}: no ansible_facts.nvidia_container_runtime "
+                         "(playbooks/container_runtime.yml has not run on it in this run)")
+            continue
+        engine = facts.get("kubelet_engine")
+        if not engine:
+            needs.append(f"{host}: the container engine of its kubelet is not known")
+            continue
+        default = ((facts.get("engines") or {}).get(engine) or {}).get("default_runtime")
+        if default != handler:
+            runs = default or "an unknown runtime"
+            needs.append(f"{host}: its kubelet's engine {engine} runs {runs} by default")
+    if needs:
+        return {"name": handler, "reasons": needs}
+    reason = f"nvidia is the default runtime of every GPU node's kubelet engine ({len(hosts)} node(s))"
+    return {"name": None, "reasons": [reason]}
 
 
 # --------------------------------------------------------------------------
@@ -417,12 +447,27 @@ def manifest_plan(mode, kubernetes_version, runtime_class=True):
     }
 
 
-def manifest_files(names, contents):
-    """zip() of file names and rendered texts into a dict, checking both line up."""
-    names, contents = list(names), list(contents)
-    if len(names) != len(contents):
-        raise GpuAddonsError(f"manifest_files: {len(names)} names but {len(contents)} rendered templates")
-    return dict(zip(names, contents, strict=True))
+def nvidia_device_plugin_config(mig_strategy="none", replicas=0, rename=False,
+                                fail_requests_greater_than_one=False):
+    """The NVIDIA device plugin's config file (its ``version: v1`` format) as data."""
+    if mig_strategy not in ("none", "single", "mixed"):
+        raise GpuAddonsError(f"gpu_cluster_addons_nvidia_mig_strategy: {mig_strategy!r} is not none, "
+                             "single or mixed")
+    config = {
+        "version": "v1",
+        "flags": {
+            "migStrategy": mig_strategy,
+            "failOnInitError": True,
+            "plugin": {"passDeviceSpecs": False, "deviceListStrategy": "envvar", "deviceIDStrategy": "uuid"},
+        },
+    }
+    if int(replicas) > 1:
+        config["sharing"] = {"timeSlicing": {
+            "renameByDefault": bool(rename),
+            "failRequestsGreaterThanOne": bool(fail_requests_greater_than_one),
+            "resources": [{"name": "nvidia.com/gpu", "replicas": int(replicas)}],
+        }}
+    return config
 
 
 # --------------------------------------------------------------------------
@@ -490,21 +535,3 @@ def allocatable_status(nodes, expected, resource):
                 "message": f"GPU nodes not advertising {resource}: " + "; ".join(problems)}
     return {"ready": True, "missing": [],
             "message": f"all {len(set(expected or []))} GPU node(s) advertise {resource}"}
-
-
-class FilterModule:
-    """gpu_cluster_addons filters."""
-
-    def filters(self):
-        return {
-            "gpu_addons_kube_version": kube_version,
-            "gpu_addons_api": api_versions,
-            "gpu_addons_control_plane": control_plane,
-            "gpu_addons_node_labels": node_labels,
-            "gpu_addons_gpu_nodes": gpu_nodes,
-            "gpu_addons_manifest_plan": manifest_plan,
-            "gpu_addons_manifest_files": manifest_files,
-            "gpu_addons_workload_status": workload_status,
-            "gpu_addons_allocatable_status": allocatable_status,
-            "gpu_addons_label_value": label_value,
-        }

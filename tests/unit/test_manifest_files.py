@@ -1,20 +1,13 @@
-"""module_utils/gpu_addons.py and the role's gpu_addons_manifest_files module."""
+"""module_utils/manifest_files.py and the module manifest_files."""
 
-import importlib.util
 import os
 import pathlib
 import stat
 
+import manifest_files as module
 import pytest
 import yaml
-from ansible.module_utils.gpu_addons import ManifestFilesError, check_name, plan
-
-LIBRARY = pathlib.Path(__file__).resolve().parents[2] / "roles" / "gpu_cluster_addons" / "library"
-_spec = importlib.util.spec_from_file_location(
-    "gpu_addons_manifest_files", LIBRARY / "gpu_addons_manifest_files.py"
-)
-module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(module)
+from ansible.module_utils.manifest_files import ManifestFilesError, check_name, plan
 
 SA = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n"
 

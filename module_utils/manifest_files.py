@@ -1,7 +1,7 @@
 """Write a directory of rendered manifests: which files to create, rewrite, remove.
 
-Used by the gpu_cluster_addons role's module ``gpu_addons_manifest_files``
-(render mode, for GitOps). Standard library and module_utils only: it runs
+Used by the module ``manifest_files`` (the gpu_cluster_addons role's render
+mode, for GitOps). Standard library and module_utils only: it runs
 wherever the play runs. Nothing here writes; ``plan`` reads the directory
 and says what would change, the module carries it out.
 """

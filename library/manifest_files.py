@@ -1,15 +1,15 @@
 #!/usr/bin/python
-"""Write rendered Kubernetes manifests into a directory, one file per object."""
+"""Ansible module manifest_files: write rendered Kubernetes manifests into a directory, one per file."""
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpu_addons import ManifestFilesError, diffs, plan
+from ansible.module_utils.manifest_files import ManifestFilesError, diffs, plan
 from ansible.module_utils.text_file import write_text
 
 DOCUMENTATION = r"""
 ---
-module: gpu_addons_manifest_files
+module: manifest_files
 short_description: Write rendered Kubernetes manifests into a directory, one file per object
 description:
   - Writes each entry of O(files) to O(path)/NAME, only when its content differs, atomically
@@ -48,7 +48,7 @@ author: gpunode
 
 EXAMPLES = r"""
 - name: Write the manifests for GitOps
-  gpu_addons_manifest_files:
+  manifest_files:
     path: /srv/gitops/gpu
     files:
       10-serviceaccount-nvidia-device-plugin.yaml: "{{ rendered_text }}"

@@ -1,0 +1,280 @@
+#!/usr/bin/python
+"""Ansible module gpu_cluster_addons_plan: decide what the GPU cluster add-ons consist of."""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpu_cluster_addons import (
+    DISTRIBUTIONS,
+    MODES,
+    RESOURCE_BY_MODE,
+    RUNTIME_CLASS_CHOICES,
+    WORKLOADS_BY_MODE,
+    GpuAddonsError,
+    api_versions,
+    control_plane,
+    gpu_nodes,
+    kube_version,
+    manifest_plan,
+    nvidia_device_plugin_config,
+    pod_runtime_class,
+)
+
+DOCUMENTATION = r"""
+---
+module: gpu_cluster_addons_plan
+short_description: Decide the GPU add-ons of a cluster (API versions, placement, node labels, runtime)
+description:
+  - The decisions of the gpu_cluster_addons role, from what the play knows; changes nothing.
+  - The API versions the manifests use on O(kubernetes_version); where the scheduler extender runs and what it
+    tolerates (from the cluster's O(nodes), else O(distribution)); the labels of each GPU node from its
+    detection facts; the manifest files of O(mode) and those of the other mode to remove.
+  - Whether the device plugin pods ask for the C(nvidia) RuntimeClass (O(pod_runtime_class=auto)) - yes unless
+    nvidia is the default runtime of the engine each GPU node's kubelet uses, as the container runtime role
+    reported in C(ansible_facts.nvidia_container_runtime).
+  - Runs on the controller (the add-ons play's localhost).
+options:
+  mode:
+    description: C(nvidia) (NVIDIA's device plugin) or C(gpushare) (GPU-share device plugin and extender).
+    type: str
+    choices: [nvidia, gpushare]
+    required: true
+  kubernetes_version:
+    description: The cluster's Kubernetes version (C(1.30), C(v1.30.2+rke2r1)).
+    type: str
+    required: true
+  nodes:
+    description: The cluster's Node objects (C(kubernetes.core.k8s_info) resources); omitted when rendering.
+    type: list
+    elements: dict
+  distribution:
+    description: Where the extender runs when the nodes are not known.
+    type: str
+    choices: [auto, kubeadm, rke, rke2, k3s]
+    default: auto
+  control_plane_label:
+    description: An explicit control-plane node label key; wins over the rest.
+    type: str
+  gpu_hosts:
+    description: The inventory's GPU hosts (the gpu_nodes group).
+    type: list
+    elements: str
+    default: []
+  host_facts:
+    description:
+      - Per GPU host, its C(ansible_facts) (or the part of them with C(nvidia_gpu),
+        C(nvidia_container_runtime) and C(nodename)). A host missing here has no facts.
+    type: dict
+    default: {}
+  node_names:
+    description: Per GPU host, its Kubernetes node name when it is not the host's lower-cased nodename.
+    type: dict
+    default: {}
+  require_gpu_hosts:
+    description: Fail without GPU hosts (applying labels and waits for them).
+    type: bool
+    default: false
+  extra_node_labels:
+    description: More labels for every GPU node (a null value removes one).
+    type: dict
+    default: {}
+  runtime_class:
+    description: Manage the RuntimeClass C(nvidia).
+    type: bool
+    default: true
+  pod_runtime_class:
+    description:
+      - Whether the device plugin pods set C(runtimeClassName) - C(auto) (when some GPU node needs it),
+        C(always) or C(never).
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  runtime_class_handler:
+    description: The RuntimeClass's handler (the runtime's name in containerd and Docker).
+    type: str
+    default: nvidia
+  namespace:
+    description: The add-ons' namespace.
+    type: str
+    default: kube-system
+  nvidia_mig_strategy:
+    description: NVIDIA device plugin MIG strategy.
+    type: str
+    choices: [none, single, mixed]
+    default: none
+  nvidia_time_slicing_replicas:
+    description: Time-slicing replicas per GPU (0 or 1 - off).
+    type: int
+    default: 0
+  nvidia_time_slicing_rename:
+    description: Advertise time-sliced GPUs as C(nvidia.com/gpu.shared).
+    type: bool
+    default: false
+  nvidia_time_slicing_fail_requests_greater_than_one:
+    description: Refuse requests for more than one time-sliced GPU.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+author: gpunode
+"""
+
+EXAMPLES = r"""
+- name: Decide the add-ons for a 1.30 cluster rendered for GitOps
+  gpu_cluster_addons_plan:
+    mode: nvidia
+    kubernetes_version: "1.30"
+    gpu_hosts: [gpu-01]
+    host_facts:
+      gpu-01: "{{ hostvars['gpu-01'].ansible_facts }}"
+  register: addons
+"""
+
+RETURN = r"""
+version:
+  description: The Kubernetes version the manifests are for.
+  returned: always
+  type: str
+  sample: 1.30.0
+api:
+  description: API versions and features of that version (apps, rbac, runtimeclass, seccomp_field, ...).
+  returned: always
+  type: dict
+control_plane:
+  description: label_keys, tolerations, source and warnings for the scheduler extender's placement.
+  returned: always
+  type: dict
+gpu_nodes:
+  description: The GPU nodes - host, node, gpu_count and labels.
+  returned: always
+  type: list
+  elements: dict
+manifests:
+  description: present (the mode's files and templates, in apply order) and absent (the other mode's).
+  returned: always
+  type: dict
+runtime_class_name:
+  description: C(nvidia) when the device plugin pods must ask for the RuntimeClass, else null.
+  returned: always
+  type: str
+runtime_class_reasons:
+  description: Why (the GPU nodes that need it, or that none does).
+  returned: always
+  type: list
+  elements: str
+resource:
+  description: The extended resource the GPU nodes advertise in this mode.
+  returned: always
+  type: str
+  sample: nvidia.com/gpu
+workloads:
+  description: The DaemonSets and Deployments to wait for (kind, name).
+  returned: always
+  type: list
+  elements: dict
+nvidia_device_plugin_config:
+  description: The NVIDIA device plugin's configuration (version v1 format).
+  returned: always
+  type: dict
+"""
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec={
+            "mode": {"type": "str", "choices": list(MODES), "required": True},
+            "kubernetes_version": {"type": "str", "required": True},
+            "nodes": {"type": "list", "elements": "dict"},
+            "distribution": {"type": "str", "choices": list(DISTRIBUTIONS), "default": "auto"},
+            "control_plane_label": {"type": "str"},
+            "gpu_hosts": {"type": "list", "elements": "str", "default": []},
+            "host_facts": {"type": "dict", "default": {}},
+            "node_names": {"type": "dict", "default": {}},
+            "require_gpu_hosts": {"type": "bool", "default": False},
+            "extra_node_labels": {"type": "dict", "default": {}},
+            "runtime_class": {"type": "bool", "default": True},
+            "pod_runtime_class": {"type": "str", "choices": list(RUNTIME_CLASS_CHOICES), "default": "auto"},
+            "runtime_class_handler": {"type": "str", "default": "nvidia"},
+            "namespace": {"type": "str", "default": "kube-system"},
+            "nvidia_mig_strategy": {"type": "str", "choices": ["none", "single", "mixed"], "default": "none"},
+            "nvidia_time_slicing_replicas": {"type": "int", "default": 0},
+            "nvidia_time_slicing_rename": {"type": "bool", "default": False},
+            "nvidia_time_slicing_fail_requests_greater_than_one": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+
+
+def host_records(hosts, host_facts, node_names):
+    """What the decisions need of each GPU host, from the facts the play gathered on it."""
+    records = []
+    for host in hosts:
+        facts = host_facts.get(host) or {}
+        records.append({
+            "host": host,
+            "node_name": node_names.get(host) or "",
+            "nodename": facts.get("nodename") or "",
+            "nvidia_gpu": facts.get("nvidia_gpu"),
+            "container_runtime": facts.get("nvidia_container_runtime"),
+        })
+    return records
+
+
+def run(module):
+    params = module.params
+    mode = params["mode"]
+    version = kube_version(params["kubernetes_version"])
+    api = api_versions(version)
+    if not api["critical_priority_any_namespace"] and params["namespace"] != "kube-system":
+        raise GpuAddonsError(
+            f"Kubernetes {version} admits the system-node-critical priority class in kube-system only "
+            f"(before 1.17): gpu_cluster_addons_namespace is {params['namespace']}"
+        )
+    hosts = host_records(params["gpu_hosts"], params["host_facts"], params["node_names"])
+    if params["require_gpu_hosts"] and not hosts:
+        raise GpuAddonsError(
+            "applying needs GPU hosts to label and wait for (gpu_cluster_addons_gpu_hosts, by default the "
+            "inventory group gpu_nodes)"
+        )
+    runtime = pod_runtime_class(hosts, params["pod_runtime_class"], params["runtime_class_handler"])
+    warnings = []
+    if runtime["name"] and not params["runtime_class"]:
+        warnings.append(
+            f"the device plugin pods ask for the RuntimeClass {runtime['name']}, which gpunode does not "
+            "manage (gpu_cluster_addons_runtime_class is false): it must exist in the cluster"
+        )
+    cp = control_plane(params["nodes"], params["distribution"], version, params["control_plane_label"])
+    for warning in warnings + (cp["warnings"] if mode == "gpushare" else []):
+        module.warn(warning)
+    return {
+        "changed": False,
+        "version": version,
+        "api": api,
+        "control_plane": cp,
+        "gpu_nodes": gpu_nodes(hosts, mode, params["extra_node_labels"]),
+        "manifests": manifest_plan(mode, version, params["runtime_class"]),
+        "runtime_class_name": runtime["name"],
+        "runtime_class_reasons": runtime["reasons"],
+        "resource": RESOURCE_BY_MODE[mode],
+        "workloads": [{"kind": kind, "name": name} for kind, name in WORKLOADS_BY_MODE[mode]],
+        "nvidia_device_plugin_config": nvidia_device_plugin_config(
+            params["nvidia_mig_strategy"],
+            params["nvidia_time_slicing_replicas"],
+            params["nvidia_time_slicing_rename"],
+            params["nvidia_time_slicing_fail_requests_greater_than_one"],
+        ),
+    }
+
+
+def main():
+    module = build_module()
+    try:
+        result = run(module)
+    except GpuAddonsError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

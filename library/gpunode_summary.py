@@ -1,0 +1,90 @@
+#!/usr/bin/python
+"""Ansible module gpunode_summary: one table of what each host has now and what the run changed."""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.run_summary import COLUMNS, rows, table
+
+DOCUMENTATION = r"""
+---
+module: gpunode_summary
+short_description: Summarise a gpunode run in one table, a row per host
+description:
+  - Builds, from the facts the roles published on each host in this run, one row per host - its GPUs,
+    the NVIDIA driver loaded (module type, whether held), the default runtime of each container engine
+    (and which one the kubelet uses), the kubelet feature gates, the scheduler extender, whether a reboot
+    is pending - and what this run changed there (the host's C(gpunode_changes)).
+  - A role that did not run on a host leaves its column at C(-). Changes nothing; runs on the controller.
+options:
+  hosts:
+    description: The hosts to list, in order.
+    type: list
+    elements: str
+    required: true
+  host_facts:
+    description:
+      - Per host, its C(ansible_facts) (or the part with C(nvidia_gpu), C(nvidia_driver),
+        C(nvidia_container_runtime), C(kubelet_gpu), C(gpushare_scheduler)).
+    type: dict
+    default: {}
+  changes:
+    description: Per host, what this run changed there (its C(gpunode_changes) list).
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+author: gpunode
+"""
+
+EXAMPLES = r"""
+- name: What each host has now, and what this run changed
+  gpunode_summary:
+    hosts: "{{ groups['gpu_nodes'] }}"
+    host_facts: >-
+      {{ dict(groups['gpu_nodes'] | zip(groups['gpu_nodes'] | map('extract', hostvars, 'ansible_facts'))) }}
+  register: summary
+
+- name: Show it
+  ansible.builtin.debug:
+    msg: "{{ summary.table }}"
+"""
+
+RETURN = r"""
+table:
+  description: The table as aligned text, a header, a rule and a row per host.
+  returned: always
+  type: str
+rows:
+  description: The rows, each a dict keyed by column name.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec={
+            "hosts": {"type": "list", "elements": "str", "required": True},
+            "host_facts": {"type": "dict", "default": {}},
+            "changes": {"type": "dict", "default": {}},
+        },
+        supports_check_mode=True,
+    )
+
+
+def main():
+    module = build_module()
+    params = module.params
+    table_rows = rows(params["hosts"], params["host_facts"], params["changes"])
+    module.exit_json(
+        changed=False,
+        table=table(table_rows),
+        rows=[{column: row[i] for i, column in enumerate(COLUMNS)} for row in table_rows],
+    )
+
+
+if __name__ == "__main__":
+    main()

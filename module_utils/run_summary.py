@@ -1,0 +1,110 @@
+"""The table site.yml ends with: a row per host, what it has now and what this run changed.
+
+Built from the facts each role publishes (``nvidia_gpu``, ``nvidia_driver``,
+``nvidia_container_runtime``, ``kubelet_gpu``, ``gpushare_scheduler``) and the
+host's ``gpunode_changes`` list, so an operator reads the state of the fleet at
+a glance instead of scrolling through task output. A role that did not run on
+a host leaves its column at ``-``.
+
+Standard library only; Python 3.8+.
+"""
+
+COLUMNS = ("host", "GPUs", "driver", "default runtime", "kubelet gates", "scheduler extender", "reboot",
+           "this run")
+
+
+def _gpus(facts):
+    gpu = facts.get("nvidia_gpu")
+    if not isinstance(gpu, dict):
+        return "-"
+    if not gpu.get("present") or not gpu.get("gpu_count"):
+        return "none"
+    counts = gpu.get("model_counts") or {}
+    parts = [f"{count}x {model}" for model, count in counts.items()] or [f"{gpu['gpu_count']} GPU(s)"]
+    if gpu.get("nvswitch_count"):
+        parts.append(f"{gpu['nvswitch_count']} NVSwitch")
+    return ", ".join(parts)
+
+
+def _driver(facts):
+    driver = facts.get("nvidia_driver")
+    if not isinstance(driver, dict):
+        return "-"
+    version = driver.get("loaded_version") or driver.get("installed_version")
+    if not version:
+        return "not installed"
+    text = str(version)
+    if driver.get("module_type"):
+        text += f" {driver['module_type']}"
+    if driver.get("held"):
+        text += ", held"
+    return text
+
+
+def _runtime(facts):
+    runtime = facts.get("nvidia_container_runtime")
+    if not isinstance(runtime, dict):
+        return "-"
+    engines = runtime.get("engines") or {}
+    if not engines:
+        return "no engine"
+    kubelet = runtime.get("kubelet_engine")
+    parts = []
+    for name in sorted(engines):
+        default = (engines[name] or {}).get("default_runtime") or "?"
+        parts.append(f"{name} {default}{' (kubelet)' if name == kubelet else ''}")
+    return ", ".join(parts)
+
+
+def _gates(facts):
+    kubelet = facts.get("kubelet_gpu")
+    if not isinstance(kubelet, dict):
+        return "-"
+    gates = kubelet.get("gates") or {}
+    version = kubelet.get("kubernetes_version")
+    text = ", ".join(f"{name}={'true' if value else 'false'}" for name, value in gates.items()) or "none"
+    if version:
+        text = f"{text} (kubelet {version})"
+    if kubelet.get("restart_pending"):
+        text += ", restart pending"
+    return text
+
+
+def _scheduler(facts):
+    scheduler = facts.get("gpushare_scheduler")
+    if not isinstance(scheduler, dict):
+        return "-"
+    if scheduler.get("state") == "absent":
+        return "absent"
+    parts = [str(scheduler.get(key)) for key in ("flavor", "api_version") if scheduler.get(key)]
+    return " ".join(parts) or "present"
+
+
+def _reboot(facts):
+    driver = facts.get("nvidia_driver")
+    if not isinstance(driver, dict):
+        return "-"
+    return "REBOOT NEEDED" if driver.get("reboot_required") else "no"
+
+
+def rows(hosts, host_facts, changes):
+    """One row (a tuple in COLUMNS order) per host, in the order given."""
+    result = []
+    for host in hosts:
+        facts = host_facts.get(host) or {}
+        changed = [str(c) for c in changes.get(host) or []]
+        result.append((host, _gpus(facts), _driver(facts), _runtime(facts), _gates(facts), _scheduler(facts),
+                       _reboot(facts), "; ".join(changed) or "nothing"))
+    return result
+
+
+def table(table_rows, columns=COLUMNS):
+    """Aligned plain-text table; the last column is not padded."""
+    widths = [max(len(str(row[i])) for row in [columns, *table_rows]) for i in range(len(columns))]
+
+    def line(row):
+        cells = [str(cell).ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+        return "  ".join([*cells, str(row[-1])]).rstrip()
+
+    rule = "  ".join("-" * width for width in widths)
+    return "\n".join([line(columns), rule, *(line(row) for row in table_rows)])

@@ -1,0 +1,68 @@
+"""module_utils/run_summary.py and the module gpunode_summary: the table a run ends with."""
+
+import gpunode_summary
+import yaml
+from ansible.module_utils.run_summary import COLUMNS, rows, table
+
+HGX = {
+    "nvidia_gpu": {"present": True, "gpu_count": 8, "nvswitch_count": 4,
+                   "model_counts": {"H100 SXM5 80GB": 8}},
+    "nvidia_driver": {"installed_version": "570.133.20", "loaded_version": "570.133.20",
+                      "module_type": "open", "held": True, "reboot_required": False},
+    "nvidia_container_runtime": {"kubelet_engine": "containerd",
+                                 "engines": {"containerd": {"default_runtime": "nvidia"},
+                                             "docker": {"default_runtime": "nvidia"}}},
+    "kubelet_gpu": {"kubernetes_version": "1.37.1", "gates": {"DRAExtendedResource": True}},
+}
+CONTROL_PLANE = {"gpushare_scheduler": {"flavor": "kubeadm", "api_version": "kubescheduler.config.k8s.io/v1",
+                                        "state": "present"}}
+
+
+def test_a_row_per_host_from_its_facts_and_changes():
+    got = rows(["hgx", "cp", "new"], {"hgx": HGX, "cp": CONTROL_PLANE},
+               {"hgx": ["driver 535.183.01 -> 570.133.20", "containerd: nvidia default runtime"]})
+    assert got[0] == (
+        "hgx", "8x H100 SXM5 80GB, 4 NVSwitch", "570.133.20 open, held",
+        "containerd nvidia (kubelet), docker nvidia", "DRAExtendedResource=true (kubelet 1.37.1)", "-", "no",
+        "driver 535.183.01 -> 570.133.20; containerd: nvidia default runtime",
+    )
+    # a role that did not run on a host leaves its column at "-"
+    assert got[1] == ("cp", "-", "-", "-", "-", "kubeadm kubescheduler.config.k8s.io/v1", "-", "nothing")
+    assert got[2] == ("new", "-", "-", "-", "-", "-", "-", "nothing")
+
+
+def test_what_needs_attention_reads_plainly():
+    facts = {"nvidia_gpu": {"present": False, "gpu_count": 0},
+             "nvidia_driver": {"installed_version": None, "reboot_required": True},
+             "nvidia_container_runtime": {"engines": {}},
+             "kubelet_gpu": {"gates": {}, "restart_pending": True}}
+    (row,) = rows(["h"], {"h": facts}, {})
+    assert row[1:7] == ("none", "not installed", "no engine", "none, restart pending", "-", "REBOOT NEEDED")
+
+
+def test_table_is_aligned_under_its_header():
+    text = table(rows(["hgx", "cp"], {"hgx": HGX, "cp": CONTROL_PLANE}, {}))
+    lines = text.splitlines()
+    assert lines[0].split() == " ".join(COLUMNS).split()
+    assert set(lines[1]) == {"-", " "}
+    starts = [lines[0].index(column) for column in COLUMNS]
+    for line in lines[2:]:
+        for start in starts[1:]:
+            assert line[start - 2:start] == "  "  # every column starts after the same gap
+    assert all(line == line.rstrip() for line in lines)
+
+
+def test_the_module_returns_the_table_and_the_rows(run_module):
+    ok, result = run_module(gpunode_summary, {"hosts": ["hgx"], "host_facts": {"hgx": HGX},
+                                              "changes": {"hgx": ["kubelet: DRAExtendedResource=true"]}})
+    assert ok and not result["changed"]
+    assert result["rows"][0]["this run"] == "kubelet: DRAExtendedResource=true"
+    assert result["table"].splitlines()[2].startswith("hgx  ")
+
+
+def test_documentation_matches_the_argument_spec(monkeypatch):
+    captured = {}
+    monkeypatch.setattr(gpunode_summary, "AnsibleModule", lambda **kwargs: captured.update(kwargs))
+    gpunode_summary.build_module()
+    documented = yaml.safe_load(gpunode_summary.DOCUMENTATION)["options"]
+    assert set(documented) == set(captured["argument_spec"])

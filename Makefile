@@ -29,10 +29,9 @@ bootstrap:
 image: bootstrap
 	@bash tests/simnode/build-image.sh $(IMAGE_FLAVORS)
 
+# every linter runs; any finding fails
 lint: bootstrap
-	ruff check .
-	yamllint -s .
-	ansible-lint
+	@status=0; set -x; ruff check . || status=1; yamllint -s . || status=1; ansible-lint || status=1; exit $$status
 
 # unit tests of target code on every target Python (3.8-3.13, one pinned
 # virtualenv each, ansible.module_utils only) and the controller-side tests on

@@ -92,7 +92,7 @@ def plan(requested):
 
     for item in requested:
         if item == "lint":
-            add(Step("lint", ["bash", "-c", "set -x; ruff check . && yamllint -s . && ansible-lint"]))
+            add(Step("lint", ["make", "--no-print-directory", "lint"]))
         elif item == "unit":
             add(Step("unit", [sys.executable, str(ROOT / "scripts" / "unit-tests.py"), "--jobs", "1"]))
         elif item == "molecule" or item.startswith("molecule:"):

@@ -9,24 +9,29 @@ export PY_COLORS := 0
 export ANSIBLE_FORCE_COLOR := 0
 export NO_COLOR := 1
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+# simulated node images the scenarios and the demo use (gpunode-<flavor>-systemd)
+IMAGE_FLAVORS ?= $(sort $(patsubst gpunode-%-systemd,%,$(shell grep -ohE 'gpunode-[a-z0-9-]+-systemd' \
+  molecule/*/molecule.yml .config/molecule/config.yml scripts/demo.sh)))
+# steps run side by side (default: the CPU count)
+TEST_JOBS ?= $(shell nproc)
+export TEST_JOBS
 
 .PHONY: help bootstrap image lint unit unit-lock molecule test demo demo-clean bench test-cluster
 
 help:
 	@echo "make demo          run site.yml twice on a simulated GPU node"
-	@echo "make test          lint + unit tests + every molecule scenario ($(SCENARIOS))"
+	@echo "make test          lint + unit tests + every molecule scenario, $(TEST_JOBS) at a time ($(SCENARIOS))"
 	@echo "make lint | unit [UNIT_PYTHONS='3.8 ...'] | unit-lock | molecule [SCENARIOS='default ...'] | bench | test-cluster"
 
 bootstrap:
 	@bash scripts/bootstrap.sh
 
 image: bootstrap
-	@bash tests/simnode/build-image.sh
+	@bash tests/simnode/build-image.sh $(IMAGE_FLAVORS)
 
+# every linter runs; any finding fails
 lint: bootstrap
-	ruff check .
-	yamllint -s .
-	ansible-lint
+	@status=0; set -x; ruff check . || status=1; yamllint -s . || status=1; ansible-lint || status=1; exit $$status
 
 # unit tests of target code on every target Python (3.8-3.13, one pinned
 # virtualenv each, ansible.module_utils only) and the controller-side tests on
@@ -38,10 +43,14 @@ unit: bootstrap
 unit-lock: bootstrap
 	python scripts/unit-tests.py --lock
 
-molecule: image
-	@bash scripts/run-molecule.sh $(SCENARIOS)
+# scenarios side by side; each waits only for the images it uses
+molecule: bootstrap
+	python scripts/run-tests.py $(addprefix molecule:,$(SCENARIOS))
 
-test: lint unit molecule
+# lint, the unit tests and every scenario side by side (scripts/run-tests.py:
+# longest first, a log per step in .cache/test/, a summary with times)
+test: bootstrap
+	python scripts/run-tests.py lint unit $(addprefix molecule:,$(SCENARIOS))
 
 demo: image
 	@bash scripts/demo.sh

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""Run gpunode's test steps side by side (`make test`, `make molecule`).
+
+Steps: `lint` (ruff, yamllint, ansible-lint), `unit` (scripts/unit-tests.py:
+every target Python and the controller), `molecule:SCENARIO` (`molecule test
+-s SCENARIO`) and `image:FLAVOR` (tests/simnode/build-image.sh FLAVOR, which
+does nothing when the image is up to date). A scenario starts once the images
+its platforms use are built. At most --jobs steps run at once (default: the
+CPU count; TEST_JOBS overrides), the longest first, by the durations of the
+last run (.cache/test/durations.json). Each step writes its own log under
+.cache/test/; a step's output is printed when it fails (TEST_VERBOSE=1: always).
+One step failing does not stop the others; the exit status is non-zero when
+any failed. The last lines are a table of every step: result, wall time, and
+for molecule the time of each action (create, prepare, converge, ...).
+
+Usage: run-tests.py [--jobs N] [STEP ...]
+  STEP: lint | unit | molecule (every scenario) | molecule:NAME | image:FLAVOR
+  default: lint unit molecule
+"""
+
+import argparse
+import collections
+import json
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CACHE = ROOT / ".cache" / "test"
+DURATIONS = CACHE / "durations.json"
+BASE_CONFIG = ROOT / ".config" / "molecule" / "config.yml"
+IMAGE = re.compile(r"^\s*image:\s*[\"']?gpunode-([a-z0-9-]+)-systemd(?::latest)?[\"']?\s*$", re.M)
+ACTION = re.compile(r"\[(?P<scenario>[^\]>]+?) > (?P<action>[a-z_]+)\] (?P<what>Executing|Executed)")
+GUESS = {"lint": 150, "unit": 200, "image": 20, "molecule": 400}
+
+
+class Step:
+    def __init__(self, name, argv, needs=()):
+        self.name = name
+        self.argv = argv
+        self.needs = set(needs)
+        self.log = CACHE / "logs" / (name.replace(":", "-") + ".log")
+        self.proc = None
+        self.start = None
+        self.end = None
+        self.rc = None
+        self.note = ""
+        self.actions = []  # molecule actions in order: [action, seconds]
+        self._open = {}
+        self.reader = None
+        self.logfile = None
+
+    @property
+    def kind(self):
+        return self.name.split(":", 1)[0]
+
+    @property
+    def seconds(self):
+        return (self.end or time.monotonic()) - self.start if self.start else 0.0
+
+    def record(self, line, now):
+        match = ACTION.search(line)
+        if not match:
+            return
+        action = match["action"]
+        if match["what"] == "Executing":
+            self._open[action] = now
+        elif action in self._open:
+            self.actions.append([action, now - self._open.pop(action)])
+
+
+def scenarios():
+    return sorted(p.parent.name for p in (ROOT / "molecule").glob("*/molecule.yml"))
+
+
+def flavors_of(scenario):
+    """Image flavors a scenario's platforms use (the base config's when it names none)."""
+    found = IMAGE.findall((ROOT / "molecule" / scenario / "molecule.yml").read_text())
+    return sorted(set(found or IMAGE.findall(BASE_CONFIG.read_text())))
+
+
+def plan(requested):
+    steps = collections.OrderedDict()
+
+    def add(step):
+        steps.setdefault(step.name, step)
+
+    for item in requested:
+        if item == "lint":
+            add(Step("lint", ["make", "--no-print-directory", "lint"]))
+        elif item == "unit":
+            add(Step("unit", [sys.executable, str(ROOT / "scripts" / "unit-tests.py"), "--jobs", "1"]))
+        elif item == "molecule" or item.startswith("molecule:"):
+            names = scenarios() if item == "molecule" else [item.split(":", 1)[1]]
+            for name in names:
+                if not (ROOT / "molecule" / name / "molecule.yml").is_file():
+                    sys.exit(f"run-tests: no scenario {name} (molecule/{name}/molecule.yml)")
+                needs = [f"image:{flavor}" for flavor in flavors_of(name)]
+                for need in needs:
+                    add(Step(need, ["bash", str(ROOT / "tests" / "simnode" / "build-image.sh"), need[6:]]))
+                add(Step(f"molecule:{name}", ["molecule", "test", "-s", name], needs))
+        elif item.startswith("image:"):
+            add(Step(item, ["bash", str(ROOT / "tests" / "simnode" / "build-image.sh"), item[6:]]))
+        else:
+            sys.exit(f"run-tests: unknown step {item!r} (lint, unit, molecule, molecule:NAME, image:FLAVOR)")
+    return list(steps.values())
+
+
+def load_durations():
+    try:
+        return json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def expected(step, durations):
+    return durations.get(step.name, GUESS.get(step.kind, 100))
+
+
+def reader(step, stream, log):
+    for raw in iter(stream.readline, b""):
+        now = time.monotonic()
+        log.write(raw)
+        log.flush()
+        step.record(raw.decode("utf-8", "replace"), now)
+    stream.close()
+
+
+def launch(step, env, t0):
+    step.log.parent.mkdir(parents=True, exist_ok=True)
+    log = step.log.open("wb")
+    step.start = time.monotonic()
+    print(f"[{clock(t0)}] start {step.name}", flush=True)
+    step.proc = subprocess.Popen(step.argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    step.reader = threading.Thread(target=reader, args=(step, step.proc.stdout, log), daemon=True)
+    step.reader.start()
+    step.logfile = log
+
+
+def finish(step, t0, verbose):
+    step.reader.join()
+    step.logfile.close()
+    step.end = time.monotonic()
+    passed = step.rc == 0
+    print(f"[{clock(t0)}] {'pass' if passed else 'FAIL'} {step.name} in {step.seconds:.0f} s"
+          + (f" ({step.note})" if step.note else "") + f"  log: {step.log.relative_to(ROOT)}", flush=True)
+    if verbose or not passed:
+        text = step.log.read_text(errors="replace")
+        lines = text.splitlines()
+        shown = lines if verbose or len(lines) <= 400 else ["[... first lines in the log ...]", *lines[-400:]]
+        print(f"----- {step.name} output -----")
+        print("\n".join(shown))
+        print(f"----- end of {step.name} -----", flush=True)
+
+
+def clock(t0):
+    seconds = int(time.monotonic() - t0)
+    return f"{seconds // 60:02d}:{seconds % 60:02d}"
+
+
+def kill(step):
+    try:
+        os.killpg(step.proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        step.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(step.proc.pid, signal.SIGKILL)
+
+
+def run(steps, jobs, timeout, verbose):
+    durations = load_durations()
+    env = dict(os.environ, PY_COLORS="0", ANSIBLE_FORCE_COLOR="0", NO_COLOR="1", ANSIBLE_NOCOLOR="1")
+    t0 = time.monotonic()
+    pending = list(steps)
+    running = []
+    done = {}
+    print(f"run-tests: {len(steps)} steps, {jobs} at a time: {' '.join(s.name for s in steps)}", flush=True)
+    try:
+        while pending or running:
+            for step in list(running):
+                step.rc = step.proc.poll()
+                if step.rc is None and timeout and step.seconds > timeout:
+                    step.note = f"timed out after {timeout} s"
+                    kill(step)
+                    step.rc = step.proc.wait()
+                if step.rc is not None:
+                    running.remove(step)
+                    finish(step, t0, verbose)
+                    done[step.name] = step
+            for step in list(pending):
+                blocked = [n for n in step.needs if n in done and done[n].rc != 0]
+                if blocked:
+                    pending.remove(step)
+                    step.rc, step.start, step.end = -1, time.monotonic(), time.monotonic()
+                    step.note = f"not run: {', '.join(blocked)} failed"
+                    print(f"[{clock(t0)}] FAIL {step.name} ({step.note})", flush=True)
+                    done[step.name] = step
+            ready = [s for s in pending if s.needs <= {n for n, d in done.items() if d.rc == 0}]
+            # images first (they gate scenarios), then the longest expected step
+            ready.sort(key=lambda s: (s.kind != "image", -expected(s, durations)))
+            while ready and len(running) < jobs:
+                step = ready.pop(0)
+                if step.kind == "image" and any(r.kind == "image" for r in running):
+                    continue  # one image build at a time: flavors of a suite share its base image
+                pending.remove(step)
+                launch(step, env, t0)
+                running.append(step)
+            if pending and not running and not ready:
+                sys.exit("run-tests: steps wait on something that will never finish: "
+                         + ", ".join(s.name for s in pending))
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        for step in running:
+            kill(step)
+        raise
+    wall = time.monotonic() - t0
+    durations.update({s.name: round(s.seconds, 1) for s in steps if s.proc is not None and not s.note})
+    DURATIONS.parent.mkdir(parents=True, exist_ok=True)
+    DURATIONS.write_text(json.dumps(durations, indent=1, sort_keys=True) + "\n")
+    return summary(steps, wall, jobs)
+
+
+def summary(steps, wall, jobs):
+    print(f"\n=== test summary ({jobs} at a time)")
+    busy = 0.0
+    for step in sorted(steps, key=lambda s: s.start or 0):
+        busy += step.seconds
+        result = "pass" if step.rc == 0 else "FAIL"
+        actions = ", ".join(f"{a} {s:.0f}" for a, s in step.actions)
+        extra = "; ".join(x for x in (step.note, actions) if x)
+        print(f"{result:<4} {step.name:<30} {step.seconds:>6.0f} s  {extra}")
+    failed = [s.name for s in steps if s.rc != 0]
+    print(f"wall {wall:.0f} s for {busy:.0f} s of steps; {len(steps) - len(failed)} passed, "
+          f"{len(failed)} failed" + (f": {' '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("TEST_JOBS") or os.cpu_count() or 1))
+    parser.add_argument("--timeout", type=int, default=int(os.environ.get("TEST_STEP_TIMEOUT") or 2400),
+                        help="seconds a step may run before it is stopped (0: no limit)")
+    parser.add_argument("steps", nargs="*", default=["lint", "unit", "molecule"])
+    args = parser.parse_args(argv)
+    verbose = os.environ.get("TEST_VERBOSE") == "1"
+    return run(plan(args.steps), max(1, args.jobs), args.timeout, verbose)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,6 +12,8 @@ scenario=${FAULTS_SCENARIO:-faults}
 out=${1:-.cache/faults-record/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out/files"
 out=$(cd "$out" && pwd)
+[[ -d .venv/bin ]] && export PATH=$PWD/.venv/bin:$PATH
+command -v molecule >/dev/null || { echo "record.sh: molecule not found (run make bootstrap)" >&2; exit 2; }
 export GPUNODE_FAULTS_OUT=$out/files PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1
 # `molecule create` also runs prepare (the interruptions); log lines carry the time
 steps=(destroy create side_effect converge verify idempotence side_effect verify destroy)

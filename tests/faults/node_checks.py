@@ -46,8 +46,11 @@ except ImportError:  # python3-yaml missing: the config file's gates are not com
 
 ENV = dict(os.environ, LC_ALL="C", LANG="C")
 GATES_LINE = re.compile(r"feature gates: (\{.*\})\s*$")
+# a runtime table of a CRI plugin: [plugins.<id>.containerd.runtimes.<name>], ids and names bare or quoted
 RUNTIME_TABLE = re.compile(
-    r"^\s*\[plugins\.[\"'][^\"']+[\"']\.containerd\.runtimes\.[\"']?([A-Za-z0-9_.-]+)[\"']?\]\s*$", re.M
+    r"^\s*\[plugins\.(?:\"[^\"]+\"|'[^']+'|[A-Za-z0-9_-]+)\.containerd\.runtimes\."
+    r"(?:\"([^\"]+)\"|'([^']+)'|([A-Za-z0-9_-]+))\]\s*$",
+    re.M,
 )
 DEFAULT_RUNTIME = re.compile(r"^\s*default_runtime_name\s*=\s*[\"']([^\"']*)[\"']", re.M)
 IMPORTS = re.compile(r"^\s*imports\s*=\s*\[(.*?)\]", re.M | re.S)
@@ -105,7 +108,7 @@ def containerd_runtimes(dump):
                 names.update(section["runtimes"])
                 default = section.get("default_runtime_name", default)
         return sorted(names), default, list(data.get("imports") or [])
-    names = sorted(set(RUNTIME_TABLE.findall(dump)))
+    names = sorted({"".join(groups) for groups in RUNTIME_TABLE.findall(dump)})
     default = DEFAULT_RUNTIME.search(dump)
     imports = IMPORTS.search(dump)
     files = re.findall(r"[\"']([^\"']+)[\"']", imports.group(1)) if imports else []
@@ -160,6 +163,25 @@ def mtime(path):
         return None
 
 
+def parse_unit_show(text):
+    """`systemctl show` output -> {property: [values]} (EnvironmentFiles= comes once per file)."""
+    props = {}
+    for line in text.splitlines():
+        if "=" in line:
+            key, value = line.split("=", 1)
+            props.setdefault(key, []).append(value)
+    return props
+
+
+def unit_files(props):
+    """The files a unit reads: its unit file, drop-ins and environment files."""
+    env_files = [
+        entry.rsplit(" (ignore_errors=", 1)[0] for entry in props.get("EnvironmentFiles", []) if entry
+    ]
+    drop_ins = [path for value in props.get("DropInPaths", []) for path in value.split()]
+    return [path for path in props.get("FragmentPath", []) + drop_ins + env_files if path]
+
+
 def unit(name):
     """systemctl show for a unit: main PID, start time (epoch seconds), files it reads."""
     _rc, out, _ = run(
@@ -167,26 +189,23 @@ def unit(name):
             "systemctl",
             "show",
             name,
-            "--property=ActiveState,MainPID,ExecMainStartTimestampMonotonic,"
-            "FragmentPath,DropInPaths,EnvironmentFiles",
+            "--property=ActiveState,MainPID,ExecMainStartTimestampMonotonic,FragmentPath,DropInPaths,EnvironmentFiles",
         ]
     )
-    props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    props = parse_unit_show(out)
+
+    def first(key):
+        return (props.get(key) or [""])[0]
+
     started = None
-    monotonic_us = int(props.get("ExecMainStartTimestampMonotonic") or 0)
+    monotonic_us = int(first("ExecMainStartTimestampMonotonic") or 0)
     if monotonic_us:
         started = time.time() - (time.monotonic() - monotonic_us / 1e6)
-    env_files = [
-        entry.split()[0]
-        for entry in re.findall(r"([^ ]+ \(ignore_errors=(?:yes|no)\))", props.get("EnvironmentFiles", ""))
-    ]
     return {
-        "active": props.get("ActiveState"),
-        "pid": int(props.get("MainPID") or 0),
+        "active": first("ActiveState"),
+        "pid": int(first("MainPID") or 0),
         "started": started,
-        "files": [
-            p for p in [props.get("FragmentPath"), *props.get("DropInPaths", "").split(), *env_files] if p
-        ],
+        "files": unit_files(props),
     }
 
 
@@ -346,7 +365,9 @@ def main(argv):
     state["packages"] = {
         name: f"{version} {status}"
         for name, (version, status) in sorted(packages.items())
-        if re.match(r"(lib)?nvidia|cuda-drivers", name) and status != "unknown ok not-installed"
+        # what is on the node: not the leftovers of removed packages (an upgrade leaves config-files)
+        if re.match(r"(lib)?nvidia|cuda-drivers", name)
+        and status.split()[-1] not in ("not-installed", "config-files")
     }
     checks = {
         "dpkg": check_dpkg(state),

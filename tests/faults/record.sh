@@ -16,7 +16,7 @@ out=$(cd "$out" && pwd)
 command -v molecule >/dev/null || { echo "record.sh: molecule not found (run make bootstrap)" >&2; exit 2; }
 export GPUNODE_FAULTS_OUT=$out/files PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1
 # `molecule create` also runs prepare (the interruptions); log lines carry the time
-steps=(destroy create side_effect converge verify idempotence side_effect verify destroy)
+steps=(destroy create side-effect converge verify idempotence side-effect verify destroy)
 failed=0
 : >"$out/steps.txt"
 for i in "${!steps[@]}"; do
@@ -28,6 +28,12 @@ for i in "${!steps[@]}"; do
   line="$(printf '%-12s rc=%-3s %5d s' "$step" "$rc" $((SECONDS - start)))"
   echo "$line" | tee -a "$out/steps.txt"
   ((rc == 0)) || failed=1
+  if [[ $step == create ]] && ((rc != 0)); then
+    # the nodes or the interruptions are broken: a later step would run prepare again
+    echo "record: create/prepare failed, see $log" >&2
+    molecule destroy -s "$scenario" >"$out/destroy-after-failure.log" 2>&1
+    break
+  fi
 done
 echo "record: $out (steps.txt, files/interrupted.txt, files/verify-*.txt)"
 exit "$failed"

@@ -102,13 +102,24 @@ def judge(node_result, reference_result=None):
     return rows
 
 
-def window_row(window, interrupted):
-    """("interrupt", reached, why) for a window, from interrupt.py's results."""
+def window_row(window, interrupted, directory):
+    """("interrupt", reached, why) for a window, from interrupt.py's results (and the node's crash record)."""
     outcome = interrupted.get(window["name"])
     if outcome is None:
         return ("interrupt", False, "the window was not run")
     reached = bool(outcome.get("reached"))
     why = one_line(outcome.get("why", ""))
+    if reached and "crash_dpkg_in_postinst" in window["interrupt"]:
+        # the run failing is not enough: the node must say that dpkg was killed in the postinst
+        crash = os.path.join(directory, "{}.dpkg-crash.log".format(window["node"]))
+        text = ""
+        if os.path.exists(crash):
+            with open(crash, encoding="utf-8") as handle:
+                text = handle.read()
+        if "dpkg_pid=" not in text or "dpkg_pid=\n" in text:
+            reached, why = False, f"{why}, but the node has no record of dpkg killed in a postinst"
+        else:
+            why = f"{why}; on the node: {one_line(text)}"
     return ("interrupt", reached, why if reached else f"NOT REACHED: {why} (update tests/faults/windows.yml)")
 
 
@@ -124,7 +135,7 @@ def report_interrupted(directory, windows):
     interrupted = {r["window"]: r for r in (load_json(os.path.join(directory, "interrupted.json")) or [])}
     lines = []
     for window in windows:
-        row = window_row(window, interrupted)
+        row = window_row(window, interrupted, directory)
         lines.append("{} - {}".format(window["node"], describe(window)))
         lines.append(f"  {mark(row[1])} {row[0]:<11} {row[2]}")
         node = load_json(os.path.join(directory, "{}.interrupted.json".format(window["node"])))
@@ -145,7 +156,7 @@ def report_verify(directory, windows, stage):
         rows = judge(load_json(os.path.join(directory, f"{node}.{stage}.json")), reference)
         focus = window.get("checks", []) if window else []
         if window:
-            rows = [window_row(window, interrupted), *rows]
+            rows = [window_row(window, interrupted, directory), *rows]
         rows = [r for r in rows if r[0] in ("interrupt", *focus)] + [
             r for r in rows if r[0] not in ("interrupt", *focus)
         ]

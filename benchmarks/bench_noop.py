@@ -45,6 +45,7 @@ import argparse
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import pathlib
@@ -66,10 +67,16 @@ BASE_IMAGE = f"gpunode-{BASE_FLAVOR}-systemd:latest"
 NODE_IMAGE = "gpunode-bench-node:latest"
 NODE_PREFIX = "gpunode-bench-"
 BUILD_NODE = NODE_PREFIX + "build"
-LABEL = "gpunode.bench"
 INPUTS_LABEL = "gpunode.bench.inputs"
 # bump when the way the node image is made changes outside the hashed files
-NODE_RECIPE = "prepare-demo, stopped, committed: 1"
+NODE_RECIPE = "prepare-demo, path units masked, stopped, committed: 2"
+# systemd's units that hold an inotify instance each in every node and serve no
+# purpose there (no password prompts): masked so that 16 nodes fit under the
+# kernel's per-user limit (fs.inotify.max_user_instances, 128 by default)
+MASKED_UNITS = ("systemd-ask-password-console.path", "systemd-ask-password-wall.path")
+# inotify instances a running node holds for root, the masks above in place:
+# systemd (PID 1) 3, containerd 1 (counted in /proc/<pid>/fd of a node's processes)
+INOTIFY_PER_NODE = 4
 DEMO_INVENTORY = ROOT / "inventories" / "demo" / "hosts.yml"
 PREPARE_PLAYBOOK = ROOT / "tests" / "simnode" / "prepare-demo.yml"
 RECAP = re.compile(
@@ -378,45 +385,28 @@ def docker(*args, check=True, capture=True):
 
 
 def remove_nodes():
-    """Remove every container this benchmark started (label gpunode.bench) with its volumes."""
-    names = docker("ps", "-aq", "--filter", f"label={LABEL}", check=False).split()
+    """Remove every container of this benchmark (named gpunode-bench-*) with its volumes."""
+    names = docker("ps", "-aq", "--filter", f"name=^{NODE_PREFIX}", check=False).split()
     if names:
         docker("rm", "-f", "-v", *names, check=False)
     return len(names)
 
 
 def start_node(name, image):
-    docker(
-        "run",
-        "-d",
-        "--name",
-        name,
-        "--hostname",
-        name,
-        "--label",
-        f"{LABEL}=1",
-        "--cap-add",
-        "SYS_ADMIN",
-        "--cap-add",
-        "NET_ADMIN",
-        "--security-opt",
-        "seccomp=unconfined",
-        "--security-opt",
-        "apparmor=unconfined",
-        "--cgroupns",
-        "host",
-        "--tmpfs",
-        "/run",
-        "--tmpfs",
-        "/run/lock",
-        "--tmpfs",
-        "/tmp",
-        "-v",
-        "/sys/fs/cgroup:/sys/fs/cgroup:rw",
-        "-v",
-        "/var/lib/docker",
-        image,
-    )
+    """A systemd container as tests/simnode's nodes run (see scripts/demo.sh)."""
+    options = [
+        ("--cap-add", "SYS_ADMIN"),
+        ("--cap-add", "NET_ADMIN"),
+        ("--security-opt", "seccomp=unconfined"),
+        ("--security-opt", "apparmor=unconfined"),
+        ("--cgroupns", "host"),
+        ("--tmpfs", "/run"),
+        ("--tmpfs", "/run/lock"),
+        ("--tmpfs", "/tmp"),
+        ("-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw"),
+        ("-v", "/var/lib/docker"),
+    ]
+    docker("run", "-d", "--name", name, "--hostname", name, *itertools.chain(*options), image)
 
 
 def wait_booted(names, timeout=180):
@@ -426,9 +416,50 @@ def wait_booted(names, timeout=180):
             state = docker("exec", name, "systemctl", "is-system-running", check=False)
             if state in ("running", "degraded"):
                 break
+            if docker("inspect", "-f", "{{.State.Running}}", name, check=False) != "true":
+                raise BenchError(
+                    f"{name}: the node stopped while booting (systemd exits when it gets no inotify "
+                    f"instance: {inotify_room_message(len(names))})"
+                )
             if time.monotonic() > deadline:
                 raise BenchError(f"{name}: systemd did not finish booting in {timeout} s (state {state!r})")
             time.sleep(0.5)
+
+
+def inotify_instances_of_root():
+    """inotify instances held by processes running as root (the nodes' systemd and containerd are)."""
+    count = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as handle:
+                uids = next(line for line in handle if line.startswith("Uid:")).split()
+            if uids[2] != "0":
+                continue
+            for descriptor in os.scandir(f"/proc/{entry.name}/fd"):
+                with contextlib.suppress(OSError):
+                    count += os.readlink(descriptor.path) == "anon_inode:inotify"
+        except (OSError, StopIteration):
+            continue
+    return count
+
+
+def inotify_room_message(nodes):
+    limit = int(pathlib.Path("/proc/sys/fs/inotify/max_user_instances").read_text(encoding="ascii"))
+    return (
+        f"{nodes} node(s) need about {nodes * INOTIFY_PER_NODE} inotify instances for root "
+        f"({INOTIFY_PER_NODE} each: systemd, containerd) and {inotify_instances_of_root()} of "
+        f"fs.inotify.max_user_instances={limit} are in use; stop other containers, use fewer --nodes, "
+        f"or raise the limit: sysctl -w fs.inotify.max_user_instances=512"
+    )
+
+
+def check_inotify_room(nodes):
+    """Fail before starting nodes that could not boot (and would starve other containers)."""
+    limit = int(pathlib.Path("/proc/sys/fs/inotify/max_user_instances").read_text(encoding="ascii"))
+    if os.geteuid() == 0 and inotify_instances_of_root() + nodes * INOTIFY_PER_NODE > limit:
+        raise BenchError(f"not enough inotify instances: {inotify_room_message(nodes)}")
 
 
 def node_image_inputs():
@@ -502,6 +533,7 @@ class Bench:
             self.say(f"image {NODE_IMAGE} is up to date ({inputs})")
             return
         self.say(f"== building {NODE_IMAGE} ({inputs}): {BASE_IMAGE} + tests/simnode/prepare-demo.yml")
+        check_inotify_room(1)
         start_node(BUILD_NODE, BASE_IMAGE)
         wait_booted([BUILD_NODE])
         inventory = write_inventory(WORK / "build-hosts.yml", [BUILD_NODE])
@@ -511,6 +543,7 @@ class Bench:
         )
         if code != 0:
             raise BenchError(f"preparing the bench node failed; see {sample.log}")
+        docker("exec", BUILD_NODE, "systemctl", "mask", *MASKED_UNITS)
         docker("stop", BUILD_NODE)
         docker("commit", "--change", f"LABEL {INPUTS_LABEL}={inputs}", BUILD_NODE, NODE_IMAGE)
         docker("rm", "-f", "-v", BUILD_NODE)
@@ -518,6 +551,7 @@ class Bench:
 
     def start_fleet(self):
         self.say(f"== starting {len(self.nodes)} nodes {self.nodes[0]}..{self.nodes[-1]} from {NODE_IMAGE}")
+        check_inotify_room(len(self.nodes))
         for name in self.nodes:
             start_node(name, NODE_IMAGE)
         wait_booted(self.nodes)
@@ -675,8 +709,7 @@ def describe_timeline(document, sample, top=15):
     for task in sorted(tasks, key=lambda t: -t["seconds"])[:top]:
         items = f", {task['items']} items" if task["items"] else ""
         lines.append(
-            f"    {task['seconds']:6.2f} s  {task_kind(task):24s} {task['role'] or '-'}: "
-            f"{task['task']} ({task['action']}{items})"
+            f"    {task['seconds']:6.2f} s  {task_kind(task):24s} {task['task']} ({task['action']}{items})"
         )
     return "\n".join(lines)
 

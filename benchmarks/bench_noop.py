@@ -676,35 +676,50 @@ def task_kind(task):
     """What a task cost: a skipped task is controller work whatever its action."""
     statuses = set(task["hosts"].values())
     action = task["action"]
-    if not statuses or statuses == {"skipped"}:
+    if statuses == {"skipped"}:
         return "skipped"
     if action in FACT_ACTIONS:
         return "fact gathering"
-    if action in CONTROLLER_ACTIONS:
+    if action in CONTROLLER_ACTIONS or not statuses:  # meta: flush_handlers reports no host
         return "controller-only action"
     if task["delegate_to"] in ("localhost", "127.0.0.1") or set(task["hosts"]) == {"localhost"}:
         return "module on the controller"
     return "remote module call"
 
 
+def round_trips(task):
+    """Module executions on a node: one per host, or one per loop item."""
+    if task_kind(task) not in ("remote module call", "fact gathering"):
+        return 0
+    return task["items"] or sum(status != "skipped" for status in task["hosts"].values())
+
+
 def describe_timeline(document, sample, top=15):
     tasks = document["tasks"]
+    main_cpu = document.get("main_cpu", 0.0)
     lines = [
-        f"  {len(tasks)} tasks in {document['seconds']:.1f} s (wall {sample.wall:.1f} s, controller CPU "
-        f"{sample.cpu:.1f} s); plays: {len(document['plays'])}, of which without a matching host: "
-        f"{sum(not play['matched'] for play in document['plays'])}"
+        f"  {len(tasks)} tasks in {document['seconds']:.1f} s; plays: {len(document['plays'])}, of which "
+        f"without a matching host: {sum(not play['matched'] for play in document['plays'])}; "
+        f"round trips to the node: {sum(round_trips(task) for task in tasks)}",
+        f"  controller CPU {sample.cpu:.1f} s: ansible-playbook's main process {main_cpu:.1f} s (templating, "
+        f"conditionals, includes, callbacks), its forks and their docker CLI {sample.cpu - main_cpu:.1f} s",
     ]
     by_kind, by_role = {}, {}
     for task in tasks:
         for table, key in ((by_kind, task_kind(task)), (by_role, f"{task['play']} / {task['role'] or '-'}")):
-            count, seconds, items = table.get(key, (0, 0.0, 0))
-            table[key] = (count + 1, seconds + task["seconds"], items + task["items"])
-    lines.append("  by kind of task:            tasks  seconds  loop items")
-    for key, (count, seconds, items) in sorted(by_kind.items(), key=lambda kv: -kv[1][1]):
-        lines.append(f"    {key:26s} {count:5d} {seconds:8.2f} {items:6d}")
-    lines.append("  by play / role:")
-    for key, (count, seconds, _) in sorted(by_role.items(), key=lambda kv: -kv[1][1]):
-        lines.append(f"    {seconds:6.2f} s {count:4d} tasks  {key}")
+            row = table.setdefault(key, {"tasks": 0, "seconds": 0.0, "main_cpu": 0.0, "round_trips": 0})
+            row["tasks"] += 1
+            row["seconds"] += task["seconds"]
+            row["main_cpu"] += task.get("main_cpu", 0.0)
+            row["round_trips"] += round_trips(task)
+    header = "tasks  round trips  wall s  main-process CPU s"
+    for title, table in (("by kind of task", by_kind), ("by play / role", by_role)):
+        lines.append(f"  {title + ':':60s} {header}")
+        for key, row in sorted(table.items(), key=lambda kv: -kv[1]["seconds"]):
+            lines.append(
+                f"    {key[:58]:58s} {row['tasks']:5d} {row['round_trips']:12d} {row['seconds']:7.2f} "
+                f"{row['main_cpu']:9.2f}"
+            )
     lines.append(f"  slowest {top} tasks:")
     for task in sorted(tasks, key=lambda t: -t["seconds"])[:top]:
         items = f", {task['items']} items" if task["items"] else ""

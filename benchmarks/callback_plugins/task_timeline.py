@@ -4,8 +4,10 @@ Enabled only by the benchmark (ANSIBLE_CALLBACK_PLUGINS=benchmarks/callback_plug
 ANSIBLE_CALLBACKS_ENABLED=task_timeline, GPUNODE_TASK_TIMELINE=<output.json>).
 Each record: play, role, task name, action, whether it was delegated to the
 controller, per-host status (ok, changed, skipped, failed, unreachable), loop
-items, and the wall time from the task's start to the next task's start (as
-ansible.posix.profile_tasks measures it). Plays are recorded with their host
+items, the wall time from the task's start to the next task's start (as
+ansible.posix.profile_tasks measures it) and the CPU time of ansible-playbook's
+main process in that span (main_cpu: templating, conditionals, includes,
+callbacks; the forks' CPU, which runs the modules, is not in it). Plays are recorded with their host
 pattern and whether it matched a host, so plays that start for nothing show up.
 """
 
@@ -40,10 +42,12 @@ class CallbackModule(CallbackBase):
         self._current = None
         self._play = None
         self._started = time.monotonic()
+        self._cpu_started = time.process_time()
 
     def _close_current(self):
         if self._current is not None:
             self._current["seconds"] = round(time.monotonic() - self._current.pop("_start"), 4)
+            self._current["main_cpu"] = round(time.process_time() - self._current.pop("_cpu"), 4)
             self._tasks.append(self._current)
             self._current = None
 
@@ -69,6 +73,7 @@ class CallbackModule(CallbackBase):
             "hosts": {},
             "items": 0,
             "_start": time.monotonic(),
+            "_cpu": time.process_time(),
         }
 
     def v2_playbook_on_task_start(self, task, is_conditional):
@@ -110,6 +115,7 @@ class CallbackModule(CallbackBase):
             return
         document = {
             "seconds": round(time.monotonic() - self._started, 3),
+            "main_cpu": round(time.process_time() - self._cpu_started, 3),
             "plays": self._plays,
             "tasks": self._tasks,
         }

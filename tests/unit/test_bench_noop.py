@@ -105,6 +105,7 @@ def test_report_gives_per_node_cpu_and_memory_on_a_fleet():
         ("ansible.builtin.gather_facts", {"n": "ok"}, None, "fact gathering"),
         ("ansible.builtin.set_fact", {"n": "ok"}, None, "controller-only action"),
         ("ansible.builtin.include_tasks", {"n": "ok"}, None, "controller-only action"),
+        ("ansible.builtin.meta", {}, None, "controller-only action"),
         ("ansible.builtin.find", {"n": "ok"}, "localhost", "module on the controller"),
         ("gpunode_summary", {"localhost": "ok"}, None, "module on the controller"),
         ("nvidia_driver_state", {"n": "changed"}, None, "remote module call"),
@@ -115,22 +116,29 @@ def test_task_kinds(action, hosts, delegate_to, kind):
     assert bench.task_kind(task) == kind
 
 
-def test_timeline_summary_counts_tasks_and_plays():
+def test_timeline_summary_counts_tasks_plays_and_round_trips():
     document = {
         "seconds": 3.0,
+        "main_cpu": 0.5,
         "plays": [{"play": "p", "pattern": "gpu_nodes", "matched": True},
                   {"play": "q", "pattern": "kube_control_plane", "matched": False}],
         "tasks": [
             {"play": "p", "role": "r", "task": "r : look", "action": "ansible.builtin.stat",
-             "delegate_to": None, "hosts": {"n": "ok"}, "items": 6, "seconds": 2.0},
+             "delegate_to": None, "hosts": {"n": "ok"}, "items": 6, "seconds": 2.0, "main_cpu": 0.1},
+            {"play": "p", "role": "r", "task": "r : set", "action": "docker_daemon_config",
+             "delegate_to": None, "hosts": {"n": "ok", "m": "ok"}, "items": 0, "seconds": 0.4,
+             "main_cpu": 0.1},
             {"play": "p", "role": "r", "task": "r : fact", "action": "ansible.builtin.set_fact",
-             "delegate_to": None, "hosts": {"n": "ok"}, "items": 0, "seconds": 0.5},
+             "delegate_to": None, "hosts": {"n": "ok"}, "items": 0, "seconds": 0.5, "main_cpu": 0.2},
         ],
     }
     text = bench.describe_timeline(document, sample(wall=3.5, cpu=1.5))
-    assert "2 tasks in 3.0 s" in text
-    assert "plays: 2, of which without a matching host: 1" in text
-    assert re.search(r"remote module call +1 +2\.00 +6\n", text)
+    assert "3 tasks in 3.0 s" in text
+    assert "plays: 2, of which without a matching host: 1; round trips to the node: 8" in text
+    assert "main process 0.5 s" in text
+    assert "forks and their docker CLI 1.0 s" in text
+    assert re.search(r"remote module call +2 +8 +2\.40 +0\.20\n", text)
+    assert re.search(r"controller-only action +1 +0 +0\.50 +0\.20\n", text)
     assert re.search(r"2\.00 s +remote module call +r : look \(ansible\.builtin\.stat, 6 items\)", text)
 
 

@@ -106,6 +106,14 @@ CONTROLLER_ACTIONS = {
     )
 }
 FACT_ACTIONS = {"ansible.builtin.gather_facts", "ansible.builtin.setup"}
+# one task of each kind for --profile's unit costs (none changes the node)
+TASK_COST_KINDS = {
+    "empty play": None,
+    "round trip (stat)": {"ansible.builtin.stat": {"path": "/etc/os-release"}},
+    "controller-only (set_fact)": {"ansible.builtin.set_fact": {"bench_value": 1}},
+    "controller-only (debug)": {"ansible.builtin.debug": {"msg": "nothing"}},
+    "skipped (stat, when: false)": {"ansible.builtin.stat": {"path": "/"}, "when": False},
+}
 
 
 class BenchError(Exception):
@@ -628,6 +636,43 @@ class Bench:
         )
         document = json.loads(timeline.read_text(encoding="utf-8"))
         self.say(describe_timeline(document, sample))
+        self.task_costs()
+
+    def task_costs(self, tasks=40, runs=3):
+        """Controller CPU and wall of one task of each kind on one node: plays of `tasks` equal tasks
+        against an empty play, the median of `runs` runs each."""
+        self.say(
+            f"== what one task costs on {self.nodes[0]} ({tasks} equal tasks against an empty play, "
+            f"medians of {runs})"
+        )
+        medians = {}
+        for kind, task in TASK_COST_KINDS.items():
+            playbook = WORK / f"task-cost-{re.sub('[^a-z0-9]+', '-', kind).strip('-')}.yml"
+            play = {
+                "name": f"{tasks} tasks: {kind}",
+                "hosts": "gpu_nodes",
+                "gather_facts": False,
+                "tasks": [dict(task, name=f"{kind} {index}") for index in range(tasks if task else 0)],
+            }
+            playbook.write_text("---\n" + yaml.safe_dump([play], sort_keys=False), encoding="utf-8")
+            argv = [self.tool("ansible-playbook"), "-i", str(self.one_inventory), str(playbook)]
+            samples = []
+            for index in range(runs):
+                code, _, sample = self.runner.measure(argv, self.logs / f"{playbook.stem}-{index}.log")
+                if code != 0:
+                    raise BenchError(f"{playbook.name} failed; see {sample.log}")
+                samples.append(sample)
+            medians[kind] = (
+                Spread([s.cpu for s in samples]).median,
+                Spread([s.wall for s in samples]).median,
+            )
+        base_cpu, base_wall = medians.pop("empty play")
+        self.say(f"  empty play: controller CPU {base_cpu:.2f} s, wall {base_wall:.2f} s (starting up)")
+        for kind, (cpu, wall) in medians.items():
+            self.say(
+                f"  {kind:34s} controller CPU {1000 * (cpu - base_cpu) / tasks:6.0f} ms, "
+                f"wall {1000 * (wall - base_wall) / tasks:6.0f} ms per task"
+            )
 
     def run(self):
         shutil.rmtree(self.logs, ignore_errors=True)

@@ -58,8 +58,10 @@ demo: image
 demo-clean:
 	@bash scripts/demo.sh --clean
 
+# ends with the no-op ratios of issue 14 (benchmarks/bench_noop.py --help; e.g. BENCH_NOOP_ARGS='--rounds 3')
 bench: bootstrap
-	@for b in benchmarks/bench_*.py; do python "$$b"; done
+	@for b in $(filter-out benchmarks/bench_noop.py,$(sort $(wildcard benchmarks/bench_*.py))); do python "$$b"; done
+	@python benchmarks/bench_noop.py $(BENCH_NOOP_ARGS)
 
 test-cluster: bootstrap
 	@bash tests/cluster/run.sh

@@ -1,22 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module containerd_runtime: declare a runtime in containerd's CRI plugin by a drop-in."""
-
-import os
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.common.text.converters import to_native
-from ansible.module_utils.containerd_config import (
-    DEFAULT_CONFIG,
-    DEFAULT_DROPIN,
-    ContainerdConfigError,
-    containerd_facts,
-    other_imports,
-    plan,
-)
-from ansible.module_utils.daemon_state import running_state
-from ansible.module_utils.file_backup import DEFAULT_BACKUP_DIR, backup_copy
-from ansible.module_utils.text_file import read_text, write_text
-from ansible.module_utils.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
 
 DOCUMENTATION = r"""
 ---
@@ -102,12 +88,17 @@ options:
         an imports glob would load the copy.
     type: path
     default: /var/backups/gpunode
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: full
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -181,6 +172,23 @@ diff:
   type: list
   elements: dict
 """
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.containerd_config import (
+    DEFAULT_CONFIG,
+    DEFAULT_DROPIN,
+    ContainerdConfigError,
+    containerd_facts,
+    other_imports,
+    plan,
+)
+from ansible.module_utils.daemon_state import running_state
+from ansible.module_utils.file_backup import DEFAULT_BACKUP_DIR, backup_copy
+from ansible.module_utils.text_file import read_text, write_text
+from ansible.module_utils.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
 
 ARGUMENT_SPEC = {
     "config_path": {"type": "path", "default": DEFAULT_CONFIG},

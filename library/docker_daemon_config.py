@@ -1,13 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module docker_daemon_config: merge settings into /etc/docker/daemon.json."""
-
-import os
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
-from ansible.module_utils.daemon_state import running_state
-from ansible.module_utils.json_config import JSONConfigError, plan
-from ansible.module_utils.text_file import read_text, write_text
 
 DOCUMENTATION = r"""
 ---
@@ -54,12 +49,16 @@ options:
     default: docker.service
 extends_documentation_fragment:
   - ansible.builtin.files
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: full
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -119,6 +118,14 @@ diff:
   type: dict
   sample: {"before": "{}\n", "after": "{\n    \"default-runtime\": \"nvidia\"\n}\n"}
 """
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.daemon_state import running_state
+from ansible.module_utils.json_config import JSONConfigError, plan
+from ansible.module_utils.text_file import read_text, write_text
 
 NEW_FILE_MODE = 0o644
 ARGUMENT_SPEC = {

@@ -1,22 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module gpu_cluster_addons_plan: decide what the GPU cluster add-ons consist of."""
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpu_cluster_addons import (
-    DISTRIBUTIONS,
-    MODES,
-    RESOURCE_BY_MODE,
-    RUNTIME_CLASS_CHOICES,
-    WORKLOADS_BY_MODE,
-    GpuAddonsError,
-    api_versions,
-    control_plane,
-    gpu_nodes,
-    kube_version,
-    manifest_plan,
-    nvidia_device_plugin_config,
-    pod_runtime_class,
-)
 
 DOCUMENTATION = r"""
 ---
@@ -112,12 +98,17 @@ options:
     description: Refuse requests for more than one time-sliced GPU.
     type: bool
     default: false
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: none
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -178,6 +169,23 @@ nvidia_device_plugin_config:
   returned: always
   type: dict
 """
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpu_cluster_addons import (
+    DISTRIBUTIONS,
+    MODES,
+    RESOURCE_BY_MODE,
+    RUNTIME_CLASS_CHOICES,
+    WORKLOADS_BY_MODE,
+    GpuAddonsError,
+    api_versions,
+    control_plane,
+    gpu_nodes,
+    kube_version,
+    manifest_plan,
+    nvidia_device_plugin_config,
+    pod_runtime_class,
+)
 
 
 def build_module():

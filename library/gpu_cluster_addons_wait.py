@@ -1,29 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module gpu_cluster_addons_wait: wait until the add-ons run and every GPU node advertises GPUs."""
-
-import time
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpu_cluster_addons import (
-    MODES,
-    RESOURCE_BY_MODE,
-    WORKLOADS_BY_MODE,
-    allocatable_status,
-    workload_status,
-)
-
-try:
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.config.config_exception import ConfigException
-    from urllib3.exceptions import HTTPError as TransportError
-except ImportError:
-    k8s_client = None
-    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
-else:
-    KUBERNETES_IMPORT_ERROR = None
 
 DOCUMENTATION = r"""
 ---
@@ -67,12 +46,17 @@ options:
     description: Seconds between two looks.
     type: int
     default: 10
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: none
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -99,6 +83,30 @@ missing_nodes:
   type: list
   elements: str
 """
+
+import time
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.gpu_cluster_addons import (
+    MODES,
+    RESOURCE_BY_MODE,
+    WORKLOADS_BY_MODE,
+    allocatable_status,
+    workload_status,
+)
+
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config.config_exception import ConfigException
+    from urllib3.exceptions import HTTPError as TransportError
+except ImportError:
+    k8s_client = None
+    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+else:
+    KUBERNETES_IMPORT_ERROR = None
 
 
 def build_module():

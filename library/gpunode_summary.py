@@ -1,8 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module gpunode_summary: one table of what each host has now and what the run changed."""
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.run_summary import COLUMNS, rows, table
 
 DOCUMENTATION = r"""
 ---
@@ -30,12 +30,17 @@ options:
     description: Per host, what this run changed there (its C(gpunode_changes) list).
     type: dict
     default: {}
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: none
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -62,6 +67,9 @@ rows:
   type: list
   elements: dict
 """
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.run_summary import COLUMNS, rows, table
 
 
 def build_module():

@@ -1,11 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module manifest_files: write rendered Kubernetes manifests into a directory, one per file."""
-
-import os
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.manifest_files import ManifestFilesError, diffs, plan
-from ansible.module_utils.text_file import write_text
 
 DOCUMENTATION = r"""
 ---
@@ -38,12 +35,17 @@ options:
     description: Keep a timestamped copy of each file before it is rewritten or removed.
     type: bool
     default: false
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: full
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -78,6 +80,12 @@ backup_files:
   type: list
   elements: str
 """
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.manifest_files import ManifestFilesError, diffs, plan
+from ansible.module_utils.text_file import write_text
 
 
 def build_module():

@@ -1,33 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module nvidia_container_runtime_state: the container runtime's whole state, a plan, the facts."""
-
-import os
-import platform
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.container_runtime_state import NodeReader, Planner, RuntimeStateError
-from ansible.module_utils.containerd_config import (
-    DEFAULT_CONFIG,
-    DEFAULT_DROPIN,
-    containerd_facts,
-    other_imports,
-)
-from ansible.module_utils.containerd_config import plan as containerd_plan
-from ansible.module_utils.daemon_state import process_start, stale_files, units_state
-from ansible.module_utils.json_config import JSONConfigError
-from ansible.module_utils.json_config import parse as parse_json
-from ansible.module_utils.json_config import plan as json_plan
-from ansible.module_utils.text_file import read_text
-from ansible.module_utils.toml_reader import TOML_PACKAGES, TOML_PARSER
-
-try:
-    import yaml
-except ImportError:  # python3-yaml: needed on RKE2/k3s nodes only; the plan installs it there
-    yaml = None
-    YAML_IMPORT_ERROR = traceback.format_exc()
-else:
-    YAML_IMPORT_ERROR = None
 
 DOCUMENTATION = r"""
 ---
@@ -122,14 +97,20 @@ options:
     description: The loaded NVIDIA driver's version; read from C(/sys/module/nvidia/version) when empty.
     type: str
     default: ""
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: none
   facts:
     support: full
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -222,6 +203,34 @@ ansible_facts:
         kubelet_engine: containerd
         cdi: {enabled: true, spec_dirs: [/etc/cdi, /var/run/cdi]}
 """
+
+import os
+import platform
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.container_runtime_state import NodeReader, Planner, RuntimeStateError
+from ansible.module_utils.containerd_config import (
+    DEFAULT_CONFIG,
+    DEFAULT_DROPIN,
+    containerd_facts,
+    other_imports,
+)
+from ansible.module_utils.containerd_config import plan as containerd_plan
+from ansible.module_utils.daemon_state import process_start, stale_files, units_state
+from ansible.module_utils.json_config import JSONConfigError
+from ansible.module_utils.json_config import parse as parse_json
+from ansible.module_utils.json_config import plan as json_plan
+from ansible.module_utils.text_file import read_text
+from ansible.module_utils.toml_reader import TOML_PACKAGES, TOML_PARSER
+
+try:
+    import yaml
+except ImportError:  # python3-yaml: needed on RKE2/k3s nodes only; the plan installs it there
+    yaml = None
+    YAML_IMPORT_ERROR = traceback.format_exc()
+else:
+    YAML_IMPORT_ERROR = None
 
 ARGUMENT_SPEC = {
     "package": {

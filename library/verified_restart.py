@@ -1,21 +1,8 @@
 #!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Ansible module verified_restart: restart a service, check it, roll back its files if it fails."""
-
-import os
-import shutil
-import tempfile
-import time
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
-from ansible.module_utils.service_health import (
-    HealthCheckError,
-    command_problem,
-    compile_expectations,
-    failure_message,
-    probe_url,
-    wait_until,
-)
 
 DOCUMENTATION = r"""
 ---
@@ -98,12 +85,17 @@ options:
     description: Journal lines of O(name) shown when it fails.
     type: int
     default: 30
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: none
-author: gpunode
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""
@@ -154,6 +146,22 @@ elapsed:
   returned: success
   type: float
 """
+
+import os
+import shutil
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.service_health import (
+    HealthCheckError,
+    command_problem,
+    compile_expectations,
+    failure_message,
+    probe_url,
+    wait_until,
+)
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 

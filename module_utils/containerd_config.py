@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Add a runtime (nvidia) to containerd's CRI plugin through a drop-in file.
 
 Pure functions, no Ansible import; the module ``containerd_runtime`` (and the

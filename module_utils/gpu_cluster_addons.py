@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Decisions of the gpu_cluster_addons role: what to roll out, where, and when it is done.
 
 Everything the role decides is here, pure Python, tested without Ansible:

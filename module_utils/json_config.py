@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Merge settings into a JSON configuration file such as /etc/docker/daemon.json.
 
 Pure functions, no Ansible import: the module ``docker_daemon_config`` reads the

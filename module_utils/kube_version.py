@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Kubernetes versions, read one way everywhere in gpunode.
 
 Accepts what users type (``1.28``, ``v1.28.2``) and what tools print

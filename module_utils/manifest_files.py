@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Write a directory of rendered manifests: which files to create, rewrite, remove.
 
 Used by the module ``manifest_files`` (the gpu_cluster_addons role's render

@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The table site.yml ends with: a row per host, what it has now and what this run changed.
 
 Built from the facts each role publishes (``nvidia_gpu``, ``nvidia_driver``,

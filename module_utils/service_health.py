@@ -1,3 +1,6 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Restart a service, wait until it is healthy, roll back when it is not.
 
 The one shape every gpunode restart has (Docker after daemon.json, containerd

@@ -41,6 +41,8 @@ Usage: python benchmarks/bench_noop.py [--nodes 16] [--rounds 7] [--fleet-rounds
                                        [--profile] [--keep] [--clean]
 """
 
+from __future__ import annotations
+
 import argparse
 import contextlib
 import dataclasses

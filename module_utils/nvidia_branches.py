@@ -15,9 +15,11 @@ device IDs they all drive; ARCH_SUPPORT adds branches that drive some IDs on one
 machine type only. BLACKWELL_RANGES are the Blackwell chips' device ID ranges,
 driven by BLACKWELL_BRANCHES; they and GRACE_HOPPER_IDS need the open kernel
 modules. LEGACY_ONLY names the last (uninstallable) legacy branch of GPUs no branch
-in BRANCHES drives. An ID in none of these is newer than the data and is served by
-NEWEST_BRANCH. TURING_FIRST_ID: the open kernel modules drive this ID and up, and
-branches from 590 on only these. NAMES are fallback names when pci.ids has none.
+in BRANCHES drives. An ID in none of these above HIGHEST_KNOWN_ID is newer than the
+data and is served by NEWEST_BRANCH; one below it, unknown to DATA_BRANCH, by the
+branches after DATA_BRANCH that drive its known neighbours. TURING_FIRST_ID: the
+open kernel modules drive this ID and up, and branches from 590 on only these.
+NAMES are fallback names when pci.ids has none.
 """
 
 DATA_SOURCE = "Debian nvidia-detect 535.261.03-1"
@@ -30,6 +32,7 @@ SOURCES = (
 BRANCHES = ("620", "610", "595", "590", "580", "570", "550", "535", "470", "390", "340")
 NEWEST_BRANCH = "620"
 HIGHEST_KNOWN_ID = "28f8"
+DATA_BRANCH = "535"
 TURING_FIRST_ID = "1e00"
 
 BRANCH_NOTES = {

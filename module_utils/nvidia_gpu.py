@@ -380,11 +380,32 @@ def branches_for(device_id, machine="x86_64"):
     if legacy:
         return [], (f"{NVIDIA_VENDOR}:{device_id} is driven only by the legacy {legacy} branch "
                     f"(gpunode installs {', '.join(order)})")
-    note = None
-    if int(device_id, 16) <= int(nvidia_branches.HIGHEST_KNOWN_ID, 16):
-        note = (f"{NVIDIA_VENDOR}:{device_id} is not in the branch table ({nvidia_branches.DATA_SOURCE}); "
-                f"assuming the newest branch {nvidia_branches.NEWEST_BRANCH} drives it")
-    return [nvidia_branches.NEWEST_BRANCH], note
+    if int(device_id, 16) > int(nvidia_branches.HIGHEST_KNOWN_ID, 16):
+        return [nvidia_branches.NEWEST_BRANCH], None
+    # Within the data's range but unknown to its driver (e.g. 2335, H200, released after
+    # 535.261.03's list was cut): IDs are allocated in chip order, so the GPU is of its known
+    # neighbours' generation and driven by the branches after DATA_BRANCH that drive both
+    # (the legacy branches' lists are final: an ID they do not list, they do not drive).
+    branches = _neighbour_branches(index, device_id)
+    unknown = f"{NVIDIA_VENDOR}:{device_id} is not in the branch table ({nvidia_branches.DATA_SOURCE})"
+    if branches:
+        return branches, (f"{unknown}; assuming the branches after {nvidia_branches.DATA_BRANCH} that "
+                          f"drive its neighbouring IDs drive it: {', '.join(branches)}")
+    return [], (f"{unknown}, and no branch after {nvidia_branches.DATA_BRANCH} drives its neighbouring "
+                f"IDs (an older GPU no branch gpunode installs is known to drive)")
+
+
+def _neighbour_branches(index, device_id):
+    """Branches newer than the data's that drive the nearest known IDs below and above ``device_id``."""
+    value = int(device_id, 16)
+    known = sorted(int(known_id, 16) for known_id in index)
+    below = [k for k in known if k < value]
+    above = [k for k in known if k > value]
+    if not below or not above:
+        return []
+    common = index[f"{below[-1]:04x}"] & index[f"{above[0]:04x}"]
+    newer = int(nvidia_branches.DATA_BRANCH)
+    return [b for b in nvidia_branches.BRANCHES if b in common and int(b) > newer]
 
 
 def choose_branches(gpu_ids, machine="x86_64"):

@@ -117,9 +117,19 @@ def test_the_table_names_its_sources_and_each_branch_note_has_one():
         assert note and source, branch
 
 
-def test_unknown_id_inside_the_data_s_range_is_assumed_new_with_a_note():
-    branches, note = branches_for("1e00")
-    assert branches == [nvidia_branches.NEWEST_BRANCH] and "1e00" in note
+def test_unknown_id_inside_the_data_s_range_gets_its_neighbours_branches_after_the_data_s():
+    """IDs are allocated in chip order: an unlisted ID is of its neighbours' generation."""
+    branches, note = branches_for("1e00")  # between Volta 1df6 and Turing 1e02
+    assert branches == ["580", "570", "550"] and "1e00" in note and "neighbouring" in note
+    branches, note = branches_for("2336")  # between two H100 boards
+    assert branches == [b for b in branches_for("2330")[0] if int(b) > int(nvidia_branches.DATA_BRANCH)]
+    assert "2336" in note
+
+
+def test_unknown_id_among_legacy_gpus_gets_no_branch_and_a_reason():
+    """The legacy branches' ID lists are final: an ID between GPUs only 470 or older drive is refused."""
+    branches, note = branches_for("1000")
+    assert branches == [] and "no branch after 535" in note
 
 
 def test_choose_intersects_and_keeps_newest_first():

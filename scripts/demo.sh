@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The demo: start a simulated GPU node (a systemd container whose fake sysfs
 # describes a real GPU by its PCI IDs, with local stand-ins for NVIDIA's
-# servers), run `ansible-playbook -i inventories/demo site.yml` against it
-# twice and show that the second run changed nothing.
+# servers), run `ansible-playbook -i inventories/demo site.yml --check --diff`
+# (what a first run would do, changing nothing), then site.yml twice, and show
+# that the second run changed nothing.
 #   scripts/demo.sh           run the demo (the node is kept for a look)
 #   scripts/demo.sh --clean   remove the demo node
 set -euo pipefail
@@ -39,6 +40,12 @@ run() {
   echo "== run $n took $((SECONDS - start)) s" | tee -a "$log_dir/times.log"
 }
 : >"$log_dir/times.log"
+start=$SECONDS
+echo "== check run: ansible-playbook -i inventories/demo site.yml --check --diff (changes nothing)"
+ansible-playbook -i inventories/demo site.yml --check --diff >"$log_dir/check.log" 2>&1 || {
+  tail -n 60 "$log_dir/check.log"; echo "== the check run failed (log: $log_dir/check.log)" >&2; exit 1; }
+sed -n '/^PLAY RECAP/,$p' "$log_dir/check.log"
+echo "== check run took $((SECONDS - start)) s (full output with diffs: $log_dir/check.log)" | tee -a "$log_dir/times.log"
 run 1
 run 2
 recap=$(grep -E "^$node +:" "$log_dir/run2.log" | tail -n1)

@@ -264,9 +264,9 @@ def run(module):
             result["diff"].append(
                 {"before_header": path, "after_header": path, "before": before or "", "after": after}
             )
-    result["files"] = [path for path, _, _ in writes]
+    result["files"] = [write[0] for write in writes]
     result["changed"] = bool(writes)
-    read_files = [config_path, dropin_path, *(path for path, _ in imported)]
+    read_files = [config_path, dropin_path, *(entry[0] for entry in imported)]
     unit, stale = running_state(module, params["service"], read_files)
     result["stale_files"] = stale
     if unit is None:

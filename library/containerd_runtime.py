@@ -29,7 +29,7 @@ description:
     containerd cannot read (3 or 4 on 1.x, 4 before 2.3), or no version on containerd
     2.0 to 2.2 (which ignore the CRI settings of such files) fails with its path and
     the problem and is left untouched.
-  - O(restart_required) is true when containerd (O(service)) runs and either a file
+  - RV(restart_required) is true when containerd (O(service)) runs and either a file
     was written or its main process started before a file's last change (a run
     interrupted between the write and the restart).
 version_added: "1.0.0"
@@ -204,6 +204,7 @@ ARGUMENT_SPEC = {
     "backup": {"type": "bool", "default": False},
     "backup_dir": {"type": "path", "default": DEFAULT_BACKUP_DIR},
 }
+
 
 def build_module():
     return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), supports_check_mode=True)

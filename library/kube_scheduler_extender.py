@@ -328,23 +328,23 @@ from ansible.module_utils.kube_scheduler import (
 from ansible.module_utils.kube_scheduler_node import (
     RKE2_BINARIES,
     binary_version,
+    change_lines,
     detect_flavor,
     detect_version,
     digest,
     journal_entries,
     processes,
     restart_plan,
+    scheduler_facts,
     tag_version,
 )
 from ansible.module_utils.kubeadm_config import (
     CONFIGMAP,
     KEY,
-    forget_ops,
+    plan_record,
     read_configmap,
-    record_ops,
     write_configmap,
 )
-from ansible.module_utils.kubeadm_config import edit as edit_cluster_configuration
 from ansible.module_utils.service_health import probe_url
 from ansible.module_utils.text_file import write_text
 from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
@@ -541,29 +541,6 @@ def _version(node, flavor, manifest, schedulers, cluster_configuration):
     return version, source, warnings
 
 
-def _record_kubeadm_config(params, result, kubeadm_cm, verified):
-    """Plan the kubeadm-config ConfigMap change; returns (new_text or None, facts)."""
-    if params["kubeadm_config"] == "skip":
-        return None, {"state": "skipped", "reason": "kubeadm_config=skip"}
-    configmap, problem = kubeadm_cm
-    if configmap is None:
-        if params["kubeadm_config"] == "required":
-            raise KubeSchedulerError(f"{CONFIGMAP}: cannot be read: {problem}")
-        return None, {"state": "unknown", "reason": problem}
-    text = configmap[1]
-    if params["state"] == "absent":
-        ops, _api = forget_ops(CONFIGMAP, text, result["config_path"])
-    else:
-        ops, _api = record_ops(CONFIGMAP, text, result["wiring"], result["config_path"])
-    if not ops:
-        return None, {"state": "recorded" if params["state"] == "present" else "absent", "reason": None}
-    if not verified:
-        return None, {"state": "deferred", "reason": "recorded once kube-scheduler runs the change"}
-    new = edit_cluster_configuration(CONFIGMAP, text, ops, rewrite=params["allow_rewrite"],
-                                     warnings=result["warnings"])
-    return new, {"state": "changed", "reason": None}
-
-
 def _journal_path(params, flavor):
     return os.path.join(backup_dir_for(dict(params, flavor=flavor)), JOURNAL)
 
@@ -610,7 +587,10 @@ def run(module):
     kubeadm_facts, kubeadm_new = None, None
     if flavor == "kubeadm":
         verified = module.check_mode or (restart is None and params["manifest_path"] not in files)
-        kubeadm_new, kubeadm_facts = _record_kubeadm_config(params, result, kubeadm_cm, verified)
+        kubeadm_new, kubeadm_facts = plan_record(
+            params["kubeadm_config"], params["state"], kubeadm_cm[0][1] if kubeadm_cm[0] else None,
+            kubeadm_cm[1], wiring=result["wiring"], config_path=result["config_path"], verified=verified,
+            rewrite=params["allow_rewrite"], warnings=result["warnings"])
         if kubeadm_facts["state"] == "unknown" and params["state"] == "present":
             result["warnings"].append(f"{CONFIGMAP} not checked ({kubeadm_facts['reason']}): "
                                       "kubeadm upgrade would drop the kube-scheduler change")
@@ -618,7 +598,7 @@ def run(module):
            "files": sorted(files), "config_path": result["config_path"], "backup_files": {},
            "flavor": flavor, "kubernetes_version": version, "version_source": source, "restart": restart,
            "restart_required": bool(restart) and not restart.get("pending"),
-           "changes": _changes(params, result, kubeadm_new, restart)}
+           "changes": change_lines(params, result, kubeadm_new, restart)}
     if kubeadm_facts is not None:
         out["kubeadm_config"] = kubeadm_facts
     if admin:
@@ -635,7 +615,7 @@ def run(module):
             where = f"{CONFIGMAP} ({KEY})"
             out["diff"].append({"before_header": where, "after_header": where, "before": kubeadm_cm[0][1],
                                 "after": kubeadm_new})
-    out["ansible_facts"] = {"gpushare_scheduler": _facts(params, out)}
+    out["ansible_facts"] = {"gpushare_scheduler": scheduler_facts(params, out)}
     if module.check_mode:
         return out
     _write(module, params, files, out, backup_dir=backup_dir, static_dir=static_dir, flavor=flavor)
@@ -679,35 +659,6 @@ def _restart(node, flavor, params, result, *, schedulers):
     current = {path: digest(read_file(path)) for path in (journal or {}).get("files", {})}
     plan_["restore"] = journal_entries(journal, current)
     return plan_
-
-
-def _changes(params, result, kubeadm_new, restart):
-    lines = []
-    if result["files"]:
-        api = result["api_version"] or "its own configuration file"
-        what = "extender removed" if params["state"] == "absent" else \
-            f"extender {params['extender']['url_prefix']} ({api})"
-        lines.append(f"kube-scheduler: {what}: {', '.join(sorted(result['files']))}")
-    if kubeadm_new is not None:
-        lines.append(f"{CONFIGMAP}: scheduler flag and volume recorded for kubeadm upgrade")
-    if restart and not result["files"] and not restart.get("pending"):
-        lines.append(f"kube-scheduler: restart ({restart['reason']})")
-    return lines
-
-
-def _facts(params, out):
-    restart = out["restart"]
-    state = params["state"]
-    if state == "present" and restart and any(restart.get(key) for key in ("pending", "unit", "stop",
-                                                                           "wait_for_exit")):
-        state = "pending"
-    facts = {"flavor": out["flavor"], "kubernetes_version": out["kubernetes_version"],
-             "version_source": out["version_source"], "api_version": out["api_version"],
-             "config_path": out["config_path"], "state": state,
-             "waiting_for": restart.get("pending") if restart else None}
-    if "rke_up_pending" in out:
-        facts["rke_up_pending"] = out["rke_up_pending"]
-    return facts
 
 
 def _write(module, params, files, out, *, backup_dir, static_dir, flavor):

@@ -28,6 +28,7 @@ from ansible.module_utils.kube_version import KubeVersionError
 from ansible.module_utils.kube_version import minor as kube_minor
 from ansible.module_utils.kube_version import parse as parse_kube_version
 from ansible.module_utils.kube_version import text as kube_text
+from ansible.module_utils.kubeadm_config import CONFIGMAP
 
 SCHEDULER = "kube-scheduler"
 RKE2_BINARIES = ("/usr/local/bin/rke2", "/usr/bin/rke2", "/opt/rke2/bin/rke2")
@@ -274,3 +275,36 @@ def journal_entries(journal, current):
     return [{"path": path, "backup": entry.get("backup")}
             for path, entry in sorted((journal or {}).get("files", {}).items())
             if current.get(path) == entry.get("sha256")]
+
+
+# ---------------------------------------------------------------- what the call reports
+
+def change_lines(params, result, kubeadm_new, restart):
+    """The lines this call adds to ``gpunode_changes``."""
+    lines = []
+    if result["files"]:
+        api = result["api_version"] or "its own configuration file"
+        what = "extender removed" if params["state"] == "absent" else \
+            f"extender {params['extender']['url_prefix']} ({api})"
+        lines.append(f"kube-scheduler: {what}: {', '.join(sorted(result['files']))}")
+    if kubeadm_new is not None:
+        lines.append(f"{CONFIGMAP}: scheduler flag and volume recorded for kubeadm upgrade")
+    if restart and not result["files"] and not restart.get("pending"):
+        lines.append(f"kube-scheduler: restart ({restart['reason']})")
+    return lines
+
+
+def scheduler_facts(params, out):
+    """``ansible_facts.gpushare_scheduler`` from the module's result."""
+    restart = out["restart"]
+    state = params["state"]
+    if state == "present" and restart and any(restart.get(key) for key in ("pending", "unit", "stop",
+                                                                           "wait_for_exit")):
+        state = "pending"
+    facts = {"flavor": out["flavor"], "kubernetes_version": out["kubernetes_version"],
+             "version_source": out["version_source"], "api_version": out["api_version"],
+             "config_path": out["config_path"], "state": state,
+             "waiting_for": restart.get("pending") if restart else None}
+    if "rke_up_pending" in out:
+        facts["rke_up_pending"] = out["rke_up_pending"]
+    return facts

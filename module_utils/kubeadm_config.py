@@ -170,3 +170,33 @@ def write_configmap(configmap, text):
     configmap = json.loads(json.dumps(configmap))
     configmap["data"][KEY] = text
     return json.dumps(configmap)
+
+
+# ---------------------------------------------------------------- the decision
+
+def plan_record(mode, state, configmap_text, problem, *, wiring, config_path, verified, rewrite, warnings):
+    """What to do with kubeadm-config's ClusterConfiguration: ``(new text or None, facts)``.
+
+    ``mode``: record, required or skip (the module's ``kubeadm_config``); ``state``:
+    present or absent; ``configmap_text``: the ClusterConfiguration, or None when it
+    could not be read (``problem`` says why). The change is recorded only once the
+    scheduler runs it (``verified``), so a kubeadm upgrade never writes a change that
+    did not work. ``facts["state"]``: skipped, unknown, recorded, absent, deferred or
+    changed.
+    """
+    if mode == "skip":
+        return None, {"state": "skipped", "reason": "kubeadm_config=skip"}
+    if configmap_text is None:
+        if mode == "required":
+            raise KubeSchedulerError(f"{CONFIGMAP}: cannot be read: {problem}")
+        return None, {"state": "unknown", "reason": problem}
+    if state == "absent":
+        ops, _api = forget_ops(CONFIGMAP, configmap_text, config_path)
+    else:
+        ops, _api = record_ops(CONFIGMAP, configmap_text, wiring, config_path)
+    if not ops:
+        return None, {"state": "recorded" if state == "present" else "absent", "reason": None}
+    if not verified:
+        return None, {"state": "deferred", "reason": "recorded once kube-scheduler runs the change"}
+    new = edit(CONFIGMAP, configmap_text, ops, rewrite=rewrite, warnings=warnings)
+    return new, {"state": "changed", "reason": None}

@@ -263,3 +263,25 @@ def test_journal_entries_roll_back_only_files_that_still_hold_the_change():
     current = {MANIFEST: kn.digest("new manifest"), CONFIG: kn.digest("edited by someone since")}
     assert kn.journal_entries(journal, current) == [{"path": MANIFEST, "backup": "/b/m~"}]
     assert kn.journal_entries(None, {}) == []
+
+
+def test_what_the_call_reports_says_what_changed_and_what_is_pending():
+    params = {"state": "present", "extender": {"url_prefix": "http://127.0.0.1:32766/gpushare-scheduler"}}
+    manifest = "/etc/kubernetes/manifests/kube-scheduler.yaml"
+    result = {"files": {manifest: ("old", "new")}, "api_version": "kubescheduler.config.k8s.io/v1"}
+    lines = kn.change_lines(params, result, "recorded", {"reason": "its manifest changed"})
+    assert lines == [
+        "kube-scheduler: extender http://127.0.0.1:32766/gpushare-scheduler "
+        f"(kubescheduler.config.k8s.io/v1): {manifest}",
+        "kube-system/kubeadm-config: scheduler flag and volume recorded for kubeadm upgrade",
+    ]
+    # nothing written, but the running scheduler is behind its files: the restart is the change
+    assert kn.change_lines(params, {"files": {}, "api_version": None}, None, {"reason": "stale"}) == [
+        "kube-scheduler: restart (stale)"]
+    out = {"flavor": "kubeadm", "kubernetes_version": "1.37.0", "version_source": "kube-scheduler --version",
+           "api_version": "kubescheduler.config.k8s.io/v1", "config_path": "/etc/kubernetes/x.yaml",
+           "restart": {"pending": "the kubelet replaces kube-scheduler"}}
+    facts = kn.scheduler_facts(params, out)
+    assert facts["state"] == "pending" and facts["waiting_for"] == "the kubelet replaces kube-scheduler"
+    assert kn.scheduler_facts(params, dict(out, restart=None))["state"] == "present"
+    assert kn.scheduler_facts({"state": "absent"}, dict(out, restart=None))["state"] == "absent"

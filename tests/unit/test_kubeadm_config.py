@@ -148,3 +148,28 @@ def test_the_configmap_keeps_its_resource_version_for_a_safe_replace():
     assert configmap["data"]["ClusterConfiguration"] == text  # the original is not changed
     with pytest.raises(KubeSchedulerError, match="has no ClusterConfiguration key"):
         kc.read_configmap(json.dumps({"data": {}}))
+
+
+@pytest.mark.parametrize("path", PLAIN, ids=lambda p: p.name)
+def test_the_record_waits_until_the_scheduler_runs_the_change(path):
+    """plan_record: nothing is written to kubeadm-config before the change is verified, then once."""
+    _configmap, text = cluster_configuration(path)
+    common = {"wiring": OURS, "config_path": CONFIG, "rewrite": False, "warnings": []}
+    new, facts = kc.plan_record("record", "present", text, None, verified=False, **common)
+    assert new is None and facts["state"] == "deferred"
+    new, facts = kc.plan_record("record", "present", text, None, verified=True, **common)
+    assert facts == {"state": "changed", "reason": None}
+    assert f"--config={CONFIG}" in scheduler_as_kubeadm_writes_it(new)[0]
+    assert kc.plan_record("record", "present", new, None, verified=True, **common) == (
+        None, {"state": "recorded", "reason": None})
+    back, facts = kc.plan_record("record", "absent", new, None, verified=True, **common)
+    assert back == text and facts["state"] == "changed"
+
+
+def test_an_unreadable_configmap_is_a_warning_unless_required():
+    common = {"wiring": OURS, "config_path": CONFIG, "verified": True, "rewrite": False, "warnings": []}
+    assert kc.plan_record("record", "present", None, "kubectl is not installed", **common) == (
+        None, {"state": "unknown", "reason": "kubectl is not installed"})
+    with pytest.raises(KubeSchedulerError, match="cannot be read: kubectl is not installed"):
+        kc.plan_record("required", "present", None, "kubectl is not installed", **common)
+    assert kc.plan_record("skip", "present", None, "not read", **common)[1]["state"] == "skipped"

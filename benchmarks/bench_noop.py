@@ -487,11 +487,15 @@ def node_image_inputs():
 
 
 def write_inventory(path, names):
-    """The demo inventory with its one GPU node's variables given to each of `names`."""
+    """The demo inventory, its groups' variables kept, with its first GPU node's (the T4's)
+    variables given to each of `names`; these are its only hosts."""
     inventory = yaml.safe_load(DEMO_INVENTORY.read_text(encoding="utf-8"))
-    gpu_hosts = inventory["all"]["children"]["gpu_nodes"]["hosts"]
-    node_vars = next(iter(gpu_hosts.values()))
-    inventory["all"]["children"]["gpu_nodes"]["hosts"] = {name: dict(node_vars) for name in names}
+    groups = inventory["all"]["children"]
+    node_vars = next(iter(groups["gpu_nodes"]["hosts"].values())) or {}
+    for group in groups.values():
+        if isinstance(group, dict):
+            group.pop("hosts", None)
+    groups["gpu_nodes"]["hosts"] = {name: dict(node_vars) for name in names}
     path.write_text(
         "---\n# written by benchmarks/bench_noop.py from inventories/demo/hosts.yml\n"
         + yaml.safe_dump(inventory, sort_keys=False),

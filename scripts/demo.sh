@@ -17,13 +17,12 @@ image=gpunode-bookworm-systemd:latest
 log_dir=${DEMO_LOG_DIR:-.cache/demo}
 
 remove_nodes() {
-  # every gpunode-demo* container and volume, also of an earlier demo's layout
-  local names volumes
-  names=$(docker ps -a --filter name='^gpunode-demo' --format '{{.Names}}')
-  volumes=$(docker volume ls --filter name='^gpunode-demo' --format '{{.Name}}')
-  [[ -z $names ]] || docker rm -f $names >/dev/null
-  [[ -z $volumes ]] || docker volume rm $volumes >/dev/null
-  echo "removed ${names//$'\n'/ }${volumes:+ (volumes: ${volumes//$'\n'/ })}"
+  local node removed=()
+  for node in "${nodes[@]}"; do
+    docker rm -f "$node" >/dev/null 2>&1 && removed+=("$node")
+    docker volume rm "$node-docker" >/dev/null 2>&1 && removed+=("volume $node-docker")
+  done
+  echo "removed: ${removed[*]:-nothing}"
 }
 
 if [[ ${1:-} == --clean ]]; then

@@ -12,6 +12,8 @@ a host leaves its column at ``-``.
 Standard library only; Python 3.8+.
 """
 
+import textwrap
+
 COLUMNS = (
     "host",
     "GPUs",
@@ -109,6 +111,8 @@ def _reboot(facts):
 
 # between a host's changes in its "this run" cell; table() puts each on a line of its own
 CHANGE_SEPARATOR = "; "
+# table() wraps a longer change at its spaces, the lines after the first indented
+CHANGE_WIDTH = 60
 
 
 def rows(hosts, host_facts, changes):
@@ -142,9 +146,15 @@ def table(table_rows, columns=COLUMNS):
     The last column (a run's changes on the host) holds one change per line: a
     host's first change on its row, the others on lines of their own below it,
     blank in the other columns, so that a host with many changes does not push
-    a row beyond the screen's width.
+    a row beyond the screen's width; a change longer than CHANGE_WIDTH goes on
+    over more lines, indented.
     """
-    table_rows = [(*row[:-1], str(row[-1]).split(CHANGE_SEPARATOR)) for row in table_rows]
+    def change_lines(cell):
+        wrap = textwrap.TextWrapper(CHANGE_WIDTH, subsequent_indent="  ", break_long_words=False,
+                                    break_on_hyphens=False)
+        return [text for change in str(cell).split(CHANGE_SEPARATOR) for text in wrap.wrap(change) or [""]]
+
+    table_rows = [(*row[:-1], change_lines(row[-1])) for row in table_rows]
     widths = [max(len(str(row[i])) for row in [columns, *table_rows]) for i in range(len(columns) - 1)]
     widths.append(max([len(columns[-1])] + [len(text) for row in table_rows for text in row[-1]]))
 

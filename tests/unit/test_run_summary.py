@@ -2,7 +2,7 @@
 
 import gpunode_summary
 import yaml
-from ansible.module_utils.run_summary import COLUMNS, rows, table
+from ansible.module_utils.run_summary import CHANGE_WIDTH, COLUMNS, rows, table
 
 HGX = {
     "nvidia_gpu": {"present": True, "gpu_count": 8, "nvswitch_count": 4,
@@ -99,3 +99,15 @@ def test_a_hosts_changes_are_listed_one_per_line_under_this_run():
     assert [line.split()[0] for line in lines[2:]] == ["hgx", "fabric", "kubelet", "cp", "t4"]
     assert lines[3][:last].strip() == "" and lines[4][:last].strip() == ""
     assert len(lines[1]) == last + len("fabric manager nvidia-fabricmanager-570: install")
+
+
+def test_a_long_change_goes_on_over_indented_lines_and_keeps_its_words():
+    long = ("kubelet gates DynamicResourceAllocation=true in /var/lib/kubelet/config.yaml featureGates "
+            "and /etc/systemd/system/kubelet.service.d/10-kubeadm.conf")
+    lines = table(rows(["t4"], {}, {"t4": [long, "kubelet restarted (kubelet.service)"]})).splitlines()
+    last = lines[0].index("this run")
+    cells = [line[last:] for line in lines[2:]]
+    assert len(cells) > 2 and cells[-1] == "kubelet restarted (kubelet.service)"
+    assert all(cell.startswith("  ") for cell in cells[1:-1])
+    assert all(len(cell) <= CHANGE_WIDTH or " " not in cell.strip() for cell in cells)
+    assert " ".join(" ".join(cells[:-1]).split()) == long

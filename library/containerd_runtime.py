@@ -29,7 +29,7 @@ description:
     containerd cannot read (3 or 4 on 1.x, 4 before 2.3), or no version on containerd
     2.0 to 2.2 (which ignore the CRI settings of such files) fails with its path and
     the problem and is left untouched.
-  - O(restart_required) is true when containerd (O(service)) runs and either a file
+  - RV(restart_required) is true when containerd (O(service)) runs and either a file
     was written or its main process started before a file's last change (a run
     interrupted between the write and the restart).
 version_added: "1.0.0"
@@ -205,6 +205,7 @@ ARGUMENT_SPEC = {
     "backup_dir": {"type": "path", "default": DEFAULT_BACKUP_DIR},
 }
 
+
 def build_module():
     return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), supports_check_mode=True)
 
@@ -264,9 +265,9 @@ def run(module):
             result["diff"].append(
                 {"before_header": path, "after_header": path, "before": before or "", "after": after}
             )
-    result["files"] = [path for path, _, _ in writes]
+    result["files"] = [write[0] for write in writes]
     result["changed"] = bool(writes)
-    read_files = [config_path, dropin_path, *(path for path, _ in imported)]
+    read_files = [config_path, dropin_path, *(entry[0] for entry in imported)]
     unit, stale = running_state(module, params["service"], read_files)
     result["stale_files"] = stale
     if unit is None:

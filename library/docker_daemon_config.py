@@ -19,7 +19,7 @@ description:
     pretty-printed with the file's indentation and a trailing newline.
   - A file that is not valid JSON, or not a JSON object, fails with its path and
     the line and column of the problem, and is left byte for byte as it was.
-  - O(restart_required) is true when Docker (O(service)) runs and either the file was
+  - RV(restart_required) is true when Docker (O(service)) runs and either the file was
     written or dockerd started before the file's last change (a run interrupted between
     the write and the restart).
   - Docker reads runtime arguments from C(runtimeArgs). When a runtime in the file

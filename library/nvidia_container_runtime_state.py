@@ -241,7 +241,7 @@ ARGUMENT_SPEC = {
     "version": {"type": "str", "default": ""},
     "manage_repo": {"type": "bool", "default": True},
     "repo_url": {"type": "str", "default": "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"},
-    "repo_key_checksum": {"type": "str", "default": ""},
+    "repo_key_checksum": {"type": "str", "default": "", "no_log": False},
     "keyring": {"type": "path", "default": "/etc/apt/keyrings/nvidia-container-toolkit.asc"},
     "sources_path": {"type": "path", "default": "/etc/apt/sources.list.d/nvidia-container-toolkit.sources"},
     "engines": {"type": "raw", "default": "auto"},

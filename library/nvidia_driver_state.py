@@ -265,7 +265,7 @@ def build_module():
             "module_type": {"type": "str", "choices": ["auto", "open", "proprietary"], "default": "auto"},
             "package_source": {"type": "str", "choices": ["distro", "cuda"], "default": "distro"},
             "apt_repository": {"type": "str"},
-            "apt_key_url": {"type": "str"},
+            "apt_key_url": {"type": "str", "no_log": False},
             "keyring": {"type": "path", "default": "/etc/apt/keyrings/gpunode-nvidia-driver.asc"},
             "hold": {"type": "bool", "default": True},
             "install_prerequisites": {"type": "bool", "default": True},

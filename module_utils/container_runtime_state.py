@@ -821,7 +821,7 @@ class NodeReader:
             return False
         if not checksum:
             return True
-        algorithm, _, digest = checksum.partition(":")
+        algorithm, _sep, digest = checksum.partition(":")
         try:
             with open(path, "rb") as handle:
                 return hashlib.new(algorithm, handle.read()).hexdigest() == digest.lower()

@@ -169,12 +169,12 @@ def containerd_facts(module, wanted_version):
     binary = module.get_bin_path("containerd")
     version = wanted_version
     if version is None and binary:
-        rc, out, _ = module.run_command([binary, "--version"], environ_update=C_LOCALE)
+        rc, out, _err = module.run_command([binary, "--version"], environ_update=C_LOCALE)
         version = version_from_output(out) if rc == 0 else None
     defaults = None
     release = containerd_release(version)
     if binary and (release is None or release < (2, 0)):
-        rc, out, _ = module.run_command([binary, "config", "default"], environ_update=C_LOCALE)
+        rc, out, _err = module.run_command([binary, "config", "default"], environ_update=C_LOCALE)
         defaults = out if rc == 0 else None
     return version, defaults
 

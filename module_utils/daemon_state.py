@@ -35,7 +35,7 @@ def parse_show(output):
                 units.append(current)
                 current = {}
             continue
-        key, _, value = line.partition("=")
+        key, _sep, value = line.partition("=")
         current[key] = value
     if current:
         units.append(current)

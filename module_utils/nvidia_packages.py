@@ -100,7 +100,7 @@ def release_of(distribution, version):
     name = str(distribution or "").lower()
     version = str(version or "")
     if name == "debian":
-        key = version.split(".")[0]
+        key = version.split(".", maxsplit=1)[0]
         table = DEBIAN_RELEASES
     elif name == "ubuntu":
         key = ".".join(version.split(".")[:2])

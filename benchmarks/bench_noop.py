@@ -9,7 +9,7 @@ Issue 14's benchmark. What it does:
    sysfs, the local driver and toolkit repositories, Docker, containerd and the
    stand-in kubelet running), committed once and reused while its inputs
    (the base image, tests/simnode/, the demo inventory) are unchanged.
-2. Starts N nodes gpunode-bench-01..N from it, with the demo node's inventory
+2. Starts N nodes gpunode-bench-01..N from it, with the demo T4 node's inventory
    variables, converges them all with one site.yml run (forks >= N), and runs
    site.yml once more, which must report changed=0 and failed=0 on every node.
 3. Measures alternately, A B A B ..., `ansible -m ansible.builtin.setup` (A: the

@@ -1,4 +1,4 @@
-# gpunode: `make demo` runs site.yml on a simulated GPU node; `make test` runs
+# gpunode: `make demo` runs site.yml on a simulated three-node GPU cluster; `make test` runs
 # lint, unit tests and every molecule scenario. Both set themselves up first
 # (Debian packages, a Docker engine, .venv with pinned packages, the image).
 SHELL := /bin/bash
@@ -19,7 +19,7 @@ export TEST_JOBS
 .PHONY: help bootstrap image lint unit unit-lock molecule test demo demo-clean bench test-cluster
 
 help:
-	@echo "make demo          run site.yml twice on a simulated GPU node"
+	@echo "make demo          run site.yml (check, twice) on a simulated 3-node GPU cluster"
 	@echo "make test          lint + unit tests + every molecule scenario, $(TEST_JOBS) at a time ($(SCENARIOS))"
 	@echo "make lint | unit [UNIT_PYTHONS='3.8 ...'] | unit-lock | molecule [SCENARIOS='default ...'] | bench | test-cluster"
 

@@ -9,7 +9,7 @@ Issue 14's benchmark. What it does:
    sysfs, the local driver and toolkit repositories, Docker, containerd and the
    stand-in kubelet running), committed once and reused while its inputs
    (the base image, tests/simnode/, the demo inventory) are unchanged.
-2. Starts N nodes gpunode-bench-01..N from it, with the demo node's inventory
+2. Starts N nodes gpunode-bench-01..N from it, with the demo T4 node's inventory
    variables, converges them all with one site.yml run (forks >= N), and runs
    site.yml once more, which must report changed=0 and failed=0 on every node.
 3. Measures alternately, A B A B ..., `ansible -m ansible.builtin.setup` (A: the
@@ -487,11 +487,15 @@ def node_image_inputs():
 
 
 def write_inventory(path, names):
-    """The demo inventory with its one GPU node's variables given to each of `names`."""
+    """The demo inventory, its groups' variables kept, with its first GPU node's (the T4's)
+    variables given to each of `names`; these are its only hosts."""
     inventory = yaml.safe_load(DEMO_INVENTORY.read_text(encoding="utf-8"))
-    gpu_hosts = inventory["all"]["children"]["gpu_nodes"]["hosts"]
-    node_vars = next(iter(gpu_hosts.values()))
-    inventory["all"]["children"]["gpu_nodes"]["hosts"] = {name: dict(node_vars) for name in names}
+    groups = inventory["all"]["children"]
+    node_vars = next(iter(groups["gpu_nodes"]["hosts"].values())) or {}
+    for group in groups.values():
+        if isinstance(group, dict):
+            group.pop("hosts", None)
+    groups["gpu_nodes"]["hosts"] = {name: dict(node_vars) for name in names}
     path.write_text(
         "---\n# written by benchmarks/bench_noop.py from inventories/demo/hosts.yml\n"
         + yaml.safe_dump(inventory, sort_keys=False),

@@ -12,6 +12,8 @@ a host leaves its column at ``-``.
 Standard library only; Python 3.8+.
 """
 
+import textwrap
+
 COLUMNS = (
     "host",
     "GPUs",
@@ -87,8 +89,17 @@ def _scheduler(facts):
         return "-"
     if scheduler.get("state") == "absent":
         return "absent"
-    parts = [str(scheduler.get(key)) for key in ("flavor", "api_version") if scheduler.get(key)]
-    return " ".join(parts) or "present"
+    parts = [str(scheduler[key]) for key in ("flavor", "api_version") if scheduler.get(key)]
+    text = " ".join(parts) or "present"
+    version = str(scheduler.get("kubernetes_version") or "")
+    if version:
+        # as the kubelet column shows it ("v1.30.4" and "1.30.4" are the same release)
+        text += f" (kube-scheduler {version[1:] if version[:1] in 'vV' else version})"
+    if scheduler.get("state") == "pending":
+        # written, but kube-scheduler does not run it yet
+        waiting = scheduler.get("waiting_for")
+        text += f", pending: waiting for {waiting}" if waiting else ", pending"
+    return text
 
 
 def _reboot(facts):
@@ -98,12 +109,22 @@ def _reboot(facts):
     return "REBOOT NEEDED" if driver.get("reboot_required") else "no"
 
 
+# between a host's changes in its "this run" cell; table() puts each on a line of its own
+CHANGE_SEPARATOR = "; "
+# table() wraps a longer change at its spaces, the lines after the first indented
+CHANGE_WIDTH = 60
+
+
 def rows(hosts, host_facts, changes):
-    """One row (a tuple in COLUMNS order) per host, in the order given."""
+    """One row (a tuple in COLUMNS order) per host, in the order given.
+
+    The last cell is what this run changed on the host, its changes joined by
+    CHANGE_SEPARATOR, or "nothing".
+    """
     result = []
     for host in hosts:
         facts = host_facts.get(host) or {}
-        changed = [str(c) for c in changes.get(host) or []]
+        changed = [" ".join(str(c).split()) for c in changes.get(host) or []]
         result.append(
             (
                 host,
@@ -113,19 +134,36 @@ def rows(hosts, host_facts, changes):
                 _gates(facts),
                 _scheduler(facts),
                 _reboot(facts),
-                "; ".join(changed) or "nothing",
+                CHANGE_SEPARATOR.join(changed) or "nothing",
             )
         )
     return result
 
 
 def table(table_rows, columns=COLUMNS):
-    """Aligned plain-text table; the last column is not padded."""
-    widths = [max(len(str(row[i])) for row in [columns, *table_rows]) for i in range(len(columns))]
+    """Aligned plain-text table; the last column is not padded.
 
-    def line(row):
-        cells = [str(cell).ljust(widths[i]) for i, cell in enumerate(row[:-1])]
-        return "  ".join([*cells, str(row[-1])]).rstrip()
+    The last column (a run's changes on the host) holds one change per line: a
+    host's first change on its row, the others on lines of their own below it,
+    blank in the other columns, so that a host with many changes does not push
+    a row beyond the screen's width; a change longer than CHANGE_WIDTH goes on
+    over more lines, indented.
+    """
+    def change_lines(cell):
+        wrap = textwrap.TextWrapper(CHANGE_WIDTH, subsequent_indent="  ", break_long_words=False,
+                                    break_on_hyphens=False)
+        return [text for change in str(cell).split(CHANGE_SEPARATOR) for text in wrap.wrap(change) or [""]]
 
-    rule = "  ".join("-" * width for width in widths)
-    return "\n".join([line(columns), rule, *(line(row) for row in table_rows)])
+    table_rows = [(*row[:-1], change_lines(row[-1])) for row in table_rows]
+    widths = [max(len(str(row[i])) for row in [columns, *table_rows]) for i in range(len(columns) - 1)]
+    widths.append(max([len(columns[-1])] + [len(text) for row in table_rows for text in row[-1]]))
+
+    def line(cells, last):
+        return "  ".join([*(str(cell).ljust(widths[i]) for i, cell in enumerate(cells)), last]).rstrip()
+
+    lines = [line(columns[:-1], columns[-1]), "  ".join("-" * width for width in widths)]
+    for row in table_rows:
+        first, *more = row[-1]
+        lines.append(line(row[:-1], first))
+        lines.extend(line([""] * (len(columns) - 1), text) for text in more)
+    return "\n".join(lines)

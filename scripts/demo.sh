@@ -1,67 +1,127 @@
 #!/usr/bin/env bash
-# The demo: start a simulated GPU node (a systemd container whose fake sysfs
-# describes a real GPU by its PCI IDs, with local stand-ins for NVIDIA's
-# servers), run `ansible-playbook -i inventories/demo site.yml --check --diff`
-# (what a first run would do, changing nothing), then site.yml twice, and show
-# that the second run changed nothing.
-#   scripts/demo.sh           run the demo (the node is kept for a look)
-#   scripts/demo.sh --clean   remove the demo node
+# The demo: start the simulated cluster of inventories/demo (systemd containers:
+# a T4 cloud VM, an HGX H100 with 8 GPUs and 4 NVSwitches, a kubeadm control
+# plane; fake sysfs trees describe the real GPUs by their PCI IDs, local
+# stand-ins replace NVIDIA's servers and kube-scheduler), run
+# `ansible-playbook -i inventories/demo site.yml --check --diff` (what a first
+# run would do, changing nothing), then site.yml twice, and show that the second
+# run changed nothing on any host. Ends with site.yml's summary table.
+#   scripts/demo.sh           run the demo (the nodes are kept for a look)
+#   scripts/demo.sh --clean   remove the demo nodes
 set -euo pipefail
 cd "$(dirname "$0")/.."
-node=gpunode-demo
+# inventories/demo/hosts.yml's hosts; the GPU nodes get a volume for Docker's data
+gpu_nodes=(gpunode-demo gpunode-demo-hgx)
+nodes=("${gpu_nodes[@]}" gpunode-demo-cp)
 image=gpunode-bookworm-systemd:latest
 log_dir=${DEMO_LOG_DIR:-.cache/demo}
 
+remove_nodes() {
+  local node removed=()
+  for node in "${nodes[@]}"; do
+    docker rm -f "$node" >/dev/null 2>&1 && removed+=("$node")
+    docker volume rm "$node-docker" >/dev/null 2>&1 && removed+=("volume $node-docker")
+  done
+  echo "removed: ${removed[*]:-nothing}"
+}
+
 if [[ ${1:-} == --clean ]]; then
-  docker rm -f "$node" >/dev/null 2>&1 || true
-  docker volume rm "$node-docker" >/dev/null 2>&1 || true
-  echo "removed $node"
+  remove_nodes
   exit 0
 fi
 
-# A fresh node each time, so the first run shows the whole convergence.
-docker rm -f "$node" >/dev/null 2>&1 || true
-docker run -d --name "$node" --hostname "$node" \
-  --cap-add SYS_ADMIN --cap-add NET_ADMIN \
-  --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
-  --cgroupns host --tmpfs /run --tmpfs /run/lock --tmpfs /tmp \
-  -v /sys/fs/cgroup:/sys/fs/cgroup:rw -v "$node-docker:/var/lib/docker" \
-  "$image" >/dev/null
-timeout 60 sh -c "until docker exec $node systemctl is-system-running 2>/dev/null | grep -qE 'running|degraded'; do sleep 0.5; done"
-mkdir -p "$log_dir"
-echo "== simulated GPU node $node is up; preparing its simulated hardware"
-ansible-playbook -i inventories/demo tests/simnode/prepare-demo.yml >"$log_dir/prepare.log" 2>&1 || {
-  cat "$log_dir/prepare.log"; exit 1; }
-
-run() {
-  local n=$1 start=$SECONDS
-  echo "== run $n: ansible-playbook -i inventories/demo site.yml"
-  ansible-playbook -i inventories/demo site.yml | tee "$log_dir/run$n.log"
-  echo "== run $n took $((SECONDS - start)) s" | tee -a "$log_dir/times.log"
+# the summary table of a site.yml log (the debug task's msg, dedented)
+summary_table() {
+  awk '/^TASK \[What each host has now/ {task = 1} task && /^ +msg: \|-$/ {table = 1; next}
+       table && /^ *$/ {exit} table {sub(/^        /, ""); print}' "$1"
 }
-: >"$log_dir/times.log"
+
+# the PLAY RECAP lines of a log
+recap() { sed -n '/^PLAY RECAP/,/^$/p' "$1" | sed '/^$/d'; }
+
 start=$SECONDS
+mkdir -p "$log_dir"
+: >"$log_dir/times.log"
+took() { echo "$1 took $(($2)) s" | tee -a "$log_dir/times.log"; }
+
+# Fresh nodes each time, so the first run shows the whole convergence.
+remove_nodes >/dev/null
+for node in "${nodes[@]}"; do
+  volume=()
+  [[ " ${gpu_nodes[*]} " == *" $node "* ]] && volume=(-v "$node-docker:/var/lib/docker")
+  docker run -d --name "$node" --hostname "$node" \
+    --cap-add SYS_ADMIN --cap-add NET_ADMIN \
+    --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+    --cgroupns host --tmpfs /run --tmpfs /run/lock --tmpfs /tmp \
+    -v /sys/fs/cgroup:/sys/fs/cgroup:rw "${volume[@]}" \
+    "$image" >/dev/null
+done
+for node in "${nodes[@]}"; do
+  timeout 90 sh -c "until docker exec $node systemctl is-system-running 2>/dev/null | grep -qE 'running|degraded'; do sleep 0.5; done"
+done
+took "== nodes ${nodes[*]} up:" "SECONDS - start"
+echo "== preparing their simulated hardware and stand-ins (log: $log_dir/prepare.log)"
+step=$SECONDS
+ansible-playbook -i inventories/demo tests/simnode/prepare-demo.yml >"$log_dir/prepare.log" 2>&1 || {
+  tail -n 60 "$log_dir/prepare.log"; echo "== preparing the nodes failed (log: $log_dir/prepare.log)" >&2; exit 1; }
+took "== prepare" "SECONDS - step"
+
+step=$SECONDS
 echo "== check run: ansible-playbook -i inventories/demo site.yml --check --diff (changes nothing)"
 ansible-playbook -i inventories/demo site.yml --check --diff >"$log_dir/check.log" 2>&1 || {
   tail -n 60 "$log_dir/check.log"; echo "== the check run failed (log: $log_dir/check.log)" >&2; exit 1; }
-sed -n '/^PLAY RECAP/,$p' "$log_dir/check.log"
-echo "== check run took $((SECONDS - start)) s (full output with diffs: $log_dir/check.log)" | tee -a "$log_dir/times.log"
+recap "$log_dir/check.log"
+took "== check run (full output with diffs: $log_dir/check.log)" "SECONDS - step"
+
+# run 1 is shown as it goes; run 2 only in its log (its recap and table follow)
+run() {
+  local n=$1 step=$SECONDS
+  echo "== run $n: ansible-playbook -i inventories/demo site.yml"
+  if ((n == 1)); then
+    ansible-playbook -i inventories/demo site.yml 2>&1 | tee "$log_dir/run$n.log"
+  else
+    ansible-playbook -i inventories/demo site.yml >"$log_dir/run$n.log" 2>&1 || {
+      tail -n 60 "$log_dir/run$n.log"; echo "== run $n failed (log: $log_dir/run$n.log)" >&2; exit 1; }
+  fi
+  took "== run $n (log: $log_dir/run$n.log)" "SECONDS - step"
+}
 run 1
+echo "== what run 1 changed (site.yml's summary):"
+summary_table "$log_dir/run1.log"
 run 2
-recap=$(grep -E "^$node +:" "$log_dir/run2.log" | tail -n1)
-if grep -qE 'changed=0 .*failed=0' <<<"$recap"; then
-  echo "== second run changed nothing: $recap"
-else
-  echo "== second run was not a no-op: $recap" >&2
-  exit 1
+
+# every node in the recap of run 2, none changed, failed or unreachable
+bad=0
+for node in "${nodes[@]}"; do
+  line=$(grep -E "^$node +:" "$log_dir/run2.log" | tail -n1 || true)
+  if [[ -z $line ]]; then
+    echo "== $node is missing from run 2's recap" >&2; bad=1
+  elif ! grep -qE 'unreachable=0 +failed=0' <<<"$line" || ! grep -q ' changed=0 ' <<<"$line"; then
+    echo "== run 2 was not a no-op on $node: $line" >&2; bad=1
+  fi
+done
+if grep -E '^\S+ +: ok=' "$log_dir/run2.log" | grep -vqE ' changed=0 .*unreachable=0 +failed=0'; then
+  echo "== run 2 was not a no-op on every host:" >&2; recap "$log_dir/run2.log" >&2; bad=1
 fi
+((bad == 0)) || exit 1
+
 addons_dir=$PWD/demo-output/addons
-echo "== GPU cluster add-ons for the simulated node (the demo has no cluster: rendered, not applied)"
+echo "== GPU cluster add-ons for the simulated GPU nodes (the demo has no API server: rendered, not applied)"
 ansible-playbook -i inventories/demo playbooks/cluster_addons.yml -e gpu_cluster_addons_mode=gpushare \
   -e gpu_cluster_addons_kubernetes_version=1.30 -e "gpu_cluster_addons_output_dir=$addons_dir" \
   >"$log_dir/addons.log" 2>&1 || { cat "$log_dir/addons.log"; exit 1; }
-echo "== labels for the GPU node:"
+echo "== labels for the GPU nodes:"
 grep -zo "kubectl label node [^']*" "$log_dir/addons.log" | tr -s ' \n\0' '  \n' || true
-echo "== manifests written to $addons_dir:"
-ls "$addons_dir"
-echo "== the node stays up: docker exec -it $node bash; remove it with: make demo-clean"
+echo "== manifests written to $addons_dir: $(cd "$addons_dir" && echo *)"
+
+echo
+echo "== check run (--check --diff on the fresh nodes) recap:"
+recap "$log_dir/check.log"
+echo "== run 2 recap:"
+recap "$log_dir/run2.log"
+echo "== the second run changed nothing on ${nodes[*]}"
+took "== the demo" "SECONDS - start" >/dev/null
+echo "== times: $(sed -E 's/^== //; s/ \((full output|log)[^)]*\)//' "$log_dir/times.log" | paste -sd';' | sed 's/;/; /g')"
+echo "== site.yml's summary after run 2 (what each host has now, what the run changed):"
+summary_table "$log_dir/run2.log"
+echo "== the nodes stay up: docker exec -it gpunode-demo bash; remove them with: make demo-clean"

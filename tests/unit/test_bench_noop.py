@@ -168,3 +168,7 @@ def test_the_fleet_inventory_gives_every_node_the_demo_nodes_variables(tmp_path)
     assert list(hosts) == ["gpunode-bench-01", "gpunode-bench-02"]
     assert all(node_vars == demo_vars for node_vars in hosts.values())
     assert set(written["all"]["children"]) == set(demo["all"]["children"])
+    # the demo's other hosts (its HGX, its control plane) are not in the fleet
+    groups = written["all"]["children"].values()
+    assert [name for group in groups for name in (group or {}).get("hosts") or {}] == list(hosts)
+    assert written["all"]["children"]["gpu_nodes"]["vars"] == demo["all"]["children"]["gpu_nodes"].get("vars")

@@ -2,7 +2,7 @@
 
 import gpunode_summary
 import yaml
-from ansible.module_utils.run_summary import COLUMNS, rows, table
+from ansible.module_utils.run_summary import CHANGE_WIDTH, COLUMNS, rows, table
 
 HGX = {
     "nvidia_gpu": {"present": True, "gpu_count": 8, "nvswitch_count": 4,
@@ -66,3 +66,48 @@ def test_documentation_matches_the_argument_spec(monkeypatch):
     gpunode_summary.build_module()
     documented = yaml.safe_load(gpunode_summary.DOCUMENTATION)["options"]
     assert set(documented) == set(captured["argument_spec"])
+
+
+def test_the_control_plane_row_shows_its_scheduler_version_and_whether_it_runs_the_extender():
+    facts = {"gpushare_scheduler": {**CONTROL_PLANE["gpushare_scheduler"], "kubernetes_version": "v1.30.4"}}
+    rke = {"gpushare_scheduler": {"flavor": "rke", "api_version": "kubescheduler.config.k8s.io/v1beta2",
+                                  "kubernetes_version": "1.24.17", "state": "pending",
+                                  "waiting_for": "rke up"}}
+    restart = {"gpushare_scheduler": {"flavor": "rke2", "kubernetes_version": "v1.28.9+rke2r1",
+                                      "api_version": "kubescheduler.config.k8s.io/v1", "state": "pending"}}
+    got = [row[5] for row in rows(["cp", "rke", "rke2"], {"cp": facts, "rke": rke, "rke2": restart}, {})]
+    assert got == [
+        "kubeadm kubescheduler.config.k8s.io/v1 (kube-scheduler 1.30.4)",
+        "rke kubescheduler.config.k8s.io/v1beta2 (kube-scheduler 1.24.17), pending: waiting for rke up",
+        "rke2 kubescheduler.config.k8s.io/v1 (kube-scheduler 1.28.9+rke2r1), pending",
+    ]
+    # GPU columns stay empty on a control-plane node the GPU roles did not run on
+    assert rows(["cp"], {"cp": facts}, {})[0][1:5] == ("-", "-", "-", "-")
+
+
+def test_a_hosts_changes_are_listed_one_per_line_under_this_run():
+    changes = {"hgx": ["driver 535.183.01 -> 570.133.20", "fabric manager nvidia-fabricmanager-570: install",
+                       "kubelet restarted\n(kubelet.service)"],
+               "t4": ["docker: nvidia runtime (default)"]}
+    text = table(rows(["hgx", "cp", "t4"], {"hgx": HGX, "cp": CONTROL_PLANE}, changes))
+    lines = text.splitlines()
+    last = lines[0].index("this run")
+    assert [line[last:] for line in lines[2:]] == [
+        "driver 535.183.01 -> 570.133.20", "fabric manager nvidia-fabricmanager-570: install",
+        "kubelet restarted (kubelet.service)", "nothing", "docker: nvidia runtime (default)"]
+    # a continuation line is blank up to the column; every host's row starts with its name
+    assert [line.split()[0] for line in lines[2:]] == ["hgx", "fabric", "kubelet", "cp", "t4"]
+    assert lines[3][:last].strip() == "" and lines[4][:last].strip() == ""
+    assert len(lines[1]) == last + len("fabric manager nvidia-fabricmanager-570: install")
+
+
+def test_a_long_change_goes_on_over_indented_lines_and_keeps_its_words():
+    long = ("kubelet gates DynamicResourceAllocation=true in /var/lib/kubelet/config.yaml featureGates "
+            "and /etc/systemd/system/kubelet.service.d/10-kubeadm.conf")
+    lines = table(rows(["t4"], {}, {"t4": [long, "kubelet restarted (kubelet.service)"]})).splitlines()
+    last = lines[0].index("this run")
+    cells = [line[last:] for line in lines[2:]]
+    assert len(cells) > 2 and cells[-1] == "kubelet restarted (kubelet.service)"
+    assert all(cell.startswith("  ") for cell in cells[1:-1])
+    assert all(len(cell) <= CHANGE_WIDTH or " " not in cell.strip() for cell in cells)
+    assert " ".join(" ".join(cells[:-1]).split()) == long

@@ -44,6 +44,8 @@ INVENTORY = {
                         "nvidia_gpu_detect_sysfs_root": "/opt/gpunode-sim/sys",
                         "nvidia_gpu_detect_proc_root": "/opt/gpunode-sim/proc",
                         "nvidia_driver_method": "packages",
+                        # Debian 12 packages 535 and 470 only: 570 from NVIDIA's CUDA repository
+                        "nvidia_driver_package_source": "cuda",
                         "nvidia_driver_version": "570.133.20",
                         "nvidia_driver_apt_repository": (
                             "deb [signed-by=/etc/apt/keyrings/gpunode-nvidia-driver.asc] "

@@ -572,8 +572,8 @@ def run(module):
     kubeadm_cm = (None, "not a kubeadm control plane")
     if flavor == "kubeadm" and params["kubeadm_config"] != "skip":
         kubeadm_cm = node.get_kubeadm_config()
-    version, source, version_warnings = _version(node, flavor, manifest, schedulers,
-                                                 kubeadm_cm[0][1] if kubeadm_cm[0] else None)
+    cluster_configuration = kubeadm_cm[0][1] if kubeadm_cm[0] else None
+    version, source, version_warnings = _version(node, flavor, manifest, schedulers, cluster_configuration)
     result = plan(dict(params, kubernetes_version=version), read_file, _listdir)
     result["warnings"] = version_warnings + result["warnings"]
     files = result["files"]
@@ -588,7 +588,7 @@ def run(module):
     if flavor == "kubeadm":
         verified = module.check_mode or (restart is None and params["manifest_path"] not in files)
         kubeadm_new, kubeadm_facts = plan_record(
-            params["kubeadm_config"], params["state"], kubeadm_cm[0][1] if kubeadm_cm[0] else None,
+            params["kubeadm_config"], params["state"], cluster_configuration,
             kubeadm_cm[1], wiring=result["wiring"], config_path=result["config_path"], verified=verified,
             rewrite=params["allow_rewrite"], warnings=result["warnings"])
         if kubeadm_facts["state"] == "unknown" and params["state"] == "present":
@@ -613,8 +613,8 @@ def run(module):
                        for path, (old, new) in files.items()]
         if kubeadm_new is not None:
             where = f"{CONFIGMAP} ({KEY})"
-            out["diff"].append({"before_header": where, "after_header": where, "before": kubeadm_cm[0][1],
-                                "after": kubeadm_new})
+            out["diff"].append({"before_header": where, "after_header": where,
+                                "before": cluster_configuration, "after": kubeadm_new})
     out["ansible_facts"] = {"gpushare_scheduler": scheduler_facts(params, out)}
     if module.check_mode:
         return out

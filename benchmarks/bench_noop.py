@@ -107,6 +107,8 @@ CONTROLLER_ACTIONS = {
         "pause",
     )
 }
+# the project's own action plugins do their work in the task's worker (gpunode_summary)
+PROJECT_ACTIONS = {path.stem for path in (ROOT / "action_plugins").glob("*.py")}
 FACT_ACTIONS = {"ansible.builtin.gather_facts", "ansible.builtin.setup"}
 # one task of each kind for --profile's unit costs (none changes the node)
 TASK_COST_KINDS = {
@@ -731,7 +733,8 @@ def task_kind(task):
         return "skipped"
     if action in FACT_ACTIONS:
         return "fact gathering"
-    if action in CONTROLLER_ACTIONS or not statuses:  # meta: flush_handlers reports no host
+    if action in CONTROLLER_ACTIONS or action.rsplit(".", 1)[-1] in PROJECT_ACTIONS or not statuses:
+        # (meta: flush_handlers reports no host)
         return "controller-only action"
     if task["delegate_to"] in ("localhost", "127.0.0.1") or set(task["hosts"]) == {"localhost"}:
         return "module on the controller"

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpunode maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Ansible module gpunode_summary: one table of what each host has now and what the run changed."""
+"""Documentation of the action gpunode_summary (action_plugins/gpunode_summary.py, on the controller)."""
 
 DOCUMENTATION = r"""
 ---
@@ -13,7 +13,8 @@ description:
     the NVIDIA driver loaded (module type, whether held), the default runtime of each container engine
     (and which one the kubelet uses), the kubelet feature gates, the scheduler extender, whether a reboot
     is pending - and what this run changed there (the host's C(gpunode_changes)).
-  - A role that did not run on a host leaves its column at C(-). Changes nothing; runs on the controller.
+  - A role that did not run on a host leaves its column at C(-). Changes nothing.
+  - An action plugin - it runs on the controller, in the task's own process, and never on a host.
 options:
   hosts:
     description: The hosts to list, in order.
@@ -32,9 +33,16 @@ options:
     default: {}
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
   platform:
-    platforms: posix
+    platforms: all
   check_mode:
     support: full
   diff_mode:
@@ -67,32 +75,3 @@ rows:
   type: list
   elements: dict
 """
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.run_summary import COLUMNS, rows, table
-
-
-def build_module():
-    return AnsibleModule(
-        argument_spec={
-            "hosts": {"type": "list", "elements": "str", "required": True},
-            "host_facts": {"type": "dict", "default": {}},
-            "changes": {"type": "dict", "default": {}},
-        },
-        supports_check_mode=True,
-    )
-
-
-def main():
-    module = build_module()
-    params = module.params
-    table_rows = rows(params["hosts"], params["host_facts"], params["changes"])
-    module.exit_json(
-        changed=False,
-        table=table(table_rows),
-        rows=[{column: row[i] for i, column in enumerate(COLUMNS)} for row in table_rows],
-    )
-
-
-if __name__ == "__main__":
-    main()

@@ -20,8 +20,12 @@ description:
   - Returns the plan (RV(plan)) and publishes C(ansible_facts.nvidia_driver) - with O(stage=plan) the state
     the run will leave as far as it can be predicted (check mode included), with O(stage=final) the state
     read after the run, with the lines that say what changed.
-  - Without O(gpu), detects the GPUs itself (the C(nvidia_gpu_facts) logic) and publishes
-    C(ansible_facts.nvidia_gpu) too.
+  - Without O(gpu), detects the GPUs itself (the C(nvidia_gpu_facts) logic, with its O(pci_ids_path),
+    O(require_gpu) and O(require_branch)) and publishes C(ansible_facts.nvidia_gpu) too, so a run that
+    starts with the driver reads the host once for both.
+  - Needs no gathered facts - the distribution, its version, the machine and the kernel are read on the
+    host (Ansible's own C(get_distribution) and C(get_distribution_version), the ones fact gathering uses)
+    unless given.
   - O(stage=installed) and O(stage=final) verify - the wanted driver must be on disk; at the final stage a
     loaded driver must be the wanted one and answer C(nvidia-smi) on every GPU unless a reboot is pending.
 options:
@@ -33,6 +37,19 @@ options:
   gpu:
     description: The C(nvidia_gpu) facts; detected here when omitted.
     type: dict
+  pci_ids_path:
+    description: Without O(gpu) - the C(pci.ids) file to name devices from (as C(nvidia_gpu_facts));
+      default the system's, if any.
+    type: path
+  require_gpu:
+    description: Without O(gpu) - fail on a host where no NVIDIA GPU is found (as C(nvidia_gpu_facts)).
+    type: bool
+    default: false
+  require_branch:
+    description: Without O(gpu) - fail on a host with GPUs that no single driver branch drives (as
+      C(nvidia_gpu_facts)).
+    type: bool
+    default: false
   method:
     description: V(packages) or V(runfile).
     type: str
@@ -117,13 +134,12 @@ options:
     description: With O(stage=final) - the plan the run carried out (RV(plan) of the plan stage).
     type: dict
   distribution:
-    description: The distribution (C(ansible_facts.distribution)).
+    description: The distribution as C(ansible_facts.distribution) names it; default the host's, read as fact
+      gathering reads it.
     type: str
-    required: true
   distribution_version:
-    description: Its version (C(ansible_facts.distribution_version)).
+    description: Its version as C(ansible_facts.distribution_version) gives it; default the host's.
     type: str
-    required: true
   architecture:
     description: The machine (C(ansible_facts.architecture)); default the module's own.
     type: str
@@ -172,10 +188,8 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Read the driver state and plan the change to the recommended branch
+- name: Read the driver state and plan the change to the recommended branch (detects the GPUs too)
   nvidia_driver_state:
-    distribution: "{{ ansible_facts['distribution'] }}"
-    distribution_version: "{{ ansible_facts['distribution_version'] }}"
   register: driver
 
 - name: Change only when needed
@@ -211,8 +225,9 @@ changes:
   type: list
   elements: str
 state:
-  description: What was read - kernel, headers_present, module_on_disk, dkms, loaded, userspace_version,
-    dpkg_interrupted, services, blacklist_complete, secure_boot, smi, initramfs_command.
+  description: What was read - distribution, distribution_version, architecture, kernel,
+    headers_present, module_on_disk, dkms, loaded, userspace_version, dpkg_interrupted, services,
+    blacklist_complete, secure_boot, smi, initramfs_command.
   returned: always
   type: dict
 """
@@ -222,6 +237,7 @@ import os
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.sys_info import get_distribution, get_distribution_version
 from ansible.module_utils.dpkg_database import DpkgError, interrupted, parse_dpkg_query, parse_madison
 from ansible.module_utils.nvidia_driver import (
     FABRICMANAGER,
@@ -246,7 +262,7 @@ from ansible.module_utils.nvidia_driver import (
     userspace_version_from_names,
     version_matches,
 )
-from ansible.module_utils.nvidia_gpu import GpuDetectError, find_pci_ids, gather, read_loaded
+from ansible.module_utils.nvidia_gpu import GpuDetectError, detect, read_loaded
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
@@ -258,6 +274,9 @@ def build_module():
         argument_spec={
             "stage": {"type": "str", "choices": ["plan", "installed", "final"], "default": "plan"},
             "gpu": {"type": "dict"},
+            "pci_ids_path": {"type": "path"},
+            "require_gpu": {"type": "bool", "default": False},
+            "require_branch": {"type": "bool", "default": False},
             "method": {"type": "str", "choices": ["packages", "runfile"], "default": "packages"},
             "version": {"type": "str"},
             "branch": {"type": "str"},
@@ -280,8 +299,8 @@ def build_module():
             "runfile_extra_flags": {"type": "list", "elements": "str", "default": []},
             "before": {"type": "dict"},
             "ran": {"type": "dict"},
-            "distribution": {"type": "str", "required": True},
-            "distribution_version": {"type": "str", "required": True},
+            "distribution": {"type": "str"},
+            "distribution_version": {"type": "str"},
             "architecture": {"type": "str"},
             "kernel": {"type": "str"},
             "sysfs_root": {"type": "path", "default": "/sys"},
@@ -467,8 +486,9 @@ def run(module):
     facts = {}
     gpu = params["gpu"]
     if gpu is None:
-        pci_ids = find_pci_ids()
-        gpu, warnings = gather(params["sysfs_root"], params["proc_root"], pci_ids, platform.machine())
+        gpu, warnings = detect(params["sysfs_root"], params["proc_root"], params["pci_ids_path"],
+                               require_gpu=params["require_gpu"], require_branch=params["require_branch"],
+                               machine=platform.machine())
         for warning in warnings:
             module.warn(warning)
         params["gpu"] = facts["nvidia_gpu"] = gpu
@@ -476,8 +496,8 @@ def run(module):
         return {"changed": False, "ansible_facts": facts, "msg": "no NVIDIA GPU: nothing to do",
                 "plan": {"converged": True, "disruptive": False, "reasons": []}}
     os_info = {
-        "distribution": params["distribution"],
-        "distribution_version": params["distribution_version"],
+        "distribution": params["distribution"] or get_distribution(),
+        "distribution_version": params["distribution_version"] or get_distribution_version(),
         "architecture": params["architecture"] or platform.machine(),
         "kernel": params["kernel"] or os.uname().release,
     }
@@ -485,6 +505,7 @@ def run(module):
     for warning in request["warnings"]:
         module.warn(warning)
     state = read_state(module, request)
+    state.update((key, os_info[key]) for key in ("distribution", "distribution_version", "architecture"))
     steps = plan(state, request)
     lookups = index_lookups(steps, request)
     if lookups:

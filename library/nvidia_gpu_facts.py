@@ -209,11 +209,10 @@ ansible_facts:
           elements: str
 """
 
-import os
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nvidia_gpu import PCI_IDS_CANDIDATES, GpuDetectError, find_pci_ids, gather
+from ansible.module_utils.nvidia_gpu import GpuDetectError, detect
 
 ARGUMENT_SPEC = {
     "sysfs_root": {"type": "path", "default": "/sys"},
@@ -230,19 +229,9 @@ def build_module():
 
 def run(module):
     params = module.params
-    pci_ids_path = params["pci_ids_path"]
-    if pci_ids_path is None:
-        pci_ids_path = find_pci_ids(PCI_IDS_CANDIDATES)
-    elif not os.path.isabs(pci_ids_path):
-        raise GpuDetectError(f"pci_ids_path {pci_ids_path}: not an absolute path")
-    elif not os.path.isfile(pci_ids_path):
-        raise GpuDetectError(f"pci_ids_path {pci_ids_path}: no such file")
-    facts, warnings = gather(params["sysfs_root"], params["proc_root"], pci_ids_path, platform.machine())
-    if params["require_gpu"] and not facts["present"]:
-        raise GpuDetectError(f"no NVIDIA GPU under {params['sysfs_root']}/bus/pci/devices")
-    if params["require_branch"] and facts["present"] and facts["recommended_branch"] is None:
-        raise GpuDetectError("no driver branch drives every GPU on this host: "
-                             + "; ".join(facts["warnings"]))
+    facts, warnings = detect(params["sysfs_root"], params["proc_root"], params["pci_ids_path"],
+                             require_gpu=params["require_gpu"], require_branch=params["require_branch"],
+                             machine=platform.machine())
     for warning in warnings:
         module.warn(warning)
     return {"changed": False, "ansible_facts": {"nvidia_gpu": facts}}

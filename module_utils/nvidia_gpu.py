@@ -524,3 +524,28 @@ def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86
     }
     facts["summary"] = summary_line(facts)
     return facts, warnings
+
+
+def detect(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, *,
+           require_gpu=False, require_branch=False, machine="x86_64"):
+    """:func:`gather` with the checks of a detection run. Returns ``(facts, warnings)``.
+
+    ``pci_ids_path`` None: the system's pci.ids, if any; a path given must be
+    an absolute path to a file. ``require_gpu`` refuses a host without an
+    NVIDIA GPU, ``require_branch`` one whose GPUs no single branch drives. The
+    one implementation behind the modules nvidia_gpu_facts and
+    nvidia_driver_state (which detects when no earlier task did).
+    """
+    if pci_ids_path is None:
+        pci_ids_path = find_pci_ids(PCI_IDS_CANDIDATES)
+    elif not os.path.isabs(pci_ids_path):
+        raise GpuDetectError(f"pci_ids_path {pci_ids_path}: not an absolute path")
+    elif not os.path.isfile(pci_ids_path):
+        raise GpuDetectError(f"pci_ids_path {pci_ids_path}: no such file")
+    facts, warnings = gather(sysfs_root, proc_root, pci_ids_path, machine)
+    if require_gpu and not facts["present"]:
+        raise GpuDetectError(f"no NVIDIA GPU under {sysfs_root}/bus/pci/devices")
+    if require_branch and facts["present"] and facts["recommended_branch"] is None:
+        raise GpuDetectError("no driver branch drives every GPU on this host: "
+                             + "; ".join(facts["warnings"]))
+    return facts, warnings

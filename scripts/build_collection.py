@@ -12,6 +12,7 @@ it the collection that ``collection/galaxy.yml`` describes:
     the other *_plugins folders, likewise         -> plugins/<type>/
     roles/<role>/ without the folders above       -> roles/<role>/
     site.yml, playbooks/*.yml                     -> playbooks/
+    playbooks/tasks/*.yml, playbooks/vars/*.yml   -> playbooks/tasks/, playbooks/vars/
     collection/ (galaxy.yml, meta/, CHANGELOG.md), LICENSE, README.md
 
 and writes every reference to the project's own content as an FQCN:
@@ -70,6 +71,8 @@ PLUGIN_FOLDERS = {
     "vars_plugins": "vars",
 }
 ROLE_YAML_KINDS = {"tasks": "tasks", "handlers": "tasks"}
+# the playbooks' own task files (include_tasks) and variable files (vars_files)
+PLAYBOOK_FOLDERS = {"tasks": "tasks", "vars": "data"}
 SKIPPED_NAMES = ("__pycache__",)
 SKIPPED_SUFFIXES = (".pyc", ".pyo", ".orig", ".rej", "~")
 
@@ -254,6 +257,9 @@ def plan_layout(root, files):
             add(rel, pathlib.PurePosixPath("playbooks", rel.name), "playbook")
         elif parts[0] == "playbooks" and len(parts) == 2 and rel.suffix in (".yml", ".yaml"):
             add(rel, rel, "playbook")
+        elif parts[0] == "playbooks" and len(parts) == 3 and parts[1] in PLAYBOOK_FOLDERS \
+                and rel.suffix in (".yml", ".yaml"):
+            add(rel, rel, PLAYBOOK_FOLDERS[parts[1]])
         elif parts[0] == METADATA_DIR and len(parts) > 1:
             add(rel, pathlib.PurePosixPath(*parts[1:]), "copy")
         elif str(rel) in ("LICENSE", "README.md"):

@@ -107,7 +107,10 @@ def test_report_gives_per_node_cpu_and_memory_on_a_fleet():
         ("ansible.builtin.include_tasks", {"n": "ok"}, None, "controller-only action"),
         ("ansible.builtin.meta", {}, None, "controller-only action"),
         ("ansible.builtin.find", {"n": "ok"}, "localhost", "module on the controller"),
-        ("gpunode_summary", {"localhost": "ok"}, None, "module on the controller"),
+        ("ansible.builtin.ping", {"localhost": "ok"}, None, "module on the controller"),
+        # the project's action plugin runs in the worker, no module anywhere
+        ("gpunode_summary", {"localhost": "ok"}, None, "controller-only action"),
+        ("gpunode.gpunode.gpunode_summary", {"localhost": "ok"}, None, "controller-only action"),
         ("nvidia_driver_state", {"n": "changed"}, None, "remote module call"),
     ],
 )

@@ -1,5 +1,6 @@
 """The modules nvidia_driver_state, nvidia_kernel_modules and dpkg_database through main()."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -12,7 +13,12 @@ import pytest
 import yaml
 from ansible.module_utils import basic
 from ansible.module_utils import dpkg_database as dpkg_utils
-from conftest import shared_files
+from conftest import FIXTURES, ROOT, shared_files
+
+PCI_IDS = str(FIXTURES / "pci-ids" / "pci.ids")
+_spec = importlib.util.spec_from_file_location("make_sysfs", ROOT / "tests" / "simnode" / "make_sysfs.py")
+make_sysfs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make_sysfs)
 
 KERNEL = "6.1.0-18-amd64"
 MODINFO_535 = f"""filename:       /lib/modules/{KERNEL}/updates/dkms/nvidia.ko
@@ -191,6 +197,49 @@ def test_without_gpu_facts_the_module_detects_and_publishes_them(fake, run_modul
     assert ok, result
     assert result["ansible_facts"]["nvidia_gpu"]["present"] is False
     assert result["plan"]["converged"] and "nvidia_driver" not in result["ansible_facts"]
+
+
+def test_detection_in_the_plan_call_equals_the_detection_module(fake, run_module, tmp_path):
+    # site.yml's driver play detects in its one state call: same facts as nvidia_gpu_facts
+    make_sysfs.make_tree(make_sysfs.load_spec("hgx-h100"), str(tmp_path / "node"))
+    roots = {"sysfs_root": str(tmp_path / "node" / "sys"), "proc_root": str(tmp_path / "node" / "proc"),
+             "pci_ids_path": PCI_IDS}
+    ok, detected = run_module(nvidia_gpu_facts, roots)
+    assert ok, detected
+    ok, result = run_module(nvidia_driver_state, fake.args(gpu=None, package_source="cuda", **roots),
+                            check_mode=True)
+    assert ok, result
+    assert result["ansible_facts"]["nvidia_gpu"] == detected["ansible_facts"]["nvidia_gpu"]
+    assert result["ansible_facts"]["nvidia_gpu"]["gpu_count"] == 8
+    assert result["ansible_facts"]["nvidia_driver"]["branch"] == detected["ansible_facts"]["nvidia_gpu"][
+        "recommended_branch"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"require_gpu": True}, "no NVIDIA GPU under "),
+    ({"pci_ids_path": "pci.ids"}, "pci_ids_path pci.ids: not an absolute path"),
+])
+def test_detection_in_the_plan_call_keeps_the_detection_checks(fake, run_module, extra, message):
+    ok, result = run_module(nvidia_driver_state, fake.args(gpu=None, **extra))
+    assert not ok and message in result["msg"]
+    assert fake.calls == []  # refused before anything on the host is read
+
+
+def test_without_distribution_the_host_is_read_as_fact_gathering_reads_it(fake, run_module, monkeypatch):
+    # no fact gathering before the driver play: the module asks Ansible's own helpers
+    monkeypatch.setattr(nvidia_driver_state, "get_distribution", lambda: "Ubuntu")
+    monkeypatch.setattr(nvidia_driver_state, "get_distribution_version", lambda: "24.04")
+    args = fake.args(branch="580", package_source="cuda")
+    del args["distribution"], args["distribution_version"]
+    ok, result = run_module(nvidia_driver_state, args, check_mode=True)
+    assert ok, result
+    assert "/ubuntu2404/" in result["request"]["repository"]["line"]
+    assert (result["state"]["distribution"], result["state"]["distribution_version"]) == ("Ubuntu", "24.04")
+    # given explicitly, the arguments win
+    args = fake.args(branch="580", package_source="cuda")
+    ok, result = run_module(nvidia_driver_state, args, check_mode=True)
+    assert ok and "/debian12/" in result["request"]["repository"]["line"]
+    assert result["state"]["distribution"] == "Debian"
 
 
 @pytest.mark.parametrize("path", shared_files("nvidia", "modinfo-nvidia-*"), ids=lambda p: p.name)

@@ -5,6 +5,7 @@ import importlib.util
 import nvidia_gpu_facts
 import pytest
 import yaml
+from ansible.module_utils import nvidia_gpu as gpu_utils
 from ansible.module_utils.common.warnings import get_warning_messages
 from conftest import FIXTURES, ROOT
 
@@ -58,7 +59,7 @@ def test_missing_pci_ids_path_fails_naming_it(run_module, node, tmp_path):
 def test_default_pci_ids_is_searched(run_module, node, monkeypatch):
     args = node("t4-vm")
     del args["pci_ids_path"]
-    monkeypatch.setattr(nvidia_gpu_facts, "PCI_IDS_CANDIDATES", ("/nonexistent/pci.ids", PCI_IDS))
+    monkeypatch.setattr(gpu_utils, "PCI_IDS_CANDIDATES", ("/nonexistent/pci.ids", PCI_IDS))
     ok, result = run_module(nvidia_gpu_facts, args)
     facts = result["ansible_facts"]["nvidia_gpu"]
     assert ok and facts["pci_ids_path"] == PCI_IDS and facts["models"] == ["Tesla T4"]
@@ -67,7 +68,7 @@ def test_default_pci_ids_is_searched(run_module, node, monkeypatch):
 def test_without_any_pci_ids_names_fall_back(run_module, node, monkeypatch):
     args = node("workstation-turing")
     del args["pci_ids_path"]
-    monkeypatch.setattr(nvidia_gpu_facts, "PCI_IDS_CANDIDATES", ("/nonexistent/pci.ids",))
+    monkeypatch.setattr(gpu_utils, "PCI_IDS_CANDIDATES", ("/nonexistent/pci.ids",))
     ok, result = run_module(nvidia_gpu_facts, args)
     facts = result["ansible_facts"]["nvidia_gpu"]
     assert ok and facts["pci_ids_path"] is None and facts["models"] == ["NVIDIA GPU 10de:1e87"]

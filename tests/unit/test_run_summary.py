@@ -1,8 +1,31 @@
-"""module_utils/run_summary.py and the module gpunode_summary: the table a run ends with."""
+"""The action gpunode_summary (action_plugins/gpunode_summary.py, documented in
+library/gpunode_summary.py): the table a run ends with. It runs on the controller
+only, so these tests run on the controller's Python."""
+
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
 
 import gpunode_summary
+import pytest
 import yaml
-from ansible.module_utils.run_summary import CHANGE_WIDTH, COLUMNS, rows, table
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.controller(reason="an action plugin: it runs in ansible-playbook's own process")
+
+
+@pytest.fixture(scope="module")
+def summary():
+    """The action plugin's Python module, imported from its file as Ansible does."""
+    path = ROOT / "action_plugins" / "gpunode_summary.py"
+    spec = importlib.util.spec_from_file_location("gpunode_summary_action", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 HGX = {
     "nvidia_gpu": {"present": True, "gpu_count": 8, "nvswitch_count": 4,
@@ -18,8 +41,8 @@ CONTROL_PLANE = {"gpushare_scheduler": {"flavor": "kubeadm", "api_version": "kub
                                         "state": "present"}}
 
 
-def test_a_row_per_host_from_its_facts_and_changes():
-    got = rows(["hgx", "cp", "new"], {"hgx": HGX, "cp": CONTROL_PLANE},
+def test_a_row_per_host_from_its_facts_and_changes(summary):
+    got = summary.rows(["hgx", "cp", "new"], {"hgx": HGX, "cp": CONTROL_PLANE},
                {"hgx": ["driver 535.183.01 -> 570.133.20", "containerd: nvidia default runtime"]})
     assert got[0] == (
         "hgx", "8x H100 SXM5 80GB, 4 NVSwitch", "570.133.20 open, held",
@@ -31,65 +54,85 @@ def test_a_row_per_host_from_its_facts_and_changes():
     assert got[2] == ("new", "-", "-", "-", "-", "-", "-", "nothing")
 
 
-def test_what_needs_attention_reads_plainly():
+def test_what_needs_attention_reads_plainly(summary):
     facts = {"nvidia_gpu": {"present": False, "gpu_count": 0},
              "nvidia_driver": {"installed_version": None, "reboot_required": True},
              "nvidia_container_runtime": {"engines": {}},
              "kubelet_gpu": {"gates": {}, "restart_pending": True}}
-    (row,) = rows(["h"], {"h": facts}, {})
+    (row,) = summary.rows(["h"], {"h": facts}, {})
     assert row[1:7] == ("none", "not installed", "no engine", "none, restart pending", "-", "REBOOT NEEDED")
 
 
-def test_table_is_aligned_under_its_header():
-    text = table(rows(["hgx", "cp"], {"hgx": HGX, "cp": CONTROL_PLANE}, {}))
+def test_table_is_aligned_under_its_header(summary):
+    text = summary.table(summary.rows(["hgx", "cp"], {"hgx": HGX, "cp": CONTROL_PLANE}, {}))
     lines = text.splitlines()
-    assert lines[0].split() == " ".join(COLUMNS).split()
+    assert lines[0].split() == " ".join(summary.COLUMNS).split()
     assert set(lines[1]) == {"-", " "}
-    starts = [lines[0].index(column) for column in COLUMNS]
+    starts = [lines[0].index(column) for column in summary.COLUMNS]
     for line in lines[2:]:
         for start in starts[1:]:
             assert line[start - 2:start] == "  "  # every column starts after the same gap
     assert all(line == line.rstrip() for line in lines)
 
 
-def test_the_module_returns_the_table_and_the_rows(run_module):
-    ok, result = run_module(gpunode_summary, {"hosts": ["hgx"], "host_facts": {"hgx": HGX},
-                                              "changes": {"hgx": ["kubelet: DRAExtendedResource=true"]}})
-    assert ok and not result["changed"]
+def _ansible(*argv):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
+    ansible = pathlib.Path(sys.executable).with_name("ansible")
+    return subprocess.run([str(ansible), "localhost", *argv], cwd=ROOT, env=env, capture_output=True,
+                          text=True, check=False)
+
+
+def test_the_action_returns_the_table_and_the_rows_without_a_module_run():
+    args = {"hosts": ["hgx"], "host_facts": {"hgx": HGX},
+            "changes": {"hgx": ["kubelet: DRAExtendedResource=true"]}}
+    done = _ansible("-m", "gpunode_summary", "-a", json.dumps(args), "-vvv")
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout[done.stdout.index("{"):])["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    assert not result["changed"]
     assert result["rows"][0]["this run"] == "kubelet: DRAExtendedResource=true"
     assert result["table"].splitlines()[2].startswith("hgx  ")
+    # controller-side: no module is sent anywhere, no interpreter started for it
+    assert "AnsiballZ" not in done.stdout + done.stderr and "EXEC" not in done.stdout + done.stderr
 
 
-def test_documentation_matches_the_argument_spec(monkeypatch):
-    captured = {}
-    monkeypatch.setattr(gpunode_summary, "AnsibleModule", lambda **kwargs: captured.update(kwargs))
-    gpunode_summary.build_module()
+def test_a_missing_option_fails_with_its_name():
+    done = _ansible("-m", "gpunode_summary", "-a", json.dumps({"host_facts": {}}))
+    assert done.returncode != 0
+    assert "missing required arguments: hosts" in done.stdout + done.stderr
+
+
+def test_documentation_matches_the_argument_spec(summary):
     documented = yaml.safe_load(gpunode_summary.DOCUMENTATION)["options"]
-    assert set(documented) == set(captured["argument_spec"])
+    assert set(documented) == set(summary.ARGUMENT_SPEC)
+    for name, spec in summary.ARGUMENT_SPEC.items():
+        assert documented[name]["type"] == spec["type"], name
+        assert documented[name].get("required", False) == spec.get("required", False), name
 
 
-def test_the_control_plane_row_shows_its_scheduler_version_and_whether_it_runs_the_extender():
+def test_the_control_plane_row_shows_its_scheduler_version_and_whether_it_runs_the_extender(summary):
     facts = {"gpushare_scheduler": {**CONTROL_PLANE["gpushare_scheduler"], "kubernetes_version": "v1.30.4"}}
     rke = {"gpushare_scheduler": {"flavor": "rke", "api_version": "kubescheduler.config.k8s.io/v1beta2",
                                   "kubernetes_version": "1.24.17", "state": "pending",
                                   "waiting_for": "rke up"}}
     restart = {"gpushare_scheduler": {"flavor": "rke2", "kubernetes_version": "v1.28.9+rke2r1",
                                       "api_version": "kubescheduler.config.k8s.io/v1", "state": "pending"}}
-    got = [row[5] for row in rows(["cp", "rke", "rke2"], {"cp": facts, "rke": rke, "rke2": restart}, {})]
+    table_rows = summary.rows(["cp", "rke", "rke2"], {"cp": facts, "rke": rke, "rke2": restart}, {})
+    got = [row[5] for row in table_rows]
     assert got == [
         "kubeadm kubescheduler.config.k8s.io/v1 (kube-scheduler 1.30.4)",
         "rke kubescheduler.config.k8s.io/v1beta2 (kube-scheduler 1.24.17), pending: waiting for rke up",
         "rke2 kubescheduler.config.k8s.io/v1 (kube-scheduler 1.28.9+rke2r1), pending",
     ]
     # GPU columns stay empty on a control-plane node the GPU roles did not run on
-    assert rows(["cp"], {"cp": facts}, {})[0][1:5] == ("-", "-", "-", "-")
+    assert summary.rows(["cp"], {"cp": facts}, {})[0][1:5] == ("-", "-", "-", "-")
 
 
-def test_a_hosts_changes_are_listed_one_per_line_under_this_run():
+def test_a_hosts_changes_are_listed_one_per_line_under_this_run(summary):
     changes = {"hgx": ["driver 535.183.01 -> 570.133.20", "fabric manager nvidia-fabricmanager-570: install",
                        "kubelet restarted\n(kubelet.service)"],
                "t4": ["docker: nvidia runtime (default)"]}
-    text = table(rows(["hgx", "cp", "t4"], {"hgx": HGX, "cp": CONTROL_PLANE}, changes))
+    text = summary.table(summary.rows(["hgx", "cp", "t4"], {"hgx": HGX, "cp": CONTROL_PLANE}, changes))
     lines = text.splitlines()
     last = lines[0].index("this run")
     assert [line[last:] for line in lines[2:]] == [
@@ -101,13 +144,14 @@ def test_a_hosts_changes_are_listed_one_per_line_under_this_run():
     assert len(lines[1]) == last + len("fabric manager nvidia-fabricmanager-570: install")
 
 
-def test_a_long_change_goes_on_over_indented_lines_and_keeps_its_words():
+def test_a_long_change_goes_on_over_indented_lines_and_keeps_its_words(summary):
     long = ("kubelet gates DynamicResourceAllocation=true in /var/lib/kubelet/config.yaml featureGates "
             "and /etc/systemd/system/kubelet.service.d/10-kubeadm.conf")
-    lines = table(rows(["t4"], {}, {"t4": [long, "kubelet restarted (kubelet.service)"]})).splitlines()
+    table_rows = summary.rows(["t4"], {}, {"t4": [long, "kubelet restarted (kubelet.service)"]})
+    lines = summary.table(table_rows).splitlines()
     last = lines[0].index("this run")
     cells = [line[last:] for line in lines[2:]]
     assert len(cells) > 2 and cells[-1] == "kubelet restarted (kubelet.service)"
     assert all(cell.startswith("  ") for cell in cells[1:-1])
-    assert all(len(cell) <= CHANGE_WIDTH or " " not in cell.strip() for cell in cells)
+    assert all(len(cell) <= summary.CHANGE_WIDTH or " " not in cell.strip() for cell in cells)
     assert " ".join(" ".join(cells[:-1]).split()) == long

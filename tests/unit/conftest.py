@@ -108,6 +108,14 @@ def pytest_terminal_summary(terminalreporter):
     )
 
 
+def load_file(path, name):
+    """Import a Python file that is not a package module (a script, a plugin) under ``name``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def shared_path(*parts):
     """A path under ../shared. Missing: the test fails (skipped only when ../shared is opted out)."""
     path = SHARED.joinpath(*parts)

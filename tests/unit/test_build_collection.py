@@ -6,7 +6,6 @@ so the script is loaded inside the tests, never at import.
 
 import ast
 import functools
-import importlib.util
 import os
 import pathlib
 import re
@@ -16,7 +15,7 @@ import textwrap
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, load_file
 
 pytestmark = pytest.mark.controller(reason="the build runs on the controller (ansible-core, Jinja2)")
 
@@ -25,11 +24,7 @@ PREFIX = "gpunode.gpunode."
 
 @functools.lru_cache(maxsize=None)
 def load_build_collection():
-    path = ROOT / "scripts" / "build_collection.py"
-    spec = importlib.util.spec_from_file_location("build_collection", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(ROOT / "scripts" / "build_collection.py", "build_collection")
 
 
 @pytest.fixture(name="bc")

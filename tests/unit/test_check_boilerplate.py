@@ -5,11 +5,10 @@ Controller-side: the checker merges documentation fragments with ansible-core's 
 
 import ast
 import functools
-import importlib.util
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_file
 
 pytestmark = pytest.mark.controller(reason="merges doc fragments with ansible-core's controller")
 
@@ -99,10 +98,7 @@ def main():
 @functools.lru_cache(maxsize=None)
 def load_checker():
     sys.path.insert(0, str(ROOT / "scripts"))  # it imports build_collection from beside it
-    path = ROOT / "scripts" / "check_boilerplate.py"
-    spec = importlib.util.spec_from_file_location("check_boilerplate", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_file(ROOT / "scripts" / "check_boilerplate.py", "check_boilerplate")
     module.init_plugin_loader()  # as its main() does: fragments such as ansible.builtin.files resolve
     return module
 

@@ -6,7 +6,6 @@ failure a block rescued, and every task that reported a change on converged
 nodes. node-state.sh must notice any change under the folders it watches.
 """
 
-import importlib.util
 import os
 import stat
 import subprocess
@@ -14,12 +13,10 @@ import sys
 import textwrap
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_file
 
 MOLECULE = ROOT / "tests" / "molecule"
-_spec = importlib.util.spec_from_file_location("check_run", MOLECULE / "check-run.py")
-check_run = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(check_run)
+check_run = load_file(MOLECULE / "check-run.py", "check_run")
 
 pytestmark = pytest.mark.controller(reason="check-run.py runs on the controller, beside ansible-playbook")
 

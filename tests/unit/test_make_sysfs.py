@@ -1,23 +1,19 @@
 """tests/simnode/make_sysfs.py: the simulated node's sysfs tree, as the kernel shapes it."""
 
-import importlib.util
 import os
 import pathlib
 import re
 
 import pytest
 import yaml
-from conftest import ROOT, shared_path
+from conftest import ROOT, load_file, shared_path
 
 SPECS_DIR = ROOT / "tests" / "simnode" / "specs"
 SPECS = sorted(SPECS_DIR.glob("*.yml"))
 
 
 def _load_make_sysfs():
-    spec = importlib.util.spec_from_file_location("make_sysfs", ROOT / "tests" / "simnode" / "make_sysfs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(ROOT / "tests" / "simnode" / "make_sysfs.py", "make_sysfs")
 
 
 make_sysfs = _load_make_sysfs()

@@ -1,6 +1,5 @@
 """The modules nvidia_driver_state, nvidia_kernel_modules and dpkg_database through main()."""
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -13,12 +12,10 @@ import pytest
 import yaml
 from ansible.module_utils import basic
 from ansible.module_utils import dpkg_database as dpkg_utils
-from conftest import FIXTURES, ROOT, shared_files
+from conftest import FIXTURES, ROOT, load_file, shared_files
 
 PCI_IDS = str(FIXTURES / "pci-ids" / "pci.ids")
-_spec = importlib.util.spec_from_file_location("make_sysfs", ROOT / "tests" / "simnode" / "make_sysfs.py")
-make_sysfs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(make_sysfs)
+make_sysfs = load_file(ROOT / "tests" / "simnode" / "make_sysfs.py", "make_sysfs")
 
 KERNEL = "6.1.0-18-amd64"
 MODINFO_535 = f"""filename:       /lib/modules/{KERNEL}/updates/dkms/nvidia.ko

@@ -1,7 +1,6 @@
 """module_utils/nvidia_gpu.py over simulated trees, hand-built edge cases and real-world outputs."""
 
 import gzip
-import importlib.util
 import json
 import os
 import re
@@ -27,15 +26,13 @@ from ansible.module_utils.nvidia_gpu import (
     read_loaded,
     summary_line,
 )
-from conftest import FIXTURES, ROOT, shared_files, shared_path
+from conftest import FIXTURES, ROOT, load_file, shared_files, shared_path
 
 PCI_IDS = str(FIXTURES / "pci-ids" / "pci.ids")
 SPECS_DIR = ROOT / "tests" / "simnode" / "specs"
 SPECS = sorted(SPECS_DIR.glob("*.yml"))
 
-_spec = importlib.util.spec_from_file_location("make_sysfs", ROOT / "tests" / "simnode" / "make_sysfs.py")
-make_sysfs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(make_sysfs)
+make_sysfs = load_file(ROOT / "tests" / "simnode" / "make_sysfs.py", "make_sysfs")
 
 
 def build(tmp_path, spec):

@@ -1,15 +1,12 @@
 """The committed branch table (module_utils/nvidia_branches.py) and branch choice."""
 
-import importlib.util
 
 import pytest
 from ansible.module_utils import nvidia_branches
 from ansible.module_utils.nvidia_gpu import branches_for, choose_branches
-from conftest import ROOT, shared_path
+from conftest import ROOT, load_file, shared_path
 
-_spec = importlib.util.spec_from_file_location("gen_branch_table", ROOT / "scripts" / "gen-branch-table.py")
-gen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gen)
+gen = load_file(ROOT / "scripts" / "gen-branch-table.py", "gen_branch_table")
 
 
 def test_committed_table_is_what_the_generator_makes_from_the_data(tmp_path):

@@ -1,19 +1,16 @@
 """library/nvidia_gpu_facts.py through main(): facts, check mode, errors, docs."""
 
-import importlib.util
 
 import nvidia_gpu_facts
 import pytest
 import yaml
 from ansible.module_utils import nvidia_gpu as gpu_utils
 from ansible.module_utils.common.warnings import get_warning_messages
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, load_file
 
 PCI_IDS = str(FIXTURES / "pci-ids" / "pci.ids")
 
-_spec = importlib.util.spec_from_file_location("make_sysfs", ROOT / "tests" / "simnode" / "make_sysfs.py")
-make_sysfs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(make_sysfs)
+make_sysfs = load_file(ROOT / "tests" / "simnode" / "make_sysfs.py", "make_sysfs")
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 library/gpunode_summary.py): the table a run ends with. It runs on the controller
 only, so these tests run on the controller's Python."""
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -12,19 +11,15 @@ import sys
 import gpunode_summary
 import pytest
 import yaml
+from conftest import ROOT, load_file
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.controller(reason="an action plugin: it runs in ansible-playbook's own process")
 
 
 @pytest.fixture(scope="module")
 def summary():
     """The action plugin's Python module, imported from its file as Ansible does."""
-    path = ROOT / "action_plugins" / "gpunode_summary.py"
-    spec = importlib.util.spec_from_file_location("gpunode_summary_action", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(ROOT / "action_plugins" / "gpunode_summary.py", "gpunode_summary_action")
 
 
 HGX = {

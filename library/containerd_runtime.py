@@ -90,6 +90,12 @@ options:
     default: /var/backups/gpunode
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+notes:
+  - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
+    the end of the link is edited and the link kept; a backup holds that file's content; --diff
+    headers read C(link -> target). A link to a file that does not exist yet gets that file
+    created (as with template follow=yes); a link into a folder that does not exist, or a link
+    loop, fails naming the link.
 attributes:
   platform:
     platforms: posix
@@ -187,7 +193,7 @@ from ansible.module_utils.containerd_config import (
 )
 from ansible.module_utils.daemon_state import running_state
 from ansible.module_utils.file_backup import DEFAULT_BACKUP_DIR, backup_copy
-from ansible.module_utils.text_file import read_text, write_text
+from ansible.module_utils.text_file import read_text, shown_path, write_text
 from ansible.module_utils.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
 
 ARGUMENT_SPEC = {
@@ -225,6 +231,7 @@ def run(module):
     if TOML_PARSER is None:
         module.fail_json(msg=missing_required_lib(TOML_REQUIREMENT), exception=TOML_IMPORT_ERROR, **result)
     try:
+        shown = {path: shown_path(path, ContainerdConfigError) for path in (config_path, dropin_path)}
         config_text = read_text(config_path, ContainerdConfigError)
         dropin_text = read_text(dropin_path, ContainerdConfigError)
         version, defaults = containerd_facts(module, params["containerd_version"])
@@ -263,7 +270,8 @@ def run(module):
         if before != after:
             writes.append((path, before, after))
             result["diff"].append(
-                {"before_header": path, "after_header": path, "before": before or "", "after": after}
+                {"before_header": shown[path], "after_header": shown[path],
+                 "before": before or "", "after": after}
             )
     result["files"] = [write[0] for write in writes]
     result["changed"] = bool(writes)

@@ -47,6 +47,12 @@ options:
         with the file's modification time. Empty to skip the comparison.
     type: str
     default: docker.service
+notes:
+  - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
+    the end of the link is edited and the link kept; a backup holds that file's content; --diff
+    headers read C(link -> target). A link to a file that does not exist yet gets that file
+    created (as with template follow=yes); a link into a folder that does not exist, or a link
+    loop, fails naming the link.
 extends_documentation_fragment:
   - ansible.builtin.files
   - ansible.builtin.action_common_attributes
@@ -125,7 +131,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.daemon_state import running_state
 from ansible.module_utils.json_config import JSONConfigError, plan
-from ansible.module_utils.text_file import read_text, write_text
+from ansible.module_utils.text_file import read_text, resolved_path, shown_path, write_text
 
 NEW_FILE_MODE = 0o644
 ARGUMENT_SPEC = {
@@ -149,14 +155,15 @@ def run(module):
     result = {"changed": False, "path": path, "backup_file": None}
     result.update(restart_required=False, stale_files=[], restore=[])
     try:
+        shown = shown_path(path, JSONConfigError)
         text = read_text(path, JSONConfigError)
         changed, new_text, config = plan(text, module.params["settings"], path, docker=True)
     except JSONConfigError as exc:
         module.fail_json(msg=f"{exc}; left unchanged", **result)
     result["config"] = config
     result["diff"] = {
-        "before_header": path,
-        "after_header": path,
+        "before_header": shown,
+        "after_header": shown,
         "before": text or "",
         "after": new_text,
     }
@@ -176,6 +183,7 @@ def run(module):
             result["restore"] = [{"path": path, "backup": result["backup_file"]}]
     result["changed"] = changed
     file_args = module.load_file_common_arguments(module.params)
+    file_args["path"] = resolved_path(path)  # owner/mode of a link's target, not of the link
     if not module.check_mode or os.path.exists(path):
         result["changed"] = module.set_fs_attributes_if_different(file_args, result["changed"], diff=None)
     return result

@@ -186,6 +186,14 @@ options:
     default: /proc
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+notes:
+  - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
+    the end of the link is edited and the link kept; a backup holds that file's content; --diff
+    headers read C(link -> target). A link to a file that does not exist yet gets that file
+    created (as with template follow=yes); a link into a folder that does not exist, or a link
+    loop, fails naming the link.
+  - With O(state=absent), a configuration file to remove that is a symbolic link is the
+    operator's, so the module fails naming it and removes neither the link nor its target.
 attributes:
   platform:
     platforms: posix
@@ -346,7 +354,7 @@ from ansible.module_utils.kubeadm_config import (
     write_configmap,
 )
 from ansible.module_utils.service_health import probe_url
-from ansible.module_utils.text_file import write_text
+from ansible.module_utils.text_file import check_removable, resolved_path, shown_path, write_text
 from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
 
 EXTENDER_SPEC = {
@@ -415,7 +423,7 @@ def make_backup(path, directory):
     while os.path.exists(target):
         n += 1
         target = os.path.join(directory, f"{os.path.basename(path)}.{stamp}.{n}~")
-    shutil.copy2(path, target)
+    shutil.copy2(resolved_path(path), target)  # a link: its target's content, never a link
     return target
 
 
@@ -577,6 +585,7 @@ def run(module):
     result = plan(dict(params, kubernetes_version=version), read_file, _listdir)
     result["warnings"] = version_warnings + result["warnings"]
     files = result["files"]
+    shown = _shown_paths(files)
     resolved = resolve_params(params)
 
     # the running scheduler against the files
@@ -609,8 +618,8 @@ def run(module):
     for warning in result["warnings"]:
         module.warn(warning)
     if module._diff:
-        out["diff"] = [{"before_header": path, "after_header": path, "before": old or "", "after": new or ""}
-                       for path, (old, new) in files.items()]
+        out["diff"] = [{"before_header": shown[path], "after_header": shown[path], "before": old or "",
+                        "after": new or ""} for path, (old, new) in files.items()]
         if kubeadm_new is not None:
             where = f"{CONFIGMAP} ({KEY})"
             out["diff"].append({"before_header": where, "after_header": where,
@@ -622,6 +631,13 @@ def run(module):
     if kubeadm_new is not None:
         node.replace_kubeadm_config(kubeadm_cm[0][0], kubeadm_new)
     return out
+
+
+def _shown_paths(files):
+    """path -> its diff header (``link -> target``); refuses a link loop, or an operator's link to remove."""
+    for path in (path for path, (_old, new) in files.items() if new is None):
+        check_removable(path, KubeSchedulerError)
+    return {path: shown_path(path, KubeSchedulerError) for path in files}
 
 
 def _restart(node, flavor, params, result, *, schedulers):
@@ -688,10 +704,10 @@ def _write(module, params, files, out, *, backup_dir, static_dir, flavor):
         if new is None:
             os.unlink(path)
             continue
-        tmp_dir = None
-        if _inside(os.path.dirname(path), static_dir):
+        tmp_dir, target = None, resolved_path(path)  # a link: its target is written, the link kept
+        if _inside(os.path.dirname(target), static_dir):
             # never a temp file inside the static pod directory: make it one level up
-            tmp_dir = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+            tmp_dir = os.path.dirname(os.path.dirname(os.path.abspath(target)))
         write_text(path, new, new_file_mode=0o600, tmp_dir=tmp_dir, replace=module.atomic_move)
 
 

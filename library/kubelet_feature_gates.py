@@ -145,6 +145,13 @@ options:
     default: false
 notes:
   - At most one of O(config_file), O(flags_file), O(rke_cluster_yml), O(rke2_config).
+  - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
+    the end of the link is edited and the link kept; a backup holds that file's content; --diff
+    headers read C(link -> target). A link to a file that does not exist yet gets that file
+    created (as with template follow=yes); a link into a folder that does not exist, or a link
+    loop, fails naming the link.
+  - A drop-in this module would delete (no gate left) that is a symbolic link is the operator's, so
+    the module fails naming it and removes neither the link nor its target.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -299,7 +306,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.kubelet_plan import MissingRequirement, PlanError, plan
-from ansible.module_utils.text_file import read_text, write_text
+from ansible.module_utils.text_file import check_removable, read_text, shown_path, write_text
 from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
@@ -397,9 +404,16 @@ def run(module):
     changes = outcome.changes
     for warning in outcome.warnings:
         module.warn(warning)
+    try:  # a link is followed (its target edited); one the module would delete is refused
+        shown = {name: shown_path(name, PlanError) for name in changes}
+        for name in (name for name, (_old, new) in changes.items() if new is None):
+            check_removable(name, PlanError)
+    except PlanError as exc:
+        module.fail_json(msg=str(exc))
     if module._diff and changes:
         diffs = [
-            {"before": old or "", "after": new or "", "before_header": name, "after_header": name}
+            {"before": old or "", "after": new or "", "before_header": shown[name],
+             "after_header": shown[name]}
             for name, (old, new) in sorted(changes.items())
         ]
         result["diff"] = diffs[0] if len(diffs) == 1 else diffs

@@ -37,6 +37,14 @@ options:
     default: false
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+notes:
+  - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
+    the end of the link is edited and the link kept; a backup holds that file's content; --diff
+    headers read C(link -> target). A link to a file that does not exist yet gets that file
+    created (as with template follow=yes); a link into a folder that does not exist, or a link
+    loop, fails naming the link.
+  - A file in O(remove) that is a symbolic link is the operator's, so the module fails naming it
+    and removes neither the link nor its target.
 attributes:
   platform:
     platforms: posix
@@ -85,7 +93,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.manifest_files import ManifestFilesError, diffs, plan
-from ansible.module_utils.text_file import write_text
+from ansible.module_utils.text_file import resolved_path, write_text
 
 
 def build_module():
@@ -129,7 +137,7 @@ def run(module):
             os.unlink(change["path"])
         else:
             write_text(change["path"], change["after"], replace=module.atomic_move)
-            module.set_mode_if_different(change["path"], params["mode"], False)
+            module.set_mode_if_different(resolved_path(change["path"]), params["mode"], False)
     return result
 
 

@@ -87,6 +87,9 @@ options:
     default: 30
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+notes:
+  - Restoring a backup over a path that is a symbolic link writes the link's target and keeps
+    the link; a file that did not exist before is removed at the link's target, the link kept.
 attributes:
   platform:
     platforms: posix
@@ -162,6 +165,7 @@ from ansible.module_utils.service_health import (
     probe_url,
     wait_until,
 )
+from ansible.module_utils.text_file import fsync_directory, resolved_path, shown_path
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 
@@ -267,16 +271,20 @@ class Service:
     def restore(self):
         restored = []
         for item in self.params["restore"]:
+            # a link is followed, as the module that wrote it did: its target is put back, the link kept
             path, backup = item["path"], item["backup"]
+            target, shown = resolved_path(path), shown_path(path)
             if backup:
                 fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(backup)), prefix=".gpunode-")
                 os.close(fd)
                 shutil.copy2(backup, tmp)
-                self.module.atomic_move(tmp, path)
-                restored.append(path)
-            elif os.path.lexists(path):
-                os.unlink(path)
-                restored.append(f"{path} (removed: it did not exist before)")
+                self.module.atomic_move(tmp, target)
+                fsync_directory(target)
+                restored.append(shown)
+            elif os.path.exists(target):
+                os.unlink(target)
+                fsync_directory(target)
+                restored.append(f"{shown} (removed: it did not exist before)")
         return restored
 
 

@@ -10,7 +10,9 @@ configuration directory a daemon imports by glob: containerd's
 ``conf.d``. ``backup_copy`` keeps the copy under a backup directory
 (``/var/backups/gpunode`` by default), at the file's own path below it, with
 the same suffix ``backup_local`` uses (``.PID.YYYY-mm-dd@HH:MM:SS~``), mode and
-times kept.
+times kept. A symbolic link's backup is a regular file holding its target's
+content (the file gpunode edits, see ``text_file.resolved_path``), filed
+under the link's path.
 
 Standard library only; Python 3.8+ (this runs on target hosts).
 """
@@ -19,20 +21,23 @@ import os
 import shutil
 import time
 
+from ansible.module_utils.text_file import resolved_path
+
 DEFAULT_BACKUP_DIR = "/var/backups/gpunode"
 
 
 def backup_copy(path, backup_dir=DEFAULT_BACKUP_DIR):
-    """Copy ``path`` under ``backup_dir``; returns the copy's path, None when ``path`` is absent.
+    """Copy ``path`` (a link: its target) under ``backup_dir``; the copy's path, or None when absent.
 
     Raises OSError when the copy cannot be made.
     """
-    if not os.path.lexists(path):
+    source = resolved_path(path)
+    if not os.path.exists(source):
         return None
     relative = os.path.abspath(path).lstrip(os.sep)
     target = os.path.join(backup_dir, relative)
     os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
     stamp = time.strftime("%Y-%m-%d@%H:%M:%S~", time.localtime())
     copy = f"{target}.{os.getpid()}.{stamp}"
-    shutil.copy2(path, copy)
+    shutil.copy2(source, copy)
     return copy

@@ -12,6 +12,7 @@ and says what would change, the module carries it out.
 import os
 import re
 
+from ansible.module_utils.text_file import check_removable, shown_path
 from ansible.module_utils.text_file import read_text as read_file_text
 
 # One object per file, names like 10-serviceaccount-gpushare-device-plugin.yaml:
@@ -43,8 +44,10 @@ def read_text(path):
 def plan(directory, files, remove=()):
     """What writing ``files`` (name -> text) and removing ``remove`` changes.
 
-    Returns a list of ``{"name", "path", "action", "before", "after"}`` with
-    action ``create``, ``update`` or ``remove``, sorted by name; files already
+    Returns a list of ``{"name", "path", "shown", "action", "before", "after"}``
+    (``shown``: the path, or ``link -> target`` for a symbolic link, which is
+    followed) with action ``create``, ``update`` or ``remove``, sorted by name
+    (a link in ``remove`` is refused: it is the operator's); files already
     holding the text, and removals of files that are not there, are left out.
     """
     if not isinstance(files, dict):
@@ -63,8 +66,9 @@ def plan(directory, files, remove=()):
         if not content.endswith("\n"):
             content += "\n"
         path = os.path.join(directory, name)
-        if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
-            raise ManifestFilesError(f"{path}: not a regular file; left unchanged")
+        shown = shown_path(path, ManifestFilesError)  # a link is followed: its target is written
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise ManifestFilesError(f"{shown}: not a regular file; left unchanged")
         before = read_text(path)
         if before == content:
             continue
@@ -72,6 +76,7 @@ def plan(directory, files, remove=()):
             {
                 "name": name,
                 "path": path,
+                "shown": shown,
                 "action": "create" if before is None else "update",
                 "before": before,
                 "after": content,
@@ -80,12 +85,14 @@ def plan(directory, files, remove=()):
     for name in sorted(set(remove or ())):
         check_name(name)
         path = os.path.join(directory, name)
-        if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
+        check_removable(path, ManifestFilesError)  # an operator's link: neither it nor its target
+        if os.path.exists(path) and not os.path.isfile(path):
             raise ManifestFilesError(f"{path}: not a regular file; left unchanged")
         before = read_text(path)
         if before is None:
             continue
-        changes.append({"name": name, "path": path, "action": "remove", "before": before, "after": None})
+        changes.append({"name": name, "path": path, "shown": path, "action": "remove", "before": before,
+                        "after": None})
     return changes
 
 
@@ -93,8 +100,8 @@ def diffs(changes):
     """Ansible's list-of-diffs form for ``--diff``."""
     return [
         {
-            "before_header": change["path"] if change["before"] is not None else "/dev/null",
-            "after_header": change["path"] if change["after"] is not None else "/dev/null",
+            "before_header": change["shown"] if change["before"] is not None else "/dev/null",
+            "after_header": change["shown"] if change["after"] is not None else "/dev/null",
             "before": change["before"] or "",
             "after": change["after"] or "",
         }

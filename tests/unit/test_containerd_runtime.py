@@ -8,6 +8,7 @@ import pytest
 import yaml
 from ansible.module_utils import daemon_state, toml_reader
 from conftest import FIXTURES
+from symlinks import ELSEWHERE, LAYOUTS, Link, is_plain_file, snapshot
 
 OWN = FIXTURES / "docker"
 DEFAULTS = (OWN / "containerd-config-default-1.6.20-debian.toml").read_text()
@@ -218,6 +219,58 @@ def test_without_a_toml_parser_it_fails_naming_the_packages(run_module, tmp_path
     assert not ok
     assert "python3-tomli" in result["msg"] and "python3-toml" in result["msg"]
     assert config.stat().st_mtime == OLD
+
+
+def _linked_run(run_module, tmp_path, link, args):
+    """Check mode (nothing written, diff names the link), the run, the second run; the run's result."""
+    before = snapshot(tmp_path)
+    ok, result = run_module(containerd_runtime, args, check_mode=True, diff=True)
+    assert ok and result["changed"] and snapshot(tmp_path) == before
+    assert f"{link.path} -> {link.target.resolve()}" in [d["before_header"] for d in result["diff"]]
+    ok, result = run_module(containerd_runtime, args)
+    assert ok and result["changed"], result
+    assert link.kept()
+    ok, again = run_module(containerd_runtime, args)
+    assert ok and not again["changed"] and link.kept()
+    return result
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_linked_config_toml_is_edited_through_the_link(run_module, tmp_path, containerd_16, layout):
+    original = DEBIAN.read_text()
+    link = Link.make(tmp_path / "etc" / "containerd" / "config.toml", layout, original, root=tmp_path)
+    dropin = tmp_path / "etc" / "containerd" / "conf.d" / "99-nvidia.toml"
+    args = _args(link.path, dropin, backup=True, backup_dir=str(tmp_path / "backups"))
+
+    result = _linked_run(run_module, tmp_path, link, args)
+
+    assert load(link.text())["imports"] == [str(dropin)]
+    assert link.text().replace(f'imports = ["{dropin}"]\n', "") == original
+    backup = result["backup_files"][str(link.path)]
+    assert backup.startswith(str(tmp_path / "backups") + str(link.path) + ".")
+    assert is_plain_file(backup) and open(backup).read() == original
+    assert {"path": str(link.path), "backup": backup} in result["restore"]
+
+
+@pytest.mark.parametrize("layout", ELSEWHERE)
+def test_a_linked_dropin_is_edited_through_the_link(run_module, tmp_path, containerd_16, layout):
+    config = tmp_path / "etc" / "containerd" / "config.toml"
+    dropin = config.parent / "conf.d" / "99-nvidia.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(DEBIAN.read_text())
+    assert run_module(containerd_runtime, _args(config, dropin))[0]
+    old = dropin.read_text()
+    link = Link.make(dropin, layout, old, root=tmp_path)
+    args = _args(config, dropin, set_default=True, backup=True, backup_dir=str(tmp_path / "backups"))
+
+    result = _linked_run(run_module, tmp_path, link, args)
+
+    assert result["files"] == [str(dropin)]
+    assert load(link.text())["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["default_runtime_name"] \
+        == "nvidia"
+    backup = result["backup_files"][str(dropin)]
+    assert is_plain_file(backup) and open(backup).read() == old
+    assert os.listdir(dropin.parent) == ["99-nvidia.toml"]  # still the link alone
 
 
 def test_documentation_matches_argument_spec():

@@ -9,6 +9,7 @@ import docker_daemon_config
 import pytest
 import yaml
 from conftest import FIXTURES, shared_files
+from symlinks import LAYOUTS, Link, is_plain_file, snapshot
 
 NVIDIA = {
     "default-runtime": "nvidia",
@@ -175,6 +176,57 @@ def test_non_utf8_file_fails_untouched(run_module, tmp_path):
     assert not ok
     assert "not UTF-8" in result["msg"]
     assert target.read_bytes() == b'{"a": "\xff"}'
+
+
+LOG = '{\n  "log-driver": "json-file"\n}\n'
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_linked_daemon_json_is_edited_through_the_link(run_module, tmp_path, layout):
+    link = Link.make(tmp_path / "etc" / "docker" / "daemon.json", layout, LOG, root=tmp_path)
+    args = {"path": str(link.path), "settings": NVIDIA, "backup": True}
+    before = snapshot(tmp_path)
+
+    ok, result = run_module(docker_daemon_config, args, check_mode=True, diff=True)
+    assert ok and result["changed"] and snapshot(tmp_path) == before
+    assert result["diff"]["before_header"] == f"{link.path} -> {link.target.resolve()}"
+    assert result["diff"]["before"] == LOG
+
+    ok, result = run_module(docker_daemon_config, args)
+    assert ok and result["changed"], result
+    assert link.kept()
+    assert json.loads(link.text()) == {"log-driver": "json-file", **NVIDIA}
+    assert stat.S_IMODE(link.target.stat().st_mode) == 0o640
+    assert is_plain_file(result["backup_file"]) and open(result["backup_file"]).read() == LOG
+    assert result["restore"] == [{"path": str(link.path), "backup": result["backup_file"]}]
+
+    ok, result = run_module(docker_daemon_config, args)
+    assert ok and not result["changed"] and result["backup_file"] is None
+
+
+def test_a_dangling_link_gets_its_target_created(run_module, tmp_path):
+    link = Link.make(tmp_path / "etc" / "docker" / "daemon.json", "relative", None, root=tmp_path)
+    ok, result = run_module(docker_daemon_config, {"path": str(link.path), "settings": NVIDIA})
+    assert ok and result["changed"] and link.kept()
+    assert json.loads(link.text()) == NVIDIA
+    assert stat.S_IMODE(link.target.stat().st_mode) == 0o644
+
+
+def test_a_link_into_a_missing_folder_fails_naming_both(run_module, tmp_path):
+    path = tmp_path / "daemon.json"
+    os.symlink(tmp_path / "unmounted" / "daemon.json", path)
+    ok, result = run_module(docker_daemon_config, {"path": str(path), "settings": NVIDIA})
+    assert not ok and result["msg"] == (
+        f"{path}: a symbolic link to {tmp_path}/unmounted/daemon.json, whose folder "
+        f"{tmp_path}/unmounted does not exist; left unchanged")
+    assert os.readlink(path) == str(tmp_path / "unmounted" / "daemon.json")
+
+
+def test_mode_of_a_linked_file_is_set_on_the_target(run_module, tmp_path):
+    link = Link.make(tmp_path / "etc" / "docker" / "daemon.json", "absolute", LOG, root=tmp_path)
+    ok, result = run_module(docker_daemon_config, {"path": str(link.path), "settings": {}, "mode": "0600"})
+    assert ok and result["changed"] and link.kept()
+    assert stat.S_IMODE(link.target.stat().st_mode) == 0o600
 
 
 def test_documentation_matches_argument_spec():

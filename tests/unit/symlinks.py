@@ -20,7 +20,7 @@ import pathlib
 import stat
 
 ELSEWHERE = ["absolute", "relative", "chain"]
-LAYOUTS = ELSEWHERE + ["sibling"]
+LAYOUTS = [*ELSEWHERE, "sibling"]
 
 
 class Link:
@@ -65,9 +65,11 @@ class Link:
         return self.target.read_text()
 
 
-def is_plain_file(path):
-    """A regular file, not a link (what a backup must be)."""
-    return stat.S_ISREG(os.lstat(path).st_mode)
+def backup_text(path):
+    """A backup's text; fails when it is not a regular file (a link, say)."""
+    assert stat.S_ISREG(os.lstat(path).st_mode), f"{path}: not a regular file"
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
 
 
 def snapshot(root):

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from ansible.module_utils import daemon_state, toml_reader
 from conftest import FIXTURES
-from symlinks import ELSEWHERE, LAYOUTS, Link, is_plain_file, snapshot
+from symlinks import ELSEWHERE, LAYOUTS, Link, backup_text, snapshot
 
 OWN = FIXTURES / "docker"
 DEFAULTS = (OWN / "containerd-config-default-1.6.20-debian.toml").read_text()
@@ -248,7 +248,7 @@ def test_a_linked_config_toml_is_edited_through_the_link(run_module, tmp_path, c
     assert link.text().replace(f'imports = ["{dropin}"]\n', "") == original
     backup = result["backup_files"][str(link.path)]
     assert backup.startswith(str(tmp_path / "backups") + str(link.path) + ".")
-    assert is_plain_file(backup) and open(backup).read() == original
+    assert backup_text(backup) == original
     assert {"path": str(link.path), "backup": backup} in result["restore"]
 
 
@@ -269,7 +269,7 @@ def test_a_linked_dropin_is_edited_through_the_link(run_module, tmp_path, contai
     assert load(link.text())["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["default_runtime_name"] \
         == "nvidia"
     backup = result["backup_files"][str(dropin)]
-    assert is_plain_file(backup) and open(backup).read() == old
+    assert backup_text(backup) == old
     assert os.listdir(dropin.parent) == ["99-nvidia.toml"]  # still the link alone
 
 

@@ -9,7 +9,7 @@ import docker_daemon_config
 import pytest
 import yaml
 from conftest import FIXTURES, shared_files
-from symlinks import LAYOUTS, Link, is_plain_file, snapshot
+from symlinks import LAYOUTS, Link, backup_text, snapshot
 
 NVIDIA = {
     "default-runtime": "nvidia",
@@ -197,7 +197,7 @@ def test_a_linked_daemon_json_is_edited_through_the_link(run_module, tmp_path, l
     assert link.kept()
     assert json.loads(link.text()) == {"log-driver": "json-file", **NVIDIA}
     assert stat.S_IMODE(link.target.stat().st_mode) == 0o640
-    assert is_plain_file(result["backup_file"]) and open(result["backup_file"]).read() == LOG
+    assert backup_text(result["backup_file"]) == LOG
     assert result["restore"] == [{"path": str(link.path), "backup": result["backup_file"]}]
 
     ok, result = run_module(docker_daemon_config, args)

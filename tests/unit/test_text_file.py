@@ -14,7 +14,7 @@ from ansible.module_utils.text_file import (
     shown_path,
     write_text,
 )
-from symlinks import LAYOUTS, Link, is_plain_file, snapshot
+from symlinks import LAYOUTS, Link, backup_text, snapshot
 
 
 class ConfigError(Exception):
@@ -164,7 +164,7 @@ def test_backup_copy_of_a_link_is_a_plain_copy_of_the_target(tmp_path, layout):
     backups = tmp_path / "backups"
     copy = backup_copy(str(link.path), str(backups))
     assert copy.startswith(str(backups) + str(link.path) + ".")
-    assert is_plain_file(copy) and open(copy).read() == "version = 2\n"
+    assert backup_text(copy) == "version = 2\n"
     assert link.kept()
 
 
@@ -187,7 +187,7 @@ def _record_fsyncs(monkeypatch, events):
     monkeypatch.setattr(os, "fsync", fsync)
 
 
-@pytest.mark.parametrize("layout", [None] + LAYOUTS)
+@pytest.mark.parametrize("layout", [None, *LAYOUTS])
 def test_the_folder_is_fsynced_after_the_rename(tmp_path, monkeypatch, layout):
     path = tmp_path / "etc" / "daemon.json"
     if layout:

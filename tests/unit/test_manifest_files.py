@@ -8,6 +8,7 @@ import manifest_files as module
 import pytest
 import yaml
 from ansible.module_utils.manifest_files import ManifestFilesError, check_name, plan
+from symlinks import LAYOUTS, Link, backup_text, snapshot
 
 SA = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n"
 
@@ -42,9 +43,24 @@ def test_directory_that_is_a_file_is_refused(tmp_path):
         plan(str(target), {"a.yaml": SA})
 
 
-def test_symlink_in_place_of_a_manifest_is_refused(tmp_path):
+def test_symlink_in_place_of_a_manifest_is_followed(tmp_path):
     (tmp_path / "elsewhere").write_text("precious\n")
     (tmp_path / "a.yaml").symlink_to(tmp_path / "elsewhere")
+    [change] = plan(str(tmp_path), {"a.yaml": SA})
+    assert change["action"] == "update" and change["before"] == "precious\n"
+    assert change["shown"] == f"{tmp_path / 'a.yaml'} -> {(tmp_path / 'elsewhere').resolve()}"
+
+
+def test_symlink_to_remove_is_refused(tmp_path):
+    (tmp_path / "elsewhere").write_text("precious\n")
+    (tmp_path / "a.yaml").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ManifestFilesError, match=r"a symbolic link to .*neither the link nor its target"):
+        plan(str(tmp_path), {}, ["a.yaml"])
+
+
+def test_symlink_to_a_directory_is_refused(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.yaml").symlink_to(tmp_path / "sub")
     with pytest.raises(ManifestFilesError, match="not a regular file"):
         plan(str(tmp_path), {"a.yaml": SA})
 
@@ -99,6 +115,38 @@ def test_module_fails_naming_the_file_and_leaves_it_untouched(run_module, tmp_pa
     ok, result = run_module(module, {"path": str(tmp_path), "files": {"10-a.yaml": SA}})
     assert not ok and str(bad) in result["msg"] and "not UTF-8" in result["msg"]
     assert bad.read_bytes() == b"\xff\xfe binary\n"
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_module_writes_a_linked_manifest_through_the_link(run_module, tmp_path, layout):
+    out = tmp_path / "gitops" / "gpu"
+    link = Link.make(out / "10-a.yaml", layout, "old\n", root=tmp_path)
+    args = {"path": str(out), "files": {"10-a.yaml": SA}, "backup": True, "mode": "0600"}
+    before = snapshot(tmp_path)
+    ok, result = run_module(module, args, check_mode=True, diff=True)
+    assert ok and result["changed"] and snapshot(tmp_path) == before
+    assert result["diff"][0]["before_header"] == f"{link.path} -> {link.target.resolve()}"
+
+    ok, result = run_module(module, args)
+
+    assert ok and result["updated"] == ["10-a.yaml"], result
+    assert link.kept() and link.text() == SA
+    assert stat.S_IMODE(link.target.stat().st_mode) == 0o600
+    assert len(result["backup_files"]) == 1 and backup_text(result["backup_files"][0]) == "old\n"
+    ok, result = run_module(module, args)
+    assert ok and not result["changed"] and link.kept()
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_module_refuses_to_remove_a_link_and_leaves_both(run_module, tmp_path, check_mode):
+    link = Link.make(tmp_path / "out" / "50-daemonset-gpushare-device-plugin.yaml", "absolute", SA,
+                     root=tmp_path)
+    before = snapshot(tmp_path)
+    ok, result = run_module(module, {"path": str(tmp_path / "out"), "files": {},
+                                     "remove": ["50-daemonset-gpushare-device-plugin.yaml"]},
+                            check_mode=check_mode)
+    assert not ok and result["msg"].startswith(f"{link.path}: a symbolic link to {link.target.resolve()}")
+    assert snapshot(tmp_path) == before
 
 
 def test_documentation_matches_the_argument_spec(monkeypatch):

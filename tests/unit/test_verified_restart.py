@@ -1,8 +1,10 @@
 """verified_restart and module_utils/service_health: restart, check, roll back."""
 
 import http.server
+import os
 import threading
 
+import docker_daemon_config
 import pytest
 import verified_restart
 from ansible.module_utils import basic
@@ -14,6 +16,7 @@ from ansible.module_utils.service_health import (
     probe_url,
     wait_until,
 )
+from symlinks import LAYOUTS, Link
 
 # ---------------------------------------------------------------- pure helpers
 
@@ -182,6 +185,31 @@ def test_an_unhealthy_restart_is_rolled_back(run_module, node, tmp_path):
         "docker info does not report 'nvidia'."
     )
     assert "STILL NOT HEALTHY" in result["msg"] and "level=error msg=bad config" in result["msg"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_rollback_writes_a_links_target_and_keeps_the_link(run_module, node, tmp_path, layout):
+    old = '{"log-driver": "json-file"}\n'
+    link = Link.make(tmp_path / "etc" / "docker" / "daemon.json", layout, old, root=tmp_path)
+    ok, written = run_module(docker_daemon_config, {"path": str(link.path), "settings": {"debug": True},
+                                                    "backup": True})
+    assert ok and written["changed"] and link.kept() and link.text() != old
+    created = Link.make(tmp_path / "etc" / "containerd" / "conf.d" / "99-nvidia.toml", "absolute", None,
+                        root=tmp_path)
+    created.target.write_text("version = 2\n")  # what a module created through a dangling link
+    node([(0, "runc", "")])
+    ok, result = run_module(verified_restart, {
+        "name": "docker.service", "checks": CHECK, "timeout": 0, "interval": 0,
+        "restore": [*written["restore"], {"path": str(created.path)}],
+    })
+    assert not ok
+    assert link.kept() and link.text() == old
+    assert os.path.islink(created.path) and os.readlink(created.path) == created.value
+    assert not created.target.exists()  # the target it created is gone, the operator's link stays
+    assert result["restored"] == [
+        f"{link.path} -> {link.target.resolve()}",
+        f"{created.path} -> {created.target.resolve()} (removed: it did not exist before)",
+    ]
 
 
 def test_without_a_unit_it_only_waits_for_the_url(run_module, node, http_server):

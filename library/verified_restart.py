@@ -136,7 +136,7 @@ attempts:
   returned: always
   type: int
 restored:
-  description: Files put back (or removed) after a failed restart.
+  description: Files put back (or removed) after a failed restart; a symbolic link reads C(link -> target).
   returned: always
   type: list
   elements: str

@@ -354,7 +354,13 @@ from ansible.module_utils.kubeadm_config import (
     write_configmap,
 )
 from ansible.module_utils.service_health import probe_url
-from ansible.module_utils.text_file import check_removable, resolved_path, shown_path, write_text
+from ansible.module_utils.text_file import (
+    check_removable,
+    fsync_directory,
+    resolved_path,
+    shown_path,
+    write_text,
+)
 from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
 
 EXTENDER_SPEC = {
@@ -703,6 +709,7 @@ def _write(module, params, files, out, *, backup_dir, static_dir, flavor):
         new = files[path][1]
         if new is None:
             os.unlink(path)
+            fsync_directory(path)
             continue
         tmp_dir, target = None, resolved_path(path)  # a link: its target is written, the link kept
         if _inside(os.path.dirname(target), static_dir):

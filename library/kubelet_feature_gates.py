@@ -306,7 +306,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.kubelet_plan import MissingRequirement, PlanError, plan
-from ansible.module_utils.text_file import check_removable, read_text, shown_path, write_text
+from ansible.module_utils.text_file import check_removable, fsync_directory, read_text, shown_path, write_text
 from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
@@ -438,6 +438,7 @@ def write(module, changes, result):
         try:
             if new is None:
                 os.unlink(name)
+                fsync_directory(name)
             else:
                 write_text(name, new, replace=module.atomic_move)
         except OSError as exc:

@@ -93,7 +93,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.manifest_files import ManifestFilesError, diffs, plan
-from ansible.module_utils.text_file import resolved_path, write_text
+from ansible.module_utils.text_file import fsync_directory, resolved_path, write_text
 
 
 def build_module():
@@ -135,6 +135,7 @@ def run(module):
             result["backup_files"].append(module.backup_local(change["path"]))
         if change["action"] == "remove":
             os.unlink(change["path"])
+            fsync_directory(change["path"])
         else:
             write_text(change["path"], change["after"], replace=module.atomic_move)
             module.set_mode_if_different(resolved_path(change["path"]), params["mode"], False)

@@ -149,6 +149,21 @@ def test_module_refuses_to_remove_a_link_and_leaves_both(run_module, tmp_path, c
     assert snapshot(tmp_path) == before
 
 
+def test_module_fsyncs_the_folder_after_a_removal(run_module, tmp_path, monkeypatch):
+    (tmp_path / "50-old.yaml").write_text(SA)
+    synced = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), (tmp_path / "50-old.yaml").exists()))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    ok, result = run_module(module, {"path": str(tmp_path), "files": {}, "remove": ["50-old.yaml"]})
+    assert ok and result["removed"] == ["50-old.yaml"]
+    assert synced == [(str(tmp_path), False)]
+
+
 def test_documentation_matches_the_argument_spec(monkeypatch):
     captured = {}
     monkeypatch.setattr(module, "AnsibleModule", lambda **kwargs: captured.update(kwargs))

@@ -239,6 +239,7 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.sys_info import get_distribution, get_distribution_version
 from ansible.module_utils.dpkg_database import DpkgError, interrupted, parse_dpkg_query, parse_madison
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.nvidia_driver import (
     FABRICMANAGER,
     PERSISTENCED,
@@ -265,7 +266,6 @@ from ansible.module_utils.nvidia_driver import (
 from ansible.module_utils.nvidia_gpu import GpuDetectError, detect, read_loaded
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))
 
 

@@ -154,6 +154,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.service_health import (
     HealthCheckError,
     command_problem,
@@ -162,8 +163,6 @@ from ansible.module_utils.service_health import (
     probe_url,
     wait_until,
 )
-
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 
 
 def build_module():

@@ -187,7 +187,8 @@ plan:
         and C(path).
       type: dict
     summary:
-      description: One line for the run's output - the engines and their default runtimes as the plan leaves them.
+      description: One line for the run's output - the engines and their default runtimes as the plan
+        leaves them.
       type: str
     readers_ready:
       description: Whether the node has the Python libraries the writing modules need (a TOML parser, PyYAML

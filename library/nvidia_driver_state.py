@@ -271,7 +271,8 @@ request:
       elements: str
       returned: always
     packages:
-      description: The driver's packages - C(install) (names), C(pin) (a pinning package or null), C(hold) (names).
+      description: The driver's packages - C(install) (names), C(pin) (a pinning package or null),
+        C(hold) (names).
       type: dict
       returned: with the packages method
     fabricmanager_package:
@@ -353,7 +354,8 @@ plan:
       elements: str
       returned: always
     fabricmanager:
-      description: The fabric manager's steps - C(package), C(version), C(install), C(enable), C(start) - or null.
+      description: The fabric manager's steps - C(package), C(version), C(install), C(enable), C(start) -
+        or null.
       type: dict
       returned: always
     converged:
@@ -370,7 +372,8 @@ plan:
       elements: str
       returned: always
 before:
-  description: C(nvidia_driver) facts of the host as read, before the run (keys as in RV(ansible_facts.nvidia_driver)).
+  description: C(nvidia_driver) facts of the host as read, before the run (keys as in
+    RV(ansible_facts.nvidia_driver)).
   returned: when the host has an NVIDIA GPU
   type: dict
 changes:

@@ -177,9 +177,22 @@ def table(table_rows, columns=COLUMNS):
 # library/gpunode_summary.py documents these options
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
-    "host_facts": {"type": "dict", "default": {}},
-    "changes": {"type": "dict", "default": {}},
+    "host_facts": {"type": "dict"},
+    "changes": {"type": "dict"},
 }
+# the facts the roles publish that the table reads
+FACTS = ("nvidia_gpu", "nvidia_driver", "nvidia_container_runtime", "kubelet_gpu", "gpushare_scheduler")
+
+
+def from_hostvars(hostvars, hosts):
+    """(host_facts, changes) of ``hosts``, read from the play's ``hostvars``."""
+    host_facts, changes = {}, {}
+    for host in hosts:
+        variables = hostvars.get(host) or {}
+        facts = variables.get("ansible_facts") or {}
+        host_facts[host] = {name: facts[name] for name in FACTS if name in facts}
+        changes[host] = list(variables.get("gpunode_changes") or [])
+    return host_facts, changes
 
 
 class ActionModule(ActionBase):
@@ -193,7 +206,12 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp  # no remote files
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        table_rows = rows(args["hosts"], args["host_facts"], args["changes"])
+        host_facts, changes = args["host_facts"], args["changes"]
+        if host_facts is None or changes is None:
+            read_facts, read_changes = from_hostvars((task_vars or {}).get("hostvars") or {}, args["hosts"])
+            host_facts = read_facts if host_facts is None else host_facts
+            changes = read_changes if changes is None else changes
+        table_rows = rows(args["hosts"], host_facts, changes)
         result.update(
             changed=False,
             table=table(table_rows),

@@ -90,8 +90,7 @@ from ansible.module_utils.dpkg_database import (
     interrupted,
     parse_dpkg_query,
 )
-
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
 
 
 def build_module():

@@ -25,12 +25,13 @@ options:
     description:
       - Per host, its C(ansible_facts) (or the part with C(nvidia_gpu), C(nvidia_driver),
         C(nvidia_container_runtime), C(kubelet_gpu), C(gpushare_scheduler)).
+      - Omitted - read from the play's C(hostvars), so a playbook passes only O(hosts).
     type: dict
-    default: {}
   changes:
-    description: Per host, what this run changed there (its C(gpunode_changes) list).
+    description:
+      - Per host, what this run changed there (its C(gpunode_changes) list).
+      - Omitted - read from the play's C(hostvars).
     type: dict
-    default: {}
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
@@ -55,8 +56,6 @@ EXAMPLES = r"""
 - name: What each host has now, and what this run changed
   gpunode_summary:
     hosts: "{{ groups['gpu_nodes'] }}"
-    host_facts: >-
-      {{ dict(groups['gpu_nodes'] | zip(groups['gpu_nodes'] | map('extract', hostvars, 'ansible_facts'))) }}
   register: summary
 
 - name: Show it

@@ -320,6 +320,7 @@ import shutil
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.kube_scheduler import (
     DEFAULT_MANIFEST,
     DEFAULT_RKE2_CONFIG,
@@ -397,7 +398,6 @@ ARGUMENT_SPEC = {
     "health_validate_certs": {"type": "bool", "default": False},
     "proc_root": {"type": "path", "default": "/proc"},
 }
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 JOURNAL = "gpunode-scheduler-unverified.json"
 PACKAGES = {"PyYAML": "python3-yaml"}
 

@@ -305,11 +305,11 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.kubelet_plan import MissingRequirement, PlanError, plan
 from ansible.module_utils.text_file import check_removable, fsync_directory, read_text, shown_path, write_text
 from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
 
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 TARGET_PATHS = ("config_file", "flags_file", "rke_cluster_yml", "rke2_config")
 
 

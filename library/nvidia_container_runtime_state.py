@@ -186,6 +186,14 @@ plan:
       description: C(action) (null, C(generate) with nvidia-ctk, C(refresh) with nvidia-cdi-refresh)
         and C(path).
       type: dict
+    summary:
+      description: One line for the run's output - the engines and their default runtimes as the plan
+        leaves them.
+      type: str
+    readers_ready:
+      description: Whether the node has the Python libraries the writing modules need (a TOML parser, PyYAML
+        for RKE2/k3s); false until the role installed them.
+      type: bool
 ansible_facts:
   description: The facts the cluster add-ons read.
   returned: success

@@ -199,23 +199,181 @@ EXAMPLES = r"""
 
 RETURN = r"""
 ansible_facts:
-  description: C(nvidia_driver) (method, branch, wanted, installed_version, loaded_version, module_type, held,
-    reboot_required) and, when this module detected the GPUs, C(nvidia_gpu).
+  description: C(nvidia_driver) and, when this module detected the GPUs, C(nvidia_gpu).
   returned: always
   type: dict
+  contains:
+    nvidia_driver:
+      description: The driver as the host has it after the run (in check mode, as predicted) - method, branch,
+        wanted, installed_version, loaded_version, module_type, held, reboot_required.
+      returned: when the host has an NVIDIA GPU
+      type: dict
+    nvidia_gpu:
+      description: The detection facts, as M(nvidia_gpu_facts) returns them.
+      returned: when the module detected the GPUs
+      type: dict
 request:
-  description: What is wanted - method, branch, version, wanted, module_type, packages (install, pin, hold),
-    fabricmanager_package, headers_package, repository (line, key_url), runfile (url, checksum, name, flags).
+  description: What is wanted, from the options and the GPUs.
   returned: when the host has an NVIDIA GPU
   type: dict
+  contains:
+    method:
+      description: C(packages) or C(runfile).
+      type: str
+      returned: always
+    branch:
+      description: The driver branch, e.g. C(570).
+      type: str
+      returned: always
+    version:
+      description: The full version asked for, or empty for the branch's newest.
+      type: str
+      returned: always
+    wanted:
+      description: The version the loaded driver must match (the full version, or the branch).
+      type: str
+      returned: always
+    module_type:
+      description: C(open) or C(proprietary).
+      type: str
+      returned: always
+    hold:
+      description: Whether the driver packages are to be held.
+      type: bool
+      returned: always
+    persistence:
+      description: Whether C(nvidia-persistenced) is to run.
+      type: bool
+      returned: always
+    fabricmanager:
+      description: Whether the host needs the fabric manager (NVSwitch systems, or asked for).
+      type: bool
+      returned: always
+    blacklist_nouveau:
+      description: Whether nouveau is to be blacklisted.
+      type: bool
+      returned: always
+    install_prerequisites:
+      description: Whether missing kernel headers, DKMS and a compiler are installed.
+      type: bool
+      returned: always
+    signing:
+      description: Whether the module is signed (Secure Boot with a signing key).
+      type: bool
+      returned: always
+    headers_package:
+      description: The kernel headers package of the running kernel.
+      type: str
+      returned: always
+    warnings:
+      description: Warnings of the package data (a release newer than the data).
+      type: list
+      elements: str
+      returned: always
+    packages:
+      description: The driver's packages - C(install) (names), C(pin) (a pinning package or null),
+        C(hold) (names).
+      type: dict
+      returned: with the packages method
+    fabricmanager_package:
+      description: The fabric manager package, or null.
+      type: str
+      returned: always
+    repository:
+      description: The apt source the role adds - C(line) (null - none to add) and C(key_url).
+      type: dict
+      returned: with the packages method
+    runfile:
+      description: The installer - C(url), C(checksum), C(name), C(flags); null with the packages method.
+      type: dict
+      returned: always
 plan:
-  description: The steps - repair_dpkg, install, install_packages, refresh_index, prerequisites, dkms_build,
-    dkms_version, unhold, hold, blacklist_nouveau, unload, load, reboot_required, persistence, fabricmanager,
-    converged, disruptive, reasons.
+  description: The steps the role runs; a converged host has C(converged) true and nothing else to do.
   returned: when the host has an NVIDIA GPU
   type: dict
+  contains:
+    repair_dpkg:
+      description: Finish an interrupted dpkg run first (C(dpkg --configure -a)).
+      type: bool
+      returned: always
+    install:
+      description: Install the wanted driver.
+      type: bool
+      returned: always
+    install_packages:
+      description: The package specs to install (C(name=version) where pinned).
+      type: list
+      elements: str
+      returned: always
+    refresh_index:
+      description: Refresh apt's index first (it does not know a package to install).
+      type: bool
+      returned: always
+    prerequisites:
+      description: Packages a module build needs that the host lacks (headers, DKMS, compiler).
+      type: list
+      elements: str
+      returned: always
+    dkms_build:
+      description: Build the module for the running kernel with DKMS.
+      type: bool
+      returned: always
+    dkms_version:
+      description: The DKMS module version to build, or null.
+      type: str
+      returned: always
+    unhold:
+      description: Packages to release before the install.
+      type: list
+      elements: str
+      returned: always
+    hold:
+      description: Packages to hold.
+      type: list
+      elements: str
+      returned: always
+    blacklist_nouveau:
+      description: Write the nouveau blacklist and rebuild the initramfs.
+      type: bool
+      returned: always
+    unload:
+      description: Unload the running modules (the GPU services are stopped around it).
+      type: bool
+      returned: always
+    load:
+      description: Load the nvidia modules.
+      type: bool
+      returned: always
+    reboot_required:
+      description: The wanted driver runs only after a reboot.
+      type: bool
+      returned: always
+    persistence:
+      description: What C(nvidia-persistenced) needs - C(unit), C(enable), C(start).
+      type: list
+      elements: str
+      returned: always
+    fabricmanager:
+      description: The fabric manager's steps - C(package), C(version), C(install), C(enable), C(start) -
+        or null.
+      type: dict
+      returned: always
+    converged:
+      description: Nothing to do.
+      type: bool
+      returned: always
+    disruptive:
+      description: The plan installs, unloads or needs a reboot (a drain before it is worth it).
+      type: bool
+      returned: always
+    reasons:
+      description: Why each step is needed, one line each.
+      type: list
+      elements: str
+      returned: always
 before:
-  description: C(nvidia_driver) facts of the host as read (before the run).
+  description: C(nvidia_driver) facts of the host as read, before the run (keys as in
+    RV(ansible_facts.nvidia_driver)).
   returned: when the host has an NVIDIA GPU
   type: dict
 changes:
@@ -225,11 +383,81 @@ changes:
   type: list
   elements: str
 state:
-  description: What was read - distribution, distribution_version, architecture, kernel,
-    headers_present, module_on_disk, dkms, loaded, userspace_version, dpkg_interrupted, services,
-    blacklist_complete, secure_boot, smi, initramfs_command.
+  description: What was read on the host.
   returned: always
   type: dict
+  contains:
+    distribution:
+      description: The distribution, as Ansible's C(get_distribution) reads it (or the option).
+      type: str
+      returned: always
+    distribution_version:
+      description: Its version.
+      type: str
+      returned: always
+    architecture:
+      description: The machine (C(x86_64), C(aarch64)).
+      type: str
+      returned: always
+    kernel:
+      description: The running kernel release (or the O(kernel) option).
+      type: str
+      returned: always
+    headers_present:
+      description: Whether the kernel's build directory exists.
+      type: bool
+      returned: when the host has an NVIDIA GPU
+    module_on_disk:
+      description: The nvidia module installed for the kernel (C(version), C(module_type)), or null.
+      type: dict
+      returned: when the host has an NVIDIA GPU
+    dkms:
+      description: C(dkms status) entries, read only when the plan depends on them, else null.
+      type: list
+      returned: when the host has an NVIDIA GPU
+    loaded:
+      description: The loaded driver - C(modules), C(version), C(module_type).
+      type: dict
+      returned: always
+    userspace_version:
+      description: The version of the installed userspace libraries, or null.
+      type: str
+      returned: when the host has an NVIDIA GPU
+    dpkg_interrupted:
+      description: Why dpkg must be finished first (empty - it need not).
+      type: list
+      elements: str
+      returned: when the host has an NVIDIA GPU
+    services:
+      description: The GPU services as systemd shows them, by unit name.
+      type: dict
+      returned: when the host has an NVIDIA GPU
+    persistenced_unit:
+      description: Whether C(nvidia-persistenced) has a unit.
+      type: bool
+      returned: when the host has an NVIDIA GPU
+    blacklist_complete:
+      description: Whether nouveau is blacklisted as the role writes it.
+      type: bool
+      returned: when the host has an NVIDIA GPU
+    secure_boot:
+      description: Whether Secure Boot is on.
+      type: bool
+      returned: when the host has an NVIDIA GPU
+    signing_files_missing:
+      description: Signing key or certificate paths given that do not exist.
+      type: list
+      elements: str
+      returned: when the host has an NVIDIA GPU
+    smi:
+      description: What C(nvidia-smi) reports, when it was asked, else null.
+      type: dict
+      returned: when the host has an NVIDIA GPU
+    initramfs_command:
+      description: The command that rebuilds the initramfs, or null.
+      type: list
+      elements: str
+      returned: when the host has an NVIDIA GPU
 """
 
 import glob
@@ -239,6 +467,7 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.sys_info import get_distribution, get_distribution_version
 from ansible.module_utils.dpkg_database import DpkgError, interrupted, parse_dpkg_query, parse_madison
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.nvidia_driver import (
     FABRICMANAGER,
     PERSISTENCED,
@@ -265,7 +494,6 @@ from ansible.module_utils.nvidia_driver import (
 from ansible.module_utils.nvidia_gpu import GpuDetectError, detect, read_loaded
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))
 
 

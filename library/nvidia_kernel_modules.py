@@ -116,10 +116,9 @@ nvidia_loaded:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.nvidia_driver import LOAD_MODULES, NVIDIA_MODULES
 from ansible.module_utils.nvidia_gpu import read_loaded
-
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 
 
 def build_module():

@@ -157,6 +157,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.service_health import (
     HealthCheckError,
     command_problem,
@@ -166,8 +167,6 @@ from ansible.module_utils.service_health import (
     wait_until,
 )
 from ansible.module_utils.text_file import fsync_directory, resolved_path, shown_path
-
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 
 
 def build_module():

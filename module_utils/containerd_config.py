@@ -85,6 +85,7 @@ import glob
 import os
 import re
 
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.json_config import deep_merge
 from ansible.module_utils.kube_version import parse as parse_version
 from ansible.module_utils.toml_reader import loads
@@ -157,7 +158,6 @@ def root_version(config, path):
     return version or 1
 
 
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 
 
 def containerd_facts(module, wanted_version):

@@ -23,7 +23,7 @@ Standard library only; Python 3.8+ (this runs on target hosts).
 import os
 import time
 
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
 
 
 def parse_show(output):

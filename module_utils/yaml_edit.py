@@ -621,33 +621,6 @@ def _finish_list(text, path, edits, expected_list):
     return _checked(new_text, expected, f"append to {'.'.join(map(str, path))}")
 
 
-@_keeps_crlf
-def set_list(text, path, items):
-    """Make the list at ``path`` equal ``items``, touching only items that differ.
-
-    Items kept in place keep their text (quoting, trailing comments); extra
-    items are appended, surplus ones removed from the end.
-    """
-    path = list(path)
-    items = list(items)
-    current = get(text, path, _MISSING)
-    if not isinstance(current, list):
-        new_text = _splice(text, _set_node(text, path, items))
-        expected = _data_set(copy.deepcopy(_load(text)), path, items)
-        return _checked(new_text, expected, f"set {'.'.join(map(str, path))}")
-    for index, item in enumerate(items):
-        if index < len(current):
-            if current[index] != item:
-                text = set_scalar(text, [*path, index], item)
-        else:
-            text = append_to_list(text, path, item)
-    for index in range(len(current) - 1, len(items) - 1, -1):
-        text = remove_key(text, [*path, index])
-    if get(text, path) != items:
-        raise YamlEditError(f"set {'.'.join(map(str, path))}: the list did not come out as asked")
-    return text
-
-
 def is_flow(text, path):
     """Whether the collection at ``path`` is written in flow style (``{}``, ``[a, b]``)."""
     chain, rest = _walk(_root_mapping(text), list(path))

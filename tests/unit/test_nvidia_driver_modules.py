@@ -537,3 +537,15 @@ def test_the_frontend_lock_gives_up_after_the_timeout_saying_so(tmp_path):
     finally:
         holder.stdin.close()
         holder.wait()
+
+
+def test_the_plan_request_and_state_return_what_return_documents(fake, run_module):
+    """RETURN's contains: is the plan's contract (ansible-doc shows it): every key is documented, and
+    every documented key is returned."""
+    fake.commands["apt-cache madison nvidia-driver linux-headers-" + KERNEL] = (0, "", "")
+    ok, result = run_module(nvidia_driver_state, fake.args(version="535.129.03", module_type="proprietary"),
+                            check_mode=True)
+    assert ok, result
+    documented = yaml.safe_load(nvidia_driver_state.RETURN)
+    for name in ("request", "plan", "state"):
+        assert set(result[name]) == set(documented[name]["contains"]), name

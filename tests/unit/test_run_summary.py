@@ -150,3 +150,35 @@ def test_a_long_change_goes_on_over_indented_lines_and_keeps_its_words(summary):
     assert all(cell.startswith("  ") for cell in cells[1:-1])
     assert all(len(cell) <= summary.CHANGE_WIDTH or " " not in cell.strip() for cell in cells)
     assert " ".join(" ".join(cells[:-1]).split()) == long
+
+
+def test_without_host_facts_the_action_reads_each_hosts_facts_and_changes_from_hostvars(tmp_path):
+    """summary.yml passes only the hosts: the facts and gpunode_changes come from hostvars."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {
+        "hgx": {"ansible_connection": "local", "gpunode_changes": ["driver 535.129.03 -> 570.133.20"]},
+        "cp": {"ansible_connection": "local"},
+    }}}))
+    playbook = tmp_path / "summary.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "hosts": "localhost", "gather_facts": False,
+        "tasks": [
+            {"ansible.builtin.set_fact": {"nvidia_gpu": HGX["nvidia_gpu"], "kubelet_gpu": HGX["kubelet_gpu"],
+                                          "cacheable": True},
+             "delegate_to": "hgx", "delegate_facts": True},
+            {"gpunode_summary": {"hosts": ["cp", "hgx"]}, "register": "summary"},
+            {"ansible.builtin.debug": {"var": "summary.rows"}},
+        ],
+    }]))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
+    playbook_bin = pathlib.Path(sys.executable).with_name("ansible-playbook")
+    done = subprocess.run([str(playbook_bin), "-i", str(inventory), str(playbook)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    tasks = json.loads(done.stdout[done.stdout.index("{"):])["plays"][0]["tasks"]
+    rows = {row["host"]: row for row in tasks[1]["hosts"]["localhost"]["rows"]}
+    assert rows["hgx"]["GPUs"] == "8x H100 SXM5 80GB, 4 NVSwitch"
+    assert rows["hgx"]["kubelet gates"].startswith("DRAExtendedResource=true")
+    assert rows["hgx"]["this run"] == "driver 535.129.03 -> 570.133.20"
+    assert rows["cp"]["GPUs"] == "-" and rows["cp"]["this run"] == "nothing"

@@ -18,7 +18,7 @@ import sys
 import pytest
 from conftest import CONTROLLER, ROOT
 
-MODULE_UTILS = sorted((ROOT / "module_utils").glob("*.py"))
+MODULE_UTILS = sorted((ROOT / "module_utils").rglob("*.py"))
 MODULES = sorted((ROOT / "library").glob("*.py")) + sorted(ROOT.glob("roles/*/library/*.py"))
 # a module with an action plugin of its name is its documentation only (the
 # action works on the controller), as ansible.builtin.debug is
@@ -50,7 +50,10 @@ def test_compiles(path):
 
 @pytest.mark.parametrize("path", MODULE_UTILS, ids=rel)
 def test_module_utils_imports(path):
-    importlib.import_module(f"ansible.module_utils.{path.stem}")
+    parts = path.relative_to(ROOT / "module_utils").with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    importlib.import_module(".".join(("ansible.module_utils", *parts)))
 
 
 @pytest.mark.parametrize("path", MODULES, ids=rel)

@@ -10,7 +10,6 @@ from ansible.module_utils.yaml_edit import (
     append_to_list,
     get,
     remove_key,
-    set_list,
     set_scalar,
 )
 from conftest import FIXTURES, shared_files
@@ -200,14 +199,6 @@ def test_remove_list_items():
 def test_remove_first_key_of_a_sequence_item_mapping():
     text = "nodes:\n- address: a\n  user: u\n"
     assert remove_key(text, ["nodes", 0, "address"]) == "nodes:\n- user: u\n"
-
-
-def test_set_list_touches_only_differing_items():
-    text = 'args:\n  - "a=1"  # first\n  - "b=2"\n  - "c=3"\n'
-    out = set_list(text, ["args"], ["a=1", "b=9"])
-    assert out == 'args:\n  - "a=1"  # first\n  - "b=9"\n'
-    assert set_list("args: x\n", ["args"], ["x", "y"]) == "args:\n  - x\n  - y\n"
-    assert set_list("z: 1\n", ["args"], ["x"]) == "z: 1\nargs:\n  - x\n"
 
 
 def test_get():

@@ -60,6 +60,7 @@ from ansible.module_utils.kubelet_flags import (
     flag_value,
     gates_in_args,
     plan_edit,
+    reaching_args,
     read_flags_gates,
     read_gate_values,
     set_gate_string,
@@ -203,11 +204,16 @@ def discover(params, host):
     if paths:
         found.need_reload = show.get("NeedDaemonReload") == "yes"
         found.unit_files = [(path, _read(host, path)) for path in paths]
-        try:
-            found.command = resolve(found.unit_files, lambda path: _read(host, path, missing_ok=True))
-        except UnitError as exc:
-            raise PlanError(f"{exc}; left unchanged") from None
+        found.command = _resolve(found.unit_files, host)
     return found
+
+
+def _resolve(units, host):
+    """systemd_exec.resolve of [(path, text)], environment files read through ``host``."""
+    try:
+        return resolve(units, lambda path: _read(host, path, missing_ok=True))
+    except UnitError as exc:
+        raise PlanError(f"{exc}; left unchanged") from None
 
 
 def _read(host, path, missing_ok=False):
@@ -301,7 +307,9 @@ def plan(params, host):
         result.warnings.append(
             f"{target.label}: {why}; the kubelet would refuse it (not asked about, left as it is)"
         )
+    target.request = (apply, skipped)
     changes = target.write(current, merged)
+    merged = target.gates if target.gates is not None else merged
     result.warnings += target.warnings
     result.changes = {path: (old, new) for path, (old, new) in changes.items() if old != new}
     effective_gates = target.effective(merged)
@@ -494,6 +502,8 @@ class Target:
     files = ()
     unit_is_target = False
     warnings = ()
+    gates = None  # the gates after write() when they differ from the merge of the file's (see FlagsTarget)
+    request = ({}, {})
 
     def __init__(self, params, host, found, version):
         self.params = params
@@ -664,6 +674,8 @@ class FlagsTarget(Target):
         super().__init__(params, host, found, version)
         self.path = params["flags_file"]
         self.command = found.command
+        self.unit_files = found.unit_files
+        self.request = ({}, {})  # (gates to set, gates skipped), set by plan() before write()
         if self.path:
             self.text = host.read_text(self.path)
             if self.text is None and params["flags_format"] == "systemd":
@@ -677,6 +689,10 @@ class FlagsTarget(Target):
             )
             self.files = [self.path]
             self.label = self.path
+            if self.command is None and self.fmt == "systemd" and self.text is not None:
+                # the unit was not found: the drop-in alone is the unit, its environment files read
+                self.unit_files = [(self.path, self.text)]
+                self.command = _resolve(self.unit_files, host)
         elif self.command is None:
             if found.process is not None:
                 raise PlanError(
@@ -692,6 +708,7 @@ class FlagsTarget(Target):
             self.files = sorted(p for p in self.command.texts if self.command.texts[p] is not None)
             self.label = "the kubelet's flags"
         self.new_args = None
+        self.new_command = None
         self.unit_is_target = True
 
     def read(self):
@@ -709,7 +726,7 @@ class FlagsTarget(Target):
                 return self._write_file(current, merged, gate_string)
             flags_plan = plan_edit(
                 self.command,
-                self.found.unit_files,
+                self.unit_files,
                 lambda path: _read(self.host, path, missing_ok=True),
                 gate_string,
                 self.params["flags_variable"],
@@ -726,22 +743,49 @@ class FlagsTarget(Target):
         if merged == current and list(merged) == list(current) and len(read_gate_values(text, self.fmt)) <= 1:
             new = text
         else:
-            new, where, flag_warnings = set_gate_string(
-                text, self.fmt, gate_string, self.params["flags_variable"]
-            )
+            new, where = set_gate_string(text, self.fmt, gate_string, self.params["flags_variable"])
             self.label = f"{self.path} {where}" if where else self.path
-            self.warnings = flag_warnings
         if self.command is not None:
             self._set_new_args({self.path: new})
-            problem = check_reaches_kubelet(self.new_command, self.path, merged, set(current) - set(merged))
+            problem = check_reaches_kubelet(
+                self.new_command, self.path, merged, set(current) - set(merged), edited=new != text
+            )
             if problem:
-                raise PlanError(f"{self.path}: {problem}; nothing written")
+                return self._write_where_it_reaches(problem)
         if self.text is None and not new:
             return {}
         return {self.path: (self.text, new)}
 
+    def _write_where_it_reaches(self, problem):
+        """The file's edit would not reach the kubelet: write at the assignment that wins, or fail.
+
+        The gates are then those the kubelet runs with now, updated by the
+        request (what the overridden file held never reached it).
+        """
+        if self.path not in self.command.texts or self.command.exec_start is None:
+            raise PlanError(f"{self.path}: {problem}; nothing written")
+        apply, skipped = self.request
+        live = gates_in_args(self.command.args)
+        gates = merge(live, apply, {name for name in skipped if name in live})
+        try:
+            flags_plan = plan_edit(
+                self.command,
+                self.unit_files,
+                lambda path: _read(self.host, path, missing_ok=True),
+                format_gate_string(gates),
+                self.params["flags_variable"],
+            )
+        except FlagsError as exc:
+            raise PlanError(f"{self.path}: {problem}; and elsewhere: {exc}; nothing written") from None
+        self.gates = gates
+        self.label = flags_plan.where or self.label
+        existing = [path for path, text in self.command.texts.items() if text is not None]
+        self.files = sorted({*self.files, *existing, *flags_plan.texts})
+        self._set_new_args(flags_plan.texts)
+        return {path: (self.command.texts.get(path), text) for path, text in flags_plan.texts.items()}
+
     def _set_new_args(self, texts):
-        units = [(path, texts.get(path, text)) for path, text in self.found.unit_files]
+        units = [(path, texts.get(path, text)) for path, text in self.unit_files]
 
         def read_new(path):
             return texts[path] if path in texts else _read(self.host, path, missing_ok=True)
@@ -755,6 +799,8 @@ class FlagsTarget(Target):
     def flag_gates(self, merged):
         if self.command is None:
             return dict(merged)
+        if self.new_command is not None and self.new_command.exec_start is None:
+            return gates_in_args(reaching_args(self.new_command))
         return gates_in_args(self.next_args())
 
     def effective(self, merged):

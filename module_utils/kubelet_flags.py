@@ -271,9 +271,9 @@ class FlagsPlan:
         self.warnings = warnings
 
 
-def _label(assignment):
+def _label(assignment, command):
     if assignment is None:
-        return "ExecStart"
+        return f"{command.exec_start[0]} ExecStart"
     if assignment.kind == ENVIRONMENT:
         return f"{assignment.path} Environment {assignment.name}"
     return f"{assignment.path} {assignment.name}"
@@ -357,7 +357,7 @@ def plan_edit(command, unit_files, read_file, gate_string, variable=None):
             edits.setdefault(path, []).extend(_span_edits(texts[path], start, end, gate_string))
     for path, path_edits in edits.items():
         texts[path] = _apply(texts[path], path_edits)
-    label = where if isinstance(where, str) else _label(where)
+    label = where if isinstance(where, str) else _label(where, command)
     changed = {path: text for path, text in texts.items() if text != command.texts.get(path)}
     _check_reaches(unit_files, read_file, changed, gate_string)
     return FlagsPlan(label, changed, warnings)

@@ -36,6 +36,7 @@ Python 3.8+, standard library (and PyYAML for YAML files): runs on targets.
 import os
 import re
 
+from ansible.module_utils.gpunode.kubelet.inputs import InputError, check_params
 from ansible.module_utils.kube_version import text as version_text
 from ansible.module_utils.kubelet_compat import (
     cgroup_v1_refusal,
@@ -281,6 +282,10 @@ def _need_yaml(path):
 
 def plan(params, host):
     """Everything the module returns, and the files to write; raises PlanError."""
+    try:
+        check_params(params)  # before anything is read
+    except InputError as exc:
+        raise PlanError(str(exc)) from None
     result = Plan()
     kind = _kind(params)
     found = Discovery() if kind == "rke1" else discover(params, host)

@@ -55,7 +55,6 @@ HOSTILE_SERVICES = {
 }
 HOSTILE_PATHS = {
     "newline": "/etc/default/kubelet\nKUBELET_EXTRA_ARGS=x",
-    "nul": "/etc/default/kubelet\0",
     "relative": "etc/default/kubelet",
     "empty": "",
 }
@@ -201,5 +200,8 @@ def test_valid_names_pass():
             "unit_files": ["/usr/lib/systemd/system/kubelet.service"],
         }
     )
+    # a NUL never gets this far through Ansible on every Python (its syslog logging refuses it)
+    with pytest.raises(InputError, match=r"^flags_file: '/etc/default/kubelet\\x00' is not an absolute path"):
+        check_params({"flags_file": "/etc/default/kubelet\0"})
     with pytest.raises(InputError, match="did you mean DynamicResourceAllocation"):
         check_params({"gates": {"dynamicResourceAllocation": True}})

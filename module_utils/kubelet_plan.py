@@ -325,7 +325,7 @@ def plan(params, host):
         _check_restartable(host, params, target, version)
     if stale and not result.changes:
         result.stale_backups = _latest_backups(host, target)
-    unit_paths = {unit[0] for unit in found.unit_files}
+    unit_paths = {unit[0] for unit in target.unit_files or found.unit_files}
     daemon_reload = daemon_reload or any(path in unit_paths for path in result.changes)
     result.result = {
         "changed": bool(result.changes),
@@ -508,6 +508,7 @@ class Target:
     unit_is_target = False
     warnings = ()
     gates = None  # the gates after write() when they differ from the merge of the file's (see FlagsTarget)
+    unit_files = ()  # the unit's files as resolved for this target, when not those found
     request = ({}, {})
 
     def __init__(self, params, host, found, version):

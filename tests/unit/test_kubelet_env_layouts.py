@@ -127,6 +127,7 @@ def test_dropin_named_but_the_environment_file_sets_the_variable(
     assert result["changed"] and result["applied_gates"] == GATE
     assert result["files"] == [user_file]
     assert result["location"] == f"{user_file} KUBELET_EXTRA_ARGS"
+    assert not result["daemon_reload"]  # an environment file is read at each start
     assert not any("overridden" in w for w in result.get("warnings", []))
     assert node.read(USER_FILES[flavor]) == expected
     assert node.read("/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf") == dropin_before
@@ -144,6 +145,7 @@ def test_dropin_gets_the_flag_when_no_environment_file_sets_the_variable(
     ok, result = gates(run_module, dropin)
     assert ok, result
     assert result["files"] == [dropin] and result["applied_gates"] == GATE
+    assert result["daemon_reload"]  # a changed drop-in needs systemctl daemon-reload
     assert f'Environment="KUBELET_EXTRA_ARGS={FLAG}"' in node.read(
         "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf"
     )

@@ -294,14 +294,7 @@ def plan(params, host):
     if version is None:
         return _no_kubelet(result, params)
     version_str = format_version(version)
-    needed = gates_needed(version_str, params["legacy_accelerators"]) if params["gpu_node"] else {}
-    asked = {**needed, **(params["gates"] or {})}
-    try:
-        apply, skipped, warnings = decide(asked, version_str, params["allow_unknown"])
-    except GateError as exc:
-        where = next((params[name] for name in TARGET_PATHS if params[name]), "kubelet feature gates")
-        raise PlanError(f"{where}: {exc}; nothing written") from None
-    result.warnings += warnings
+    needed, asked, apply, skipped = _decide(params, version_str, result)
     if kind == "auto" or (kind in ("config", "flags") and not params[kind + "_file"]):
         kind = _auto_kind(kind, params, host, found, version)
     target = TARGETS[kind](params, host, found, version)
@@ -356,6 +349,19 @@ def plan(params, host):
         },
     }
     return result
+
+
+def _decide(params, version_str, result):
+    """(needed, asked, apply, skipped): the gates asked for, checked against the version."""
+    needed = gates_needed(version_str, params["legacy_accelerators"]) if params["gpu_node"] else {}
+    asked = {**needed, **(params["gates"] or {})}
+    try:
+        apply, skipped, warnings = decide(asked, version_str, params["allow_unknown"])
+    except GateError as exc:
+        where = next((params[name] for name in TARGET_PATHS if params[name]), "kubelet feature gates")
+        raise PlanError(f"{where}: {exc}; nothing written") from None
+    result.warnings += warnings
+    return needed, asked, apply, skipped
 
 
 def _kind(params):

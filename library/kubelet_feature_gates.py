@@ -37,7 +37,10 @@ requirements:
     JSON configurations, flags files and units need only the standard library.
 options:
   gates:
-    description: Gate name -> value.
+    description:
+      - Gate name -> value. A name is letters and digits starting with a letter (C([A-Za-z][A-Za-z0-9]*)),
+        spelled as the kubelet knows it (a known gate in another case fails, naming the right spelling);
+        a value is a boolean. Anything else fails before any file is read, also with O(allow_unknown).
     type: dict
     default: {}
   gpu_node:
@@ -80,8 +83,13 @@ options:
       - A file holding kubelet flags; the gates are merged into one C(--feature-gates=) flag.
       - An environment file (C(/etc/default/kubelet), C(/etc/sysconfig/kubelet)) is created
         when missing; a systemd unit or drop-in (C(10-kubeadm.conf)) must exist.
-      - When the kubelet's unit is known, the module checks that the flag reaches C(ExecStart)
-        from this file and fails saying why when it would not.
+      - When this file is a unit or drop-in, or the kubelet's unit reads it, the module resolves the
+        command line systemd would run with the new text (the drop-in alone when the unit is not
+        found; its C(EnvironmentFile=) files read, missing C(-) ones skipped) and reports a gate
+        applied only if it is there. When another assignment wins (an C(EnvironmentFile=) over
+        C(Environment=), a later file), the flag goes to the assignment that wins (that file is then
+        in RV(files) and the diff), or the module fails saying which file and line win; nothing is
+        written then.
     type: path
   flags_format:
     description: Format of O(flags_file); V(auto) is V(systemd) when the file has a C([Section]) header.
@@ -92,7 +100,7 @@ options:
     description:
       - Variable that gets the flag when no C(--feature-gates) is present yet. Default
         C(KUBELET_EXTRA_ARGS) when C(ExecStart) expands it, else the last variable it expands that
-        holds flags.
+        holds flags. A variable name (C([A-Za-z_][A-Za-z0-9_]*)).
     type: str
   rke_cluster_yml:
     description:
@@ -107,7 +115,7 @@ options:
   service:
     description:
       - The systemd unit that runs the kubelet; found when omitted (the running kubelet's,
-        C(kubelet), or RKE2's).
+        C(kubelet), or RKE2's). A unit name (letters, digits, C(:), C(-), C(_), C(.), C(@) and backslash).
     type: str
   unit_files:
     description:
@@ -152,6 +160,8 @@ notes:
     loop, fails naming the link.
   - A drop-in this module would delete (no gate left) that is a symbolic link is the operator's, so
     the module fails naming it and removes neither the link nor its target.
+  - Paths (O(config_file), O(flags_file), O(rke_cluster_yml), O(rke2_config), O(kubelet_path),
+    O(proc_root), O(unit_files)) must be absolute and hold no newline.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts

@@ -33,6 +33,7 @@ from ansible.module_utils.kubelet_gates import GateError, format_gate_string, pa
 from ansible.module_utils.systemd_exec import (
     ENVIRONMENT,
     ENVIRONMENT_FILE,
+    Arg,
     UnitError,
     environment_assignments,
     line_no,
@@ -207,12 +208,13 @@ def _new_environment_edit(text, places, name, value):
 def set_gate_string(text, fmt, gate_string, variable=None):
     """Make one file's kubelet flags carry exactly ``--feature-gates=<gate_string>``.
 
-    Returns (new_text, where, warnings). ``gate_string`` empty removes the flag.
+    Returns (new_text, where). ``gate_string`` empty removes the flag.
     ``variable`` names the variable to add the flag to when none holds it
     (default: KUBELET_EXTRA_ARGS, or the only variable that holds flags).
+    Whether the result reaches the kubelet is for the caller to decide, by
+    resolving the unit with the new text (check_reaches_kubelet).
     """
     containers, info = flag_containers(text, fmt)
-    warnings = []
     edits = []
     where = None
     first = True
@@ -232,17 +234,12 @@ def set_gate_string(text, fmt, gate_string, variable=None):
             edits += _span_edits(text, target.start, target.end, gate_string)
         elif fmt == "env":
             name = variable or DEFAULT_VARIABLE
-            return _append_env_line(text, name, flag), name, warnings
+            return _append_env_line(text, name, flag), name
         else:
             name = variable or DEFAULT_VARIABLE
             where = f"Environment {name}"
             edits.append(_new_environment_edit(text, info, name, flag))
-    if fmt == "systemd" and info.get("env_files") and where and where.startswith("Environment"):
-        warnings.append(
-            f"{where} may be overridden: variables from EnvironmentFile= "
-            f"({', '.join(info['env_files'])}) take precedence over Environment="
-        )
-    return _apply(text, edits), where, warnings
+    return _apply(text, edits), where
 
 
 def _pick_container(text, fmt, containers, info, variable):
@@ -274,9 +271,9 @@ class FlagsPlan:
         self.warnings = warnings
 
 
-def _label(assignment):
+def _label(assignment, command):
     if assignment is None:
-        return "ExecStart"
+        return f"{command.exec_start[0]} ExecStart"
     if assignment.kind == ENVIRONMENT:
         return f"{assignment.path} Environment {assignment.name}"
     return f"{assignment.path} {assignment.name}"
@@ -360,7 +357,7 @@ def plan_edit(command, unit_files, read_file, gate_string, variable=None):
             edits.setdefault(path, []).extend(_span_edits(texts[path], start, end, gate_string))
     for path, path_edits in edits.items():
         texts[path] = _apply(texts[path], path_edits)
-    label = where if isinstance(where, str) else _label(where)
+    label = where if isinstance(where, str) else _label(where, command)
     changed = {path: text for path, text in texts.items() if text != command.texts.get(path)}
     _check_reaches(unit_files, read_file, changed, gate_string)
     return FlagsPlan(label, changed, warnings)
@@ -390,16 +387,39 @@ def _check_reaches(unit_files, read_file, changed, gate_string):
         )
 
 
+def _assigned_names(command):
+    """The variables the kubelet sees: those ExecStart expands (all that are set, without ExecStart)."""
+    if command.exec_start is not None:
+        return list(dict.fromkeys(command.referenced))
+    return list(dict.fromkeys(a.name for a in command.environment + command.file_assignments))
+
+
+def reaching_args(command):
+    """The arguments the kubelet gets from the unit.
+
+    A drop-in given on its own (the kubelet's unit not found) may have no
+    ``ExecStart=``: its variables then count as if ExecStart expanded each of
+    them, with systemd's precedence deciding each variable's value.
+    """
+    if command.exec_start is not None:
+        return command.args
+    args = []
+    for name in _assigned_names(command):
+        winner = command.winner(name)
+        args += [Arg(word.value, winner) for word in split_words(command.value(winner))]
+    return args
+
+
 def explain_overrides(command):
     """Why assignments of the variables ExecStart expands do not reach it (for messages)."""
     reasons = []
-    for name in dict.fromkeys(command.referenced):
+    for name in _assigned_names(command):
         winner = command.winner(name)
         for lost in command.overridden(name):
             if winner is None:
                 continue
             how = (
-                "EnvironmentFile= wins over Environment="
+                "EnvironmentFile= wins over Environment= whatever their order"
                 if winner.kind == ENVIRONMENT_FILE and lost.kind == ENVIRONMENT
                 else "the later assignment wins"
             )
@@ -410,16 +430,29 @@ def explain_overrides(command):
     return "; ".join(reasons) or "the flag is not in a place ExecStart expands"
 
 
-def check_reaches_kubelet(command, path, gates, absent=()):
+def _gates_from(command, path):
+    """Whether a --feature-gates argument the kubelet gets comes from the file ``path``."""
+    for arg in reaching_args(command):
+        if arg.value.startswith(GATES_FLAG):
+            origin = arg.source.path if arg.source is not None else command.exec_start[0]
+            if origin == path:
+                return True
+    return False
+
+
+def check_reaches_kubelet(command, path, gates, absent=(), edited=False):
     """Why a flags file edited on its own does not give the kubelet ``gates``, or None.
 
     ``command`` is the unit resolved with the edited file; ``absent`` are
-    gates that must no longer reach the kubelet.
+    gates that must no longer reach the kubelet. With ``edited``, the gates
+    must also come from ``path`` itself (an edit there that another file
+    overrides is not applied, even when that file happens to carry them).
     """
-    got = gates_in_args(command.args)
+    got = gates_in_args(reaching_args(command))
     missing = {name: value for name, value in gates.items() if got.get(name) is not value}
     still = [name for name in absent if name in got]
-    if not missing and not still:
+    dead = edited and bool(gates) and not _gates_from(command, path)
+    if not missing and not still and not dead:
         return None
     if path not in command.texts:
         return (
@@ -434,11 +467,13 @@ def check_reaches_kubelet(command, path, gates, absent=()):
         if entry[0] not in command.referenced and GATES_FLAG in text[entry[1] : entry[2]]
     ]
     detail = explain_overrides(command)
-    if unused:
+    if unused and command.exec_start is not None:
         detail += (
             f"; ExecStart ({command.exec_start[0]} line {command.exec_start[3]}) never expands "
             f"{', '.join('$' + n for n in unused)}"
         )
+    if dead and not missing and not still:
+        return f"the --feature-gates flag written in {path} does not reach the kubelet: {detail}"
     return f"systemd would start the kubelet with --feature-gates={format_gate_string(got)}: {detail}"
 
 
@@ -452,6 +487,7 @@ __all__ = [
     "gates_in_args",
     "line_no",
     "plan_edit",
+    "reaching_args",
     "read_flags_gates",
     "read_gate_values",
     "set_gate_string",

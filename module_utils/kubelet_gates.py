@@ -41,6 +41,7 @@ per gate (cmd/kubelet/app/server.go, kubeletConfigFlagPrecedence).
 Pure Python, standard library only: this runs on target hosts (Python 3.8+).
 """
 
+import re
 from collections import namedtuple
 
 from ansible.module_utils.kube_version import minor as kube_minor
@@ -216,6 +217,9 @@ _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
 
+GATE_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
 class GateError(ValueError):
     """A gate that this kubelet would refuse, or input that cannot be read."""
 
@@ -243,6 +247,27 @@ def parse_bool(name, value):
     if text in _FALSE:
         return False
     raise GateError(f"feature gate {name}: invalid value {value!r} (expected true or false)")
+
+
+def check_gate_name(name):
+    """Refuse a name that is not an identifier, or a known gate spelled in another case (GateError).
+
+    The kubelet splits ``--feature-gates`` at ``,`` and ``=`` and knows names
+    case-sensitively; a quote, newline or space would end the value in the
+    file that holds the flag. Nothing is ever quoted or escaped instead.
+    """
+    if not isinstance(name, str) or not GATE_NAME_RE.fullmatch(name):
+        raise GateError(
+            f"{name!r} is not a feature gate name (letters and digits, starting with a letter: "
+            "[A-Za-z][A-Za-z0-9]*)"
+        )
+    if name not in GATES:
+        same = [known for known in sorted(GATES) if known.lower() == name.lower()]
+        if same:
+            raise GateError(
+                f"{name!r} is not a feature gate name the kubelet knows (names are case-sensitive): "
+                f"did you mean {same[0]}?"
+            )
 
 
 def parse_gate_string(text):
@@ -356,6 +381,7 @@ def decide(gates, version, allow_unknown=False):
     apply, skipped, warnings, errors = {}, {}, [], []
     for name, raw in gates.items():
         try:
+            check_gate_name(name)
             value = parse_bool(name, raw)
         except GateError as exc:
             errors.append(str(exc))

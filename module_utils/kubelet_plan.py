@@ -36,6 +36,7 @@ Python 3.8+, standard library (and PyYAML for YAML files): runs on targets.
 import os
 import re
 
+from ansible.module_utils.gpunode.kubelet.inputs import InputError, check_params
 from ansible.module_utils.kube_version import text as version_text
 from ansible.module_utils.kubelet_compat import (
     cgroup_v1_refusal,
@@ -60,6 +61,7 @@ from ansible.module_utils.kubelet_flags import (
     flag_value,
     gates_in_args,
     plan_edit,
+    reaching_args,
     read_flags_gates,
     read_gate_values,
     set_gate_string,
@@ -203,11 +205,16 @@ def discover(params, host):
     if paths:
         found.need_reload = show.get("NeedDaemonReload") == "yes"
         found.unit_files = [(path, _read(host, path)) for path in paths]
-        try:
-            found.command = resolve(found.unit_files, lambda path: _read(host, path, missing_ok=True))
-        except UnitError as exc:
-            raise PlanError(f"{exc}; left unchanged") from None
+        found.command = _resolve(found.unit_files, host)
     return found
+
+
+def _resolve(units, host):
+    """systemd_exec.resolve of [(path, text)], environment files read through ``host``."""
+    try:
+        return resolve(units, lambda path: _read(host, path, missing_ok=True))
+    except UnitError as exc:
+        raise PlanError(f"{exc}; left unchanged") from None
 
 
 def _read(host, path, missing_ok=False):
@@ -275,6 +282,10 @@ def _need_yaml(path):
 
 def plan(params, host):
     """Everything the module returns, and the files to write; raises PlanError."""
+    try:
+        check_params(params)  # before anything is read
+    except InputError as exc:
+        raise PlanError(str(exc)) from None
     result = Plan()
     kind = _kind(params)
     found = Discovery() if kind == "rke1" else discover(params, host)
@@ -283,14 +294,7 @@ def plan(params, host):
     if version is None:
         return _no_kubelet(result, params)
     version_str = format_version(version)
-    needed = gates_needed(version_str, params["legacy_accelerators"]) if params["gpu_node"] else {}
-    asked = {**needed, **(params["gates"] or {})}
-    try:
-        apply, skipped, warnings = decide(asked, version_str, params["allow_unknown"])
-    except GateError as exc:
-        where = next((params[name] for name in TARGET_PATHS if params[name]), "kubelet feature gates")
-        raise PlanError(f"{where}: {exc}; nothing written") from None
-    result.warnings += warnings
+    needed, asked, apply, skipped = _decide(params, version_str, result)
     if kind == "auto" or (kind in ("config", "flags") and not params[kind + "_file"]):
         kind = _auto_kind(kind, params, host, found, version)
     target = TARGETS[kind](params, host, found, version)
@@ -301,7 +305,9 @@ def plan(params, host):
         result.warnings.append(
             f"{target.label}: {why}; the kubelet would refuse it (not asked about, left as it is)"
         )
+    target.request = (apply, skipped)
     changes = target.write(current, merged)
+    merged = target.gates if target.gates is not None else merged
     result.warnings += target.warnings
     result.changes = {path: (old, new) for path, (old, new) in changes.items() if old != new}
     effective_gates = target.effective(merged)
@@ -312,7 +318,7 @@ def plan(params, host):
         _check_restartable(host, params, target, version)
     if stale and not result.changes:
         result.stale_backups = _latest_backups(host, target)
-    unit_paths = {unit[0] for unit in found.unit_files}
+    unit_paths = {unit[0] for unit in target.unit_files or found.unit_files}
     daemon_reload = daemon_reload or any(path in unit_paths for path in result.changes)
     result.result = {
         "changed": bool(result.changes),
@@ -343,6 +349,19 @@ def plan(params, host):
         },
     }
     return result
+
+
+def _decide(params, version_str, result):
+    """(needed, asked, apply, skipped): the gates asked for, checked against the version."""
+    needed = gates_needed(version_str, params["legacy_accelerators"]) if params["gpu_node"] else {}
+    asked = {**needed, **(params["gates"] or {})}
+    try:
+        apply, skipped, warnings = decide(asked, version_str, params["allow_unknown"])
+    except GateError as exc:
+        where = next((params[name] for name in TARGET_PATHS if params[name]), "kubelet feature gates")
+        raise PlanError(f"{where}: {exc}; nothing written") from None
+    result.warnings += warnings
+    return needed, asked, apply, skipped
 
 
 def _kind(params):
@@ -494,6 +513,9 @@ class Target:
     files = ()
     unit_is_target = False
     warnings = ()
+    gates = None  # the gates after write() when they differ from the merge of the file's (see FlagsTarget)
+    unit_files = ()  # the unit's files as resolved for this target, when not those found
+    request = ({}, {})
 
     def __init__(self, params, host, found, version):
         self.params = params
@@ -664,6 +686,8 @@ class FlagsTarget(Target):
         super().__init__(params, host, found, version)
         self.path = params["flags_file"]
         self.command = found.command
+        self.unit_files = found.unit_files
+        self.request = ({}, {})  # (gates to set, gates skipped), set by plan() before write()
         if self.path:
             self.text = host.read_text(self.path)
             if self.text is None and params["flags_format"] == "systemd":
@@ -677,6 +701,10 @@ class FlagsTarget(Target):
             )
             self.files = [self.path]
             self.label = self.path
+            if self.command is None and self.fmt == "systemd" and self.text is not None:
+                # the unit was not found: the drop-in alone is the unit, its environment files read
+                self.unit_files = [(self.path, self.text)]
+                self.command = _resolve(self.unit_files, host)
         elif self.command is None:
             if found.process is not None:
                 raise PlanError(
@@ -692,6 +720,7 @@ class FlagsTarget(Target):
             self.files = sorted(p for p in self.command.texts if self.command.texts[p] is not None)
             self.label = "the kubelet's flags"
         self.new_args = None
+        self.new_command = None
         self.unit_is_target = True
 
     def read(self):
@@ -709,7 +738,7 @@ class FlagsTarget(Target):
                 return self._write_file(current, merged, gate_string)
             flags_plan = plan_edit(
                 self.command,
-                self.found.unit_files,
+                self.unit_files,
                 lambda path: _read(self.host, path, missing_ok=True),
                 gate_string,
                 self.params["flags_variable"],
@@ -726,22 +755,49 @@ class FlagsTarget(Target):
         if merged == current and list(merged) == list(current) and len(read_gate_values(text, self.fmt)) <= 1:
             new = text
         else:
-            new, where, flag_warnings = set_gate_string(
-                text, self.fmt, gate_string, self.params["flags_variable"]
-            )
+            new, where = set_gate_string(text, self.fmt, gate_string, self.params["flags_variable"])
             self.label = f"{self.path} {where}" if where else self.path
-            self.warnings = flag_warnings
         if self.command is not None:
             self._set_new_args({self.path: new})
-            problem = check_reaches_kubelet(self.new_command, self.path, merged, set(current) - set(merged))
+            problem = check_reaches_kubelet(
+                self.new_command, self.path, merged, set(current) - set(merged), edited=new != text
+            )
             if problem:
-                raise PlanError(f"{self.path}: {problem}; nothing written")
+                return self._write_where_it_reaches(problem)
         if self.text is None and not new:
             return {}
         return {self.path: (self.text, new)}
 
+    def _write_where_it_reaches(self, problem):
+        """The file's edit would not reach the kubelet: write at the assignment that wins, or fail.
+
+        The gates are then those the kubelet runs with now, updated by the
+        request (what the overridden file held never reached it).
+        """
+        if self.path not in self.command.texts or self.command.exec_start is None:
+            raise PlanError(f"{self.path}: {problem}; nothing written")
+        apply, skipped = self.request
+        live = gates_in_args(self.command.args)
+        gates = merge(live, apply, {name for name in skipped if name in live})
+        try:
+            flags_plan = plan_edit(
+                self.command,
+                self.unit_files,
+                lambda path: _read(self.host, path, missing_ok=True),
+                format_gate_string(gates),
+                self.params["flags_variable"],
+            )
+        except FlagsError as exc:
+            raise PlanError(f"{self.path}: {problem}; and elsewhere: {exc}; nothing written") from None
+        self.gates = gates
+        self.label = flags_plan.where or self.label
+        existing = [path for path, text in self.command.texts.items() if text is not None]
+        self.files = sorted({*self.files, *existing, *flags_plan.texts})
+        self._set_new_args(flags_plan.texts)
+        return {path: (self.command.texts.get(path), text) for path, text in flags_plan.texts.items()}
+
     def _set_new_args(self, texts):
-        units = [(path, texts.get(path, text)) for path, text in self.found.unit_files]
+        units = [(path, texts.get(path, text)) for path, text in self.unit_files]
 
         def read_new(path):
             return texts[path] if path in texts else _read(self.host, path, missing_ok=True)
@@ -755,6 +811,8 @@ class FlagsTarget(Target):
     def flag_gates(self, merged):
         if self.command is None:
             return dict(merged)
+        if self.new_command is not None and self.new_command.exec_start is None:
+            return gates_in_args(reaching_args(self.new_command))
         return gates_in_args(self.next_args())
 
     def effective(self, merged):

@@ -52,7 +52,7 @@ def test_set_gates_in_real_files(path):
     fmt = detect_format(text)
     before = read_flags_gates(text, fmt)
     wanted = {**before, "DevicePlugins": True}
-    new, where, _ = set_gate_string(text, fmt, ",".join(f"{k}={str(v).lower()}" for k, v in wanted.items()))
+    new, where = set_gate_string(text, fmt, ",".join(f"{k}={str(v).lower()}" for k, v in wanted.items()))
     assert where
     assert read_flags_gates(new, fmt) == wanted
     # one flag only, every other flag untouched and in order
@@ -64,7 +64,7 @@ def test_set_gates_in_real_files(path):
     assert len(new_lines) - len(old_lines) in (0, 1)
     assert new.endswith("\n") == text.endswith("\n")
     # and a second run is a no-op
-    again, _, _ = set_gate_string(new, fmt, ",".join(f"{k}={str(v).lower()}" for k, v in wanted.items()))
+    again, _ = set_gate_string(new, fmt, ",".join(f"{k}={str(v).lower()}" for k, v in wanted.items()))
     assert again == new
 
 
@@ -80,7 +80,7 @@ def test_malformed_files_fail_with_the_line(path):
 def test_quoted_gates_keep_their_quotes_and_other_flags():
     text = "KUBELET_EXTRA_ARGS=--feature-gates=\"A=false,B=true\" --endpoint='unix:///x.sock' --v=2"
     assert read_flags_gates(text, "env") == {"A": False, "B": True}
-    new, where, _ = set_gate_string(text, "env", "A=false,B=true,DevicePlugins=true")
+    new, where = set_gate_string(text, "env", "A=false,B=true,DevicePlugins=true")
     assert new == (
         'KUBELET_EXTRA_ARGS=--feature-gates="A=false,B=true,DevicePlugins=true" '
         "--endpoint='unix:///x.sock' --v=2"
@@ -91,14 +91,14 @@ def test_quoted_gates_keep_their_quotes_and_other_flags():
 def test_repeated_flags_are_merged_into_the_first():
     text = 'KUBELET_EXTRA_ARGS="--feature-gates=A=true --v=2 --feature-gates B=false"\n'
     assert read_flags_gates(text, "env") == {"A": True, "B": False}
-    new, _, _ = set_gate_string(text, "env", "A=true,B=false")
+    new, _ = set_gate_string(text, "env", "A=true,B=false")
     assert new == 'KUBELET_EXTRA_ARGS="--feature-gates=A=true,B=false --v=2"\n'
 
 
 def test_continuation_lines_are_followed():
     text = 'KUBELET_ARGS="--a=1 \\\n--b=2 \\\n--feature-gates=X=true"\n'
     assert read_flags_gates(text, "env") == {"X": True}
-    new, _, _ = set_gate_string(text, "env", "X=false")
+    new, _ = set_gate_string(text, "env", "X=false")
     assert new == 'KUBELET_ARGS="--a=1 \\\n--b=2 \\\n--feature-gates=X=false"\n'
 
 
@@ -115,14 +115,14 @@ def test_removing_the_last_gate_removes_the_flag():
 
 def test_flag_in_execstart_is_edited_in_place():
     text = "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet --feature-gates=A=true $KUBELET_EXTRA_ARGS\n"
-    new, where, _ = set_gate_string(text, "systemd", "A=true,B=true")
+    new, where = set_gate_string(text, "systemd", "A=true,B=true")
     assert where == "ExecStart"
     assert new == text.replace("A=true $", "A=true,B=true $")
 
 
 def test_dropin_without_the_variable_gets_an_environment_line_before_execstart():
     text = "[Service]\nExecStart=\nExecStart=/usr/bin/kubelet $KUBELET_EXTRA_ARGS\n"
-    new, _, _ = set_gate_string(text, "systemd", "DevicePlugins=true")
+    new, _ = set_gate_string(text, "systemd", "DevicePlugins=true")
     assert new == (
         '[Service]\nEnvironment="KUBELET_EXTRA_ARGS=--feature-gates=DevicePlugins=true"\n'
         "ExecStart=\nExecStart=/usr/bin/kubelet $KUBELET_EXTRA_ARGS\n"
@@ -131,18 +131,9 @@ def test_dropin_without_the_variable_gets_an_environment_line_before_execstart()
 
 def test_unit_that_does_not_pass_the_variable_gets_the_flag_in_execstart():
     text = "[Service]\nExecStart=/usr/bin/kubelet --v=2\nRestart=always\n"
-    new, where, _ = set_gate_string(text, "systemd", "A=true")
+    new, where = set_gate_string(text, "systemd", "A=true")
     assert where == "ExecStart"
     assert "ExecStart=/usr/bin/kubelet --v=2 --feature-gates=A=true\n" in new
-
-
-def test_environment_file_override_is_warned_about():
-    text = (
-        "[Service]\nEnvironmentFile=-/etc/default/kubelet\n"
-        "ExecStart=\nExecStart=/usr/bin/kubelet $KUBELET_EXTRA_ARGS\n"
-    )
-    _, _, warnings = set_gate_string(text, "systemd", "A=true")
-    assert "/etc/default/kubelet" in warnings[0]
 
 
 @pytest.mark.parametrize(
@@ -186,7 +177,7 @@ def test_property_merging_keeps_other_flags_and_is_idempotent(flags, old, new, q
         )
     text = f"# kubelet flags\nKUBELET_EXTRA_ARGS={quote}{' '.join(words)}{quote}\n"
     gate_string = ",".join(f"{k}={str(v).lower()}" for k, v in new.items())
-    out, _, _ = set_gate_string(text, "env", gate_string)
+    out, _ = set_gate_string(text, "env", gate_string)
     assert read_flags_gates(out, "env") == new
     assert other_words(out, "env") == other_words(text, "env")
     assert out.startswith("# kubelet flags\n")

@@ -84,7 +84,7 @@ def test_rpm_layout_a_gate_written_into_the_dropin_never_reaches_the_kubelet():
     """The old behaviour: Environment=KUBELET_EXTRA_ARGS in the drop-in, lost to /etc/sysconfig/kubelet."""
     files, units = rpm_node()
     dropin_path, dropin = units[1]
-    edited, where, _ = set_gate_string(dropin, "systemd", "DynamicResourceAllocation=true")
+    edited, where = set_gate_string(dropin, "systemd", "DynamicResourceAllocation=true")
     assert where == "Environment KUBELET_EXTRA_ARGS"
     command = resolve([units[0], (dropin_path, edited)], files.read)
     assert gates_in_args(command.args) == {}
@@ -132,7 +132,7 @@ def test_kubespray_unit_never_expands_kubelet_extra_args():
     assert "KUBELET_EXTRA_ARGS" not in command.referenced
     # the old behaviour appended KUBELET_EXTRA_ARGS to kubelet.env: it never reaches the kubelet
     env_text = files.read("/etc/kubernetes/kubelet.env")
-    edited, where, _ = set_gate_string(env_text, "env", "DevicePlugins=true")
+    edited, where = set_gate_string(env_text, "env", "DevicePlugins=true")
     assert where == "KUBELET_EXTRA_ARGS"
     files.files["/etc/kubernetes/kubelet.env"] = edited
     command = resolve(units, files.read)

@@ -187,6 +187,7 @@ from ansible.module_utils.containerd_config import (
 )
 from ansible.module_utils.daemon_state import running_state
 from ansible.module_utils.file_backup import DEFAULT_BACKUP_DIR, backup_copy
+from ansible.module_utils.gpunode.common import values
 from ansible.module_utils.text_file import read_text, write_text
 from ansible.module_utils.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
 
@@ -203,6 +204,18 @@ ARGUMENT_SPEC = {
     "service": {"type": "str", "default": "containerd.service"},
     "backup": {"type": "bool", "default": False},
     "backup_dir": {"type": "path", "default": DEFAULT_BACKUP_DIR},
+}
+
+# The syntax of each value that lands in a file (checked before anything is read):
+# the runtime's name is a TOML key, the binary and the drop-in are TOML strings
+# (the drop-in also an imports entry, where glob characters would match other files).
+VALUE_RULES = {
+    "config_path": values.path,
+    "dropin_path": values.word_path,
+    "name": values.containerd_runtime_name,
+    "binary_name": values.command,
+    "runtime_type": values.containerd_runtime_type,
+    "backup_dir": values.path,
 }
 
 
@@ -222,6 +235,10 @@ def run(module):
         "stale_files": [],
         "restore": [],
     }
+    try:
+        values.check(params, VALUE_RULES)
+    except values.ValueSyntaxError as exc:
+        module.fail_json(msg=f"{exc}; nothing was read or written", **result)
     if TOML_PARSER is None:
         module.fail_json(msg=missing_required_lib(TOML_REQUIREMENT), exception=TOML_IMPORT_ERROR, **result)
     try:

@@ -338,6 +338,7 @@ from ansible.module_utils.kube_scheduler_node import (
     scheduler_facts,
     tag_version,
 )
+from ansible.module_utils.gpunode.common import k8s_names, values
 from ansible.module_utils.kubeadm_config import (
     CONFIGMAP,
     KEY,
@@ -382,6 +383,26 @@ ARGUMENT_SPEC = {
     "health_url": {"type": "str", "default": "https://127.0.0.1:10259/healthz"},
     "health_validate_certs": {"type": "bool", "default": False},
     "proc_root": {"type": "path", "default": "/proc"},
+}
+# The syntax of each value that lands in a file or on kube-scheduler's command line, checked
+# before anything is read: config_path is a flag value (--config=PATH, RKE2's config=PATH) and
+# half of RKE2's "PATH:PATH:ro" mount; the extender's fields go into its configuration and
+# its URLs (urlPrefix + "/" + verb); managedResources are extended resource names.
+VALUE_RULES = {
+    "extender.url_prefix": values.http_url,
+    "extender.filter_verb": values.url_segment,
+    "extender.bind_verb": values.optional(values.url_segment),
+    "extender.managed_resources[].name": k8s_names.extended_resource_name,
+    "config_path": values.word_path,
+    "kubeconfig": values.word_path,
+    "manifest_path": values.path,
+    "cluster_yml": values.path,
+    "rke2_config": values.path,
+    "backup_dir": values.path,
+    "kubectl": values.path,
+    "admin_kubeconfig": values.path,
+    "health_url": values.optional(values.http_url),
+    "proc_root": values.path,
 }
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 JOURNAL = "gpunode-scheduler-unverified.json"
@@ -555,6 +576,10 @@ def _read_journal(path):
 
 def run(module):
     params = module.params
+    try:
+        values.check(params, VALUE_RULES)
+    except values.ValueSyntaxError as exc:
+        module.fail_json(msg=f"{exc}; nothing was read or written")
     node = Node(module)
     flavor = _flavor(module)
     params = dict(params, flavor=flavor)

@@ -218,6 +218,7 @@ from ansible.module_utils.containerd_config import (
 )
 from ansible.module_utils.containerd_config import plan as containerd_plan
 from ansible.module_utils.daemon_state import process_start, stale_files, units_state
+from ansible.module_utils.gpunode.common import values
 from ansible.module_utils.json_config import JSONConfigError
 from ansible.module_utils.json_config import parse as parse_json
 from ansible.module_utils.json_config import plan as json_plan
@@ -256,6 +257,19 @@ ARGUMENT_SPEC = {
     "driver_version": {"type": "str", "default": ""},
 }
 ENGINES = ("docker", "containerd")
+# The syntax of each value that lands in a file or on a command line, checked before anything is
+# read: the deb822 source's URIs and Signed-By words, the apt version of `name=version`, the
+# runtime binary in daemon.json and config.toml, the drop-in in config.toml's imports.
+VALUE_RULES = {
+    "version": values.optional(values.debian_version),
+    "repo_url": values.apt_uri,
+    "keyring": values.word_path,
+    "sources_path": values.path,
+    "binary": values.command,
+    "docker_daemon_json": values.path,
+    "containerd_config": values.path,
+    "containerd_dropin": values.word_path,
+}
 
 
 def build_module():
@@ -283,6 +297,10 @@ def wanted_from(params):
 
 
 def run(module):
+    try:
+        values.check(module.params, VALUE_RULES)
+    except values.ValueSyntaxError as exc:
+        module.fail_json(msg=f"{exc}; nothing was read or written")
     try:
         wanted = wanted_from(module.params)
         tools = {

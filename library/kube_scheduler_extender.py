@@ -312,6 +312,7 @@ import shutil
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.gpunode.common import k8s_names, values
 from ansible.module_utils.kube_scheduler import (
     DEFAULT_MANIFEST,
     DEFAULT_RKE2_CONFIG,
@@ -338,7 +339,6 @@ from ansible.module_utils.kube_scheduler_node import (
     scheduler_facts,
     tag_version,
 )
-from ansible.module_utils.gpunode.common import k8s_names, values
 from ansible.module_utils.kubeadm_config import (
     CONFIGMAP,
     KEY,

@@ -332,3 +332,12 @@ def field_manager(option, value):
     if not 0 < len(value) <= 128 or not value.isprintable():
         refuse(option, value, "a field manager", rule)
     return value
+
+
+def node_label_term(option, value):
+    """A node label to select on: ``key`` or ``key=value`` (the value as a label value)."""
+    key, equals, item = str(value).partition("=") if isinstance(value, str) else (value, "", "")
+    label_key(option, key)
+    if equals:
+        label_value(option, item)
+    return value

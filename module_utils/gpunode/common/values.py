@@ -108,11 +108,11 @@ def word_path(option, value):
 
 def command(option, value):
     """A program: an absolute path as :func:`word_path`, or a bare name found on the PATH."""
-    rule = "an absolute path or a bare program name, of letters, digits and . _ - + @ ~ / only"
+    rule = "an absolute path or a bare program name (not starting with '-'), of letters, digits and . _ - + @ ~ / only"
     string(option, value, "a program", rule)
     if not _WORD_PATH.fullmatch(value) or "//" in value or ("/" in value and not value.startswith("/")):
         refuse(option, value, "a program", rule)
-    if value.strip(".") == "" or value.endswith("/"):
+    if value.strip(".") == "" or value.endswith("/") or value.startswith("-"):
         refuse(option, value, "a program", rule)
     return value
 

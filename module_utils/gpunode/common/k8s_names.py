@@ -336,8 +336,9 @@ def field_manager(option, value):
 
 def node_label_term(option, value):
     """A node label to select on: ``key`` or ``key=value`` (the value as a label value)."""
-    key, equals, item = str(value).partition("=") if isinstance(value, str) else (value, "", "")
-    label_key(option, key)
-    if equals:
-        label_value(option, item)
+    rule = f"key[=value], key {QUALIFIED_RULE}; value {LABEL_VALUE_RULE}"
+    string(option, value, "a node label", rule)
+    key, equals, item = value.partition("=")
+    if not is_valid(label_key, key) or (equals and not is_valid(label_value, item)):
+        refuse(option, value, "a node label", rule)
     return value

@@ -29,8 +29,8 @@ OPTIONS = {  # module option -> (the name the message starts with, hostile value
                   [*injected("kube-system"), "Kube-System", "a" * 64, "-gpu", "gpu-", "gpu.ops", "gpu_ops",
                    f"kube{HYPHEN}system"]),
     "control_plane_label": ("gpu_cluster_addons_control_plane_label (control_plane_label)",
-                            [*injected("node-role.kubernetes.io/control-plane", at=5), "x" * 64, "-a", "a/b/c",
-                             f"node-role.kubernetes.io/control{HYPHEN}plane", "k=a b"]),
+                            [*injected("node-role.kubernetes.io/control-plane", at=5), "x" * 64, "-a",
+                             "a/b/c", f"node-role.kubernetes.io/control{HYPHEN}plane", "k=a b"]),
     "runtime_class_handler": ("gpu_cluster_addons_runtime_class_handler (runtime_class_handler)",
                               [*injected("nvidia"), "Nvidia", "nvidia_cdi", "nvidia.cdi", "a" * 64,
                                f"nvidi{CYRILLIC_A}"]),
@@ -40,7 +40,8 @@ LABEL_KEYS = [*injected("example.com/team"), "", "x" * 64, f"{'a' * 254}/x", "-t
 LABEL_VALUES = [*injected("ml-team"), "x" * 64, "-ml", "ml-", "ml.", "a/b", f"ml{HYPHEN}team", ["ml"]]
 ROLE_VALUES = {  # role variable -> hostile values
     "gpu_cluster_addons_nvidia_device_plugin_image": [*injected("nvcr.io/nvidia/k8s-device-plugin"), "",
-                                                      "nvcr.io/NVIDIA/k8s-device-plugin", "nvcr.io/nvidia/x:v1",
+                                                      "nvcr.io/NVIDIA/k8s-device-plugin",
+                                                      "nvcr.io/nvidia/x:v1",
                                                       f"nvcr.io/nvidia/k8s{HYPHEN}device-plugin"],
     "gpu_cluster_addons_nvidia_device_plugin_version": [*injected("v0.17.0"), "", "x" * 129, "-v1", ".v1",
                                                         "v0.17.0\"\nevil: true", "v1@sha256:xyz"],
@@ -113,7 +114,8 @@ def test_valid_edge_values_pass_and_are_not_rewritten(run_module):
         "gpu_cluster_addons_field_manager": "gpunode ops",
     }
     ok, result = run_module(module, dict(
-        BASE, namespace="a" * 63, control_plane_label="example.com/infra=yes", runtime_class_handler="nvidia-cdi",
+        BASE, namespace="a" * 63, control_plane_label="example.com/infra=yes",
+        runtime_class_handler="nvidia-cdi",
         extra_node_labels=labels, gpu_hosts=["gpu-01"], node_names={"gpu-01": "gpu-01.example.com"},
         host_facts={"gpu-01": {"nvidia_gpu": T4}}, role_values=role_values))
     assert ok, result
@@ -139,7 +141,8 @@ ROLE_CASES = {
     "image": ("gpu_cluster_addons_nvidia_device_plugin_image", "nvcr.io/nvidia/k8s device plugin"),
     "tag": ("gpu_cluster_addons_nvidia_device_plugin_version", 'v0.17.0"\n  privileged: true'),
     "handler": ("gpu_cluster_addons_runtime_class_handler", "Nvidia"),
-    "toleration": ("gpu_cluster_addons_extra_tolerations", [{"key": "k", "operator": "Exists", "value": "$x"}]),
+    "toleration": ("gpu_cluster_addons_extra_tolerations",
+                   [{"key": "k", "operator": "Exists", "value": "$x"}]),
     "resources": ("gpu_cluster_addons_nvidia_device_plugin_resources", {"limits": {"cpu": "1,5"}}),
 }
 
@@ -167,7 +170,7 @@ def test_the_role_refuses_a_hostile_inventory_value_before_writing_a_file(tmp_pa
     failures = {match[1]: json.loads(match[2])["msg"]
                 for match in re.finditer(r"^(\S+) \| FAILED! => (\{.*\})$", proc.stdout, re.M)}
     assert set(failures) == set(ROLE_CASES), proc.stdout[-3000:]
-    for name, (variable, value) in ROLE_CASES.items():
+    for name, (variable, _value) in ROLE_CASES.items():
         assert failures[name].startswith(variable), failures[name]
         assert failures[name].endswith("nothing was rendered or applied"), failures[name]
         assert not (out / name).exists(), f"{name}: files were written"

@@ -108,7 +108,7 @@ def word_path(option, value):
 
 def command(option, value):
     """A program: an absolute path as :func:`word_path`, or a bare name found on the PATH."""
-    rule = "an absolute path or a bare program name (not starting with '-'), of letters, digits and . _ - + @ ~ / only"
+    rule = "an absolute path or a bare program name (no leading '-'): letters, digits, . _ - + @ ~ / only"
     string(option, value, "a program", rule)
     if not _WORD_PATH.fullmatch(value) or "//" in value or ("/" in value and not value.startswith("/")):
         refuse(option, value, "a program", rule)

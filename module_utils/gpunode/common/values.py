@@ -207,3 +207,12 @@ def optional(rule):
         return value if value == "" else rule(option, value)
 
     return check_unless_empty
+
+
+def one_line(option, value):
+    """A value written as one line of a line-oriented file (an apt source line): no control character."""
+    rule = "one line: no newline, carriage return, NUL or other control character"
+    string(option, value, "a single line", rule)
+    if _CONTROL.search(value.replace("\t", " ")) or not value.strip():
+        refuse(option, value, "a single line", rule)
+    return value

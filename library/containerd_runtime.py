@@ -25,6 +25,9 @@ description:
     it the drop-in holds the complete CRI table (C(containerd config default),
     overlaid with config.toml's and its other imports' CRI settings, overlaid with the
     runtime). containerd 2.x merges key by key, so the drop-in holds the runtime only.
+  - Every value that lands in a file (O(name), O(binary_name), O(runtime_type), O(dropin_path)) is checked
+    against its format's syntax first; a bad one fails naming the option, the value and the rule, and
+    nothing is read or written.
   - A config.toml that is not valid TOML, has an unknown version, a version this
     containerd cannot read (3 or 4 on 1.x, 4 before 2.3), or no version on containerd
     2.0 to 2.2 (which ignore the CRI settings of such files) fails with its path and
@@ -41,19 +44,25 @@ options:
     type: path
     default: /etc/containerd/config.toml
   dropin_path:
-    description: The drop-in file this module owns and writes whole.
+    description:
+      - The drop-in file this module owns and writes whole; an entry of config.toml's C(imports), so an
+        absolute path of letters, digits and C(. _ - + @ ~ /) only (no glob characters).
     type: path
     default: /etc/containerd/conf.d/99-nvidia.toml
   name:
-    description: The runtime's name (the RuntimeClass handler).
+    description:
+      - The runtime's name (the RuntimeClass handler), a key of config.toml - letters, digits, C(_), C(.)
+        and C(-) only (a RuntimeClass handler must also be a lower-case DNS label).
     type: str
     default: nvidia
   binary_name:
-    description: The OCI runtime binary the runc shim calls (C(options.BinaryName)).
+    description:
+      - The OCI runtime binary the runc shim calls (C(options.BinaryName)) - an absolute path or a bare
+        name found on the PATH, of letters, digits and C(. _ - + @ ~ /) only.
     type: path
     default: /usr/bin/nvidia-container-runtime
   runtime_type:
-    description: The shim (C(runtime_type)).
+    description: The shim (C(runtime_type)), C(io.containerd.NAME.vN).
     type: str
     default: io.containerd.runc.v2
   systemd_cgroup:

@@ -17,7 +17,7 @@ import sys
 
 import gpu_cluster_addons_plan as module
 import pytest
-from test_k8s_names import CYRILLIC_A, DIGEST, HYPHEN, injected
+from test_k8s_names import CYRILLIC_A, DIGEST, HYPHEN, assert_refused, injected
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 T4 = {"present": True, "gpu_count": 1, "models": ["TU104GL [Tesla T4]"],
@@ -81,9 +81,9 @@ def test_a_hostile_input_fails_naming_the_variable_value_and_rule(run_module, ki
     assert not ok
     if isinstance(bad, (dict, list)):  # the message names the field inside it, and its value
         assert result["msg"].startswith(shown) and " is not " in result["msg"], result["msg"]
+        assert result["msg"].endswith("nothing was rendered or applied")
     else:
-        assert result["msg"].startswith(f"{shown}: {bad!r} is not "), result["msg"]
-    assert result["msg"].endswith("nothing was rendered or applied")
+        assert_refused(result, f"{shown}: {bad!r} is not ", bad, "nothing was rendered or applied")
 
 
 def test_node_names_given_or_derived_must_be_kubernetes_node_names(run_module):

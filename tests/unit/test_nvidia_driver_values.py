@@ -7,7 +7,7 @@ a second source. A hostile value fails naming the option, before the node is rea
 
 import nvidia_driver_state as module
 import pytest
-from test_k8s_names import HYPHEN, injected
+from test_k8s_names import HYPHEN, assert_refused, injected
 
 HOSTILE = {
     "signing_key": [*injected("/var/lib/dkms/mok.key"), "mok.key", "/var/lib/dkms/$(reboot).key",
@@ -36,8 +36,7 @@ def looked(monkeypatch):
 def test_a_hostile_value_fails_naming_it_before_the_node_is_read(run_module, looked, option, value):
     ok, result = run_module(module, {option: value})
     assert not ok
-    assert result["msg"].startswith(f"{option}: {value!r} is not "), result["msg"]
-    assert result["msg"].endswith("nothing was read or written")
+    assert_refused(result, f"{option}: {value!r} is not ", value)
     assert looked == []
 
 

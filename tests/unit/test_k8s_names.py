@@ -213,6 +213,8 @@ def test_valid_edge_values_pass_unchanged(kind, value):
 
 def test_labels_name_the_key_or_the_value_at_fault():
     assert k8s.label_value("count", 8) == "8"  # a YAML number is the label's text
+    with pytest.raises(ValueSyntaxError, match=r"^extra\['gpu'\]: True is not a label value \(a string"):
+        k8s.labels("extra", {"gpu": True})
     assert k8s.labels("extra", {"example.com/team": "ml", "gpunode.io/old": None}) is not None
     with pytest.raises(ValueSyntaxError, match=r"^extra key: 'team name' is not a label key"):
         k8s.labels("extra", {"team name": "ml"})

@@ -122,7 +122,9 @@ def label_key(option, value):
 
 def label_value(option, value):
     """A label value: empty, or a name of at most 63 characters. Numbers are taken as their text."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, bool):  # YAML's true would become "True": say what to write instead
+        refuse(option, value, "a label value", "a string: quote it, 'true' or 'false'")
+    if isinstance(value, (int, float)):
         value = str(value)
     string(option, value, "a label value", LABEL_VALUE_RULE)
     if value and not _fits(_NAME, value, NAME_MAX):

@@ -404,7 +404,7 @@ VALUE_RULES = {
     "cluster_yml": values.path,
     "rke2_config": values.path,
     "backup_dir": values.path,
-    "kubectl": values.path,
+    "kubectl": values.command,
     "admin_kubeconfig": values.path,
     "health_url": values.optional(values.http_url),
     "proc_root": values.path,

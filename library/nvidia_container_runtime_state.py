@@ -23,6 +23,9 @@ description:
   - RKE2 and k3s generate their containerd configuration at every start and detect the nvidia
     runtime themselves; the plan sets their C(default-runtime) option in a config.yaml.d drop-in and
     restarts them, never editing the generated file.
+  - Values that land in a file or on apt's command line (O(repo_url), O(keyring), O(version), O(binary),
+    O(containerd_dropin), the paths) are checked against their format's syntax first; a bad one fails
+    naming the option, the value and the rule, and nothing is read.
 version_added: "1.1.0"
 requirements:
   - tomli (python3-tomli) or toml (python3-toml) on Python 3.10 and older, to read containerd's
@@ -35,7 +38,7 @@ options:
     choices: [nvidia-container-toolkit, nvidia-docker2]
     default: nvidia-container-toolkit
   version:
-    description: The apt version the package must be at; empty for any.
+    description: The apt version the package must be at (C([epoch:]upstream[-revision])); empty for any.
     type: str
     default: ""
   manage_repo:
@@ -43,7 +46,7 @@ options:
     type: bool
     default: true
   repo_url:
-    description: The flat apt repository (suite "/").
+    description: The flat apt repository (suite "/"); C(scheme:...) without whitespace or quotes.
     type: str
     default: "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"
   repo_key_checksum:
@@ -63,7 +66,9 @@ options:
     type: raw
     default: auto
   binary:
-    description: The nvidia runtime binary the engines call.
+    description:
+      - The nvidia runtime binary the engines call - an absolute path or a bare name, of letters, digits
+        and C(. _ - + @ ~ /) only (it is written into daemon.json and config.toml).
     type: path
     default: /usr/bin/nvidia-container-runtime
   docker_default_runtime:

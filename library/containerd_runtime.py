@@ -25,6 +25,9 @@ description:
     it the drop-in holds the complete CRI table (C(containerd config default),
     overlaid with config.toml's and its other imports' CRI settings, overlaid with the
     runtime). containerd 2.x merges key by key, so the drop-in holds the runtime only.
+  - Every value that lands in a file (O(name), O(binary_name), O(runtime_type), O(dropin_path)) is checked
+    against its format's syntax first; a bad one fails naming the option, the value and the rule, and
+    nothing is read or written.
   - A config.toml that is not valid TOML, has an unknown version, a version this
     containerd cannot read (3 or 4 on 1.x, 4 before 2.3), or no version on containerd
     2.0 to 2.2 (which ignore the CRI settings of such files) fails with its path and
@@ -41,19 +44,25 @@ options:
     type: path
     default: /etc/containerd/config.toml
   dropin_path:
-    description: The drop-in file this module owns and writes whole.
+    description:
+      - The drop-in file this module owns and writes whole; an entry of config.toml's C(imports), so an
+        absolute path of letters, digits and C(. _ - + @ ~ /) only (no glob characters).
     type: path
     default: /etc/containerd/conf.d/99-nvidia.toml
   name:
-    description: The runtime's name (the RuntimeClass handler).
+    description:
+      - The runtime's name (the RuntimeClass handler), a key of config.toml - letters, digits, C(_), C(.)
+        and C(-) only (a RuntimeClass handler must also be a lower-case DNS label).
     type: str
     default: nvidia
   binary_name:
-    description: The OCI runtime binary the runc shim calls (C(options.BinaryName)).
+    description:
+      - The OCI runtime binary the runc shim calls (C(options.BinaryName)) - an absolute path or a bare
+        name found on the PATH, of letters, digits and C(. _ - + @ ~ /) only.
     type: path
     default: /usr/bin/nvidia-container-runtime
   runtime_type:
-    description: The shim (C(runtime_type)).
+    description: The shim (C(runtime_type)), C(io.containerd.NAME.vN).
     type: str
     default: io.containerd.runc.v2
   systemd_cgroup:
@@ -193,6 +202,7 @@ from ansible.module_utils.containerd_config import (
 )
 from ansible.module_utils.daemon_state import running_state
 from ansible.module_utils.file_backup import DEFAULT_BACKUP_DIR, backup_copy
+from ansible.module_utils.gpunode.common import values
 from ansible.module_utils.text_file import read_text, shown_path, write_text
 from ansible.module_utils.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
 
@@ -209,6 +219,18 @@ ARGUMENT_SPEC = {
     "service": {"type": "str", "default": "containerd.service"},
     "backup": {"type": "bool", "default": False},
     "backup_dir": {"type": "path", "default": DEFAULT_BACKUP_DIR},
+}
+
+# The syntax of each value that lands in a file (checked before anything is read):
+# the runtime's name is a TOML key, the binary and the drop-in are TOML strings
+# (the drop-in also an imports entry, where glob characters would match other files).
+VALUE_RULES = {
+    "config_path": values.path,
+    "dropin_path": values.word_path,
+    "name": values.containerd_runtime_name,
+    "binary_name": values.command,
+    "runtime_type": values.containerd_runtime_type,
+    "backup_dir": values.path,
 }
 
 
@@ -228,6 +250,10 @@ def run(module):
         "stale_files": [],
         "restore": [],
     }
+    try:
+        values.check(params, VALUE_RULES)
+    except values.ValueSyntaxError as exc:
+        module.fail_json(msg=f"{exc}; nothing was read or written", **result)
     if TOML_PARSER is None:
         module.fail_json(msg=missing_required_lib(TOML_REQUIREMENT), exception=TOML_IMPORT_ERROR, **result)
     try:

@@ -98,6 +98,13 @@ options:
     description: Refuse requests for more than one time-sliced GPU.
     type: bool
     default: false
+  role_values:
+    description:
+      - The role's variables by name (C(gpu_cluster_addons_*)). Those the templates write into a manifest
+        (images, tags, resources, tolerations, ports) are checked against Kubernetes' syntax before anything
+        is rendered; the others are ignored. Options above that land in a manifest are checked the same way.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -186,6 +193,7 @@ from ansible.module_utils.gpu_cluster_addons import (
     nvidia_device_plugin_config,
     pod_runtime_class,
 )
+from ansible.module_utils.gpunode.addons.inputs import ValueSyntaxError, check_inputs, check_node_names
 
 
 def build_module():
@@ -209,6 +217,7 @@ def build_module():
             "nvidia_time_slicing_replicas": {"type": "int", "default": 0},
             "nvidia_time_slicing_rename": {"type": "bool", "default": False},
             "nvidia_time_slicing_fail_requests_greater_than_one": {"type": "bool", "default": False},
+            "role_values": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
@@ -233,6 +242,7 @@ def host_records(hosts, host_facts, node_names):
 
 def run(module):
     params = module.params
+    check_inputs(params)
     mode = params["mode"]
     version = kube_version(params["kubernetes_version"])
     api = api_versions(version)
@@ -255,6 +265,8 @@ def run(module):
             "manage (gpu_cluster_addons_runtime_class is false): it must exist in the cluster"
         )
     cp = control_plane(params["nodes"], params["distribution"], version, params["control_plane_label"])
+    nodes = gpu_nodes(hosts, mode, params["extra_node_labels"])
+    check_node_names(nodes)
     for warning in warnings + (cp["warnings"] if mode == "gpushare" else []):
         module.warn(warning)
     return {
@@ -262,7 +274,7 @@ def run(module):
         "version": version,
         "api": api,
         "control_plane": cp,
-        "gpu_nodes": gpu_nodes(hosts, mode, params["extra_node_labels"]),
+        "gpu_nodes": nodes,
         "manifests": manifest_plan(mode, version, params["runtime_class"]),
         "runtime_class_name": runtime["name"],
         "runtime_class_reasons": runtime["reasons"],
@@ -283,6 +295,8 @@ def main():
         result = run(module)
     except GpuAddonsError as exc:
         module.fail_json(msg=str(exc))
+    except ValueSyntaxError as exc:
+        module.fail_json(msg=f"{exc}; nothing was rendered or applied")
     module.exit_json(**result)
 
 

@@ -73,15 +73,17 @@ options:
     default: {}
     suboptions:
       url_prefix:
-        description: URL prefix of the extender service.
+        description:
+          - URL prefix of the extender service - an http:// or https:// URL with a host, of RFC 3986
+            characters (no whitespace or quotes).
         type: str
         default: http://127.0.0.1:32766/gpushare-scheduler
       filter_verb:
-        description: Verb for the filter call.
+        description: Verb for the filter call - one URL path segment (letters, digits, C(. _ ~ -)).
         type: str
         default: filter
       bind_verb:
-        description: Verb for the bind call; empty for an extender that does not bind.
+        description: Verb for the bind call (a URL path segment, as O(extender.filter_verb)); empty for none.
         type: str
         default: bind
       enable_https:
@@ -103,7 +105,7 @@ options:
         default: [{name: aliyun.com/gpu-mem, ignored_by_scheduler: false}]
         suboptions:
           name:
-            description: Resource name.
+            description: An extended resource name, C(domain/name) outside C(kubernetes.io).
             type: str
             required: true
           ignored_by_scheduler:
@@ -115,6 +117,8 @@ options:
       - The configuration file to write when the scheduler has none yet. Default
         C(/etc/kubernetes/scheduler-extender-config.yaml);
         C(/etc/rancher/rke2/scheduler-extender-config.yaml) for RKE2.
+      - It becomes a flag value (C(--config=PATH)) and half of RKE2's C(PATH:PATH:ro) mount, so it is
+        an absolute path of letters, digits and C(. _ - + @ ~ /) only; anything else fails before any read.
     type: path
   manifest_path:
     description: The kube-scheduler static pod manifest (kubeadm).
@@ -127,6 +131,7 @@ options:
         a value already in the file, wins. Default per flavor - kubeadm
         C(/etc/kubernetes/scheduler.conf), RKE1 C(/etc/kubernetes/ssl/kubecfg-kube-scheduler.yaml),
         RKE2 C(/var/lib/rancher/rke2/server/cred/scheduler.kubeconfig).
+      - An absolute path of letters, digits and C(. _ - + @ ~ /) only.
     type: path
   cluster_yml:
     description: RKE1 cluster.yml to edit (run this on the RKE admin host).
@@ -320,6 +325,7 @@ import shutil
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.gpunode.common import k8s_names, values
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.kube_scheduler import (
     DEFAULT_MANIFEST,
@@ -397,6 +403,26 @@ ARGUMENT_SPEC = {
     "health_url": {"type": "str", "default": "https://127.0.0.1:10259/healthz"},
     "health_validate_certs": {"type": "bool", "default": False},
     "proc_root": {"type": "path", "default": "/proc"},
+}
+# The syntax of each value that lands in a file or on kube-scheduler's command line, checked
+# before anything is read: config_path is a flag value (--config=PATH, RKE2's config=PATH) and
+# half of RKE2's "PATH:PATH:ro" mount; the extender's fields go into its configuration and
+# its URLs (urlPrefix + "/" + verb); managedResources are extended resource names.
+VALUE_RULES = {
+    "extender.url_prefix": values.http_url,
+    "extender.filter_verb": values.url_segment,
+    "extender.bind_verb": values.optional(values.url_segment),
+    "extender.managed_resources[].name": k8s_names.extended_resource_name,
+    "config_path": values.word_path,
+    "kubeconfig": values.word_path,
+    "manifest_path": values.path,
+    "cluster_yml": values.path,
+    "rke2_config": values.path,
+    "backup_dir": values.path,
+    "kubectl": values.command,
+    "admin_kubeconfig": values.path,
+    "health_url": values.optional(values.http_url),
+    "proc_root": values.path,
 }
 JOURNAL = "gpunode-scheduler-unverified.json"
 PACKAGES = {"PyYAML": "python3-yaml"}
@@ -569,6 +595,10 @@ def _read_journal(path):
 
 def run(module):
     params = module.params
+    try:
+        values.check(params, VALUE_RULES)
+    except values.ValueSyntaxError as exc:
+        module.fail_json(msg=f"{exc}; nothing was read or written")
     node = Node(module)
     flavor = _flavor(module)
     params = dict(params, flavor=flavor)

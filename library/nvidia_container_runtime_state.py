@@ -23,6 +23,9 @@ description:
   - RKE2 and k3s generate their containerd configuration at every start and detect the nvidia
     runtime themselves; the plan sets their C(default-runtime) option in a config.yaml.d drop-in and
     restarts them, never editing the generated file.
+  - Values that land in a file or on apt's command line (O(repo_url), O(keyring), O(version), O(binary),
+    O(containerd_dropin), the paths) are checked against their format's syntax first; a bad one fails
+    naming the option, the value and the rule, and nothing is read.
 version_added: "1.1.0"
 requirements:
   - tomli (python3-tomli) or toml (python3-toml) on Python 3.10 and older, to read containerd's
@@ -35,7 +38,7 @@ options:
     choices: [nvidia-container-toolkit, nvidia-docker2]
     default: nvidia-container-toolkit
   version:
-    description: The apt version the package must be at; empty for any.
+    description: The apt version the package must be at (C([epoch:]upstream[-revision])); empty for any.
     type: str
     default: ""
   manage_repo:
@@ -43,7 +46,7 @@ options:
     type: bool
     default: true
   repo_url:
-    description: The flat apt repository (suite "/").
+    description: The flat apt repository (suite "/"); C(scheme:...) without whitespace or quotes.
     type: str
     default: "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"
   repo_key_checksum:
@@ -63,7 +66,9 @@ options:
     type: raw
     default: auto
   binary:
-    description: The nvidia runtime binary the engines call.
+    description:
+      - The nvidia runtime binary the engines call - an absolute path or a bare name, of letters, digits
+        and C(. _ - + @ ~ /) only (it is written into daemon.json and config.toml).
     type: path
     default: /usr/bin/nvidia-container-runtime
   docker_default_runtime:
@@ -226,6 +231,7 @@ from ansible.module_utils.containerd_config import (
 )
 from ansible.module_utils.containerd_config import plan as containerd_plan
 from ansible.module_utils.daemon_state import process_start, stale_files, units_state
+from ansible.module_utils.gpunode.common import values
 from ansible.module_utils.json_config import JSONConfigError
 from ansible.module_utils.json_config import parse as parse_json
 from ansible.module_utils.json_config import plan as json_plan
@@ -264,6 +270,19 @@ ARGUMENT_SPEC = {
     "driver_version": {"type": "str", "default": ""},
 }
 ENGINES = ("docker", "containerd")
+# The syntax of each value that lands in a file or on a command line, checked before anything is
+# read: the deb822 source's URIs and Signed-By words, the apt version of `name=version`, the
+# runtime binary in daemon.json and config.toml, the drop-in in config.toml's imports.
+VALUE_RULES = {
+    "version": values.optional(values.debian_version),
+    "repo_url": values.apt_uri,
+    "keyring": values.word_path,
+    "sources_path": values.path,
+    "binary": values.command,
+    "docker_daemon_json": values.path,
+    "containerd_config": values.path,
+    "containerd_dropin": values.word_path,
+}
 
 
 def build_module():
@@ -291,6 +310,10 @@ def wanted_from(params):
 
 
 def run(module):
+    try:
+        values.check(module.params, VALUE_RULES)
+    except values.ValueSyntaxError as exc:
+        module.fail_json(msg=f"{exc}; nothing was read or written")
     try:
         wanted = wanted_from(module.params)
         tools = {

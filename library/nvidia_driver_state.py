@@ -467,6 +467,7 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.sys_info import get_distribution, get_distribution_version
 from ansible.module_utils.dpkg_database import DpkgError, interrupted, parse_dpkg_query, parse_madison
+from ansible.module_utils.gpunode.common import values
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.nvidia_driver import (
     FABRICMANAGER,
@@ -759,8 +760,25 @@ def run(module):
     return result
 
 
+# The syntax of each value that lands in a file or on a command line, checked before anything is
+# read: the signing key and certificate are quoted values of DKMS's shell-sourced framework.conf and
+# --module-signing-*-key= flags of the installer; the keyring is the source line's signed-by; the
+# source line is one line of a sources file.
+VALUE_RULES = {
+    "signing_key": values.optional(values.word_path),
+    "signing_cert": values.optional(values.word_path),
+    "keyring": values.word_path,
+    "apt_repository": values.optional(values.one_line),
+    "blacklist_path": values.path,
+}
+
+
 def main():
     module = build_module()
+    try:
+        values.check(module.params, VALUE_RULES)
+    except values.ValueSyntaxError as exc:
+        module.fail_json(msg=f"{exc}; nothing was read or written")
     try:
         result = run(module)
     except (DriverError, GpuDetectError, DpkgError) as exc:

@@ -26,7 +26,7 @@ from ansible.module_utils.nvidia_gpu import product_name
 # system-node-critical priority class are all older.
 MIN_VERSION = (1, 14)
 
-MODES = ("nvidia", "gpushare")
+MODES = ("nvidia", "gpushare", "dra")
 DISTRIBUTIONS = ("auto", "kubeadm", "rke", "rke2", "k3s")
 
 RESOURCE_BY_MODE = {"nvidia": "nvidia.com/gpu", "gpushare": "aliyun.com/gpu-mem"}

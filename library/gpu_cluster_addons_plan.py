@@ -102,8 +102,9 @@ options:
     default: false
   allocations:
     description:
-      - Per GPU host, C(device-plugin) or C(dra) (its gpu_cluster_addons_gpu_allocation); a host missing here or
-        empty gets the mode's own (C(dra) in mode dra). Shown as the node label C(nvidia.com/gpu.allocation).
+      - Per GPU host, C(device-plugin) or C(dra) (its gpu_cluster_addons_gpu_allocation); a host missing
+        here or empty gets the mode's own (C(dra) in mode dra). Shown as the node label
+        C(nvidia.com/gpu.allocation).
       - A host allocating by DRA must pass the DRA preflight (kubelet 1.34.2+, driver 565+, CDI on in its
         kubelet's engine, no kubelet gate its version refuses), from C(kubelet_gpu), C(nvidia_gpu) and
         C(nvidia_container_runtime) in O(host_facts).
@@ -111,8 +112,9 @@ options:
     default: {}
   dra:
     description:
-      - Settings of the DRA driver's objects - namespace, image, version, pull_policy, driver_root, kubelet_root,
-        cdi_root, log_verbosity, extended_resource, labels, tolerations, resources, init_resources.
+      - Settings of the DRA driver's objects - namespace, image, version, pull_policy, driver_root,
+        kubelet_root, cdi_root, log_verbosity, extended_resource, labels, tolerations, resources,
+        init_resources.
         Empty values keep the defaults.
     type: dict
     default: {}
@@ -208,8 +210,8 @@ dra:
       description: File name to object to take away, when not enabled.
       type: dict
     examples:
-      description: File name to object of the examples (a claim for one GPU, one for a MIG slice, from 1.37 a pod
-        asking for nvidia.com/gpu served by DRA), when enabled.
+      description: File name to object of the examples (a claim for one GPU, one for a MIG slice, from 1.37
+        a pod asking for nvidia.com/gpu served by DRA), when enabled.
       type: dict
     image:
       description: The DRA driver's image.
@@ -217,7 +219,6 @@ dra:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpunode.addons import dra
 from ansible.module_utils.gpu_cluster_addons import (
     DISTRIBUTIONS,
     MODES,
@@ -233,6 +234,7 @@ from ansible.module_utils.gpu_cluster_addons import (
     nvidia_device_plugin_config,
     pod_runtime_class,
 )
+from ansible.module_utils.gpunode.addons import dra
 
 
 def build_module():

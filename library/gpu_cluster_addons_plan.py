@@ -216,6 +216,10 @@ dra:
     image:
       description: The DRA driver's image.
       type: str
+    unchecked:
+      description: What the DRA preflight could not check on a DRA host, for a missing fact (also warnings).
+      type: list
+      elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -307,8 +311,11 @@ def run(module):
             "manage (gpu_cluster_addons_runtime_class is false): it must exist in the cluster"
         )
     by_host = dra.allocations(params["gpu_hosts"], mode, params["allocations"])
-    dra.preflight([dict(r, allocation=by_host[r["host"]]) for r in hosts], version, dra_cdi_root(params))
     dra_plan = dra.plan(mode, version, by_host, params["dra"])
+    dra_plan["unchecked"] = dra.preflight(
+        [dict(r, allocation=by_host[r["host"]]) for r in hosts], version, dra_cdi_root(params)
+    )
+    warnings += dra_plan["unchecked"]
     plugin_mode = "nvidia" if mode == "dra" else mode
     cp = control_plane(params["nodes"], params["distribution"], version, params["control_plane_label"])
     for warning in warnings + (cp["warnings"] if mode == "gpushare" else []):

@@ -63,10 +63,6 @@ REFUSED = [
     ("containerd 1.7 without CDI", {"runtime": CONTAINERD_17_NO_CDI}, "CDI is off in containerd"),
     ("driver 550", {"gpu": dict(GPU_OK, loaded_driver_version="550.163.01")}, "branch 565 or later"),
     ("no driver loaded", {"gpu": dict(GPU_OK, loaded_driver_version=None)}, "no NVIDIA driver loaded"),
-    ("no kubelet facts", {"kubelet": "missing"}, "no ansible_facts.kubelet_gpu"),
-    ("no kubelet", {"kubelet": {"present": False, "kubernetes_version": None}}, "has not joined a cluster"),
-    ("no runtime facts", {"runtime": "missing"}, "no ansible_facts.nvidia_container_runtime"),
-    ("no GPU facts", {"gpu": "missing"}, "no ansible_facts.nvidia_gpu"),
     (
         "gate removed in 1.34",
         {"kubelet": dict(KUBELET_OK, gates={"DevicePluginCDIDevices": True})},
@@ -111,9 +107,30 @@ def test_preflight_refuses_a_node_that_cannot_take_dra_naming_host_and_reason(ca
     assert reason in str(err.value), str(err.value)
 
 
+UNKNOWN = [
+    ("no kubelet facts", {"kubelet": "missing"}, "no ansible_facts.kubelet_gpu"),
+    ("no kubelet yet", {"kubelet": {"present": False, "kubernetes_version": None}}, "no kubelet found on it"),
+    ("no runtime facts", {"runtime": "missing"}, "no ansible_facts.nvidia_container_runtime"),
+    (
+        "runtime facts without CDI",
+        {"runtime": {"kubelet_engine": "containerd"}},
+        "whether containerd has CDI",
+    ),
+    ("no GPU facts", {"gpu": "missing"}, "no ansible_facts.nvidia_gpu"),
+    ("GPU facts without a driver", {"gpu": {"present": True, "gpu_count": 1}}, "which driver is loaded"),
+]
+
+
+@pytest.mark.parametrize(("case", "changes", "reason"), UNKNOWN, ids=[c[0] for c in UNKNOWN])
+def test_preflight_says_which_fact_is_missing_without_refusing(case, changes, reason):
+    warnings = dra.preflight([_record(changes)], "1.37")
+    assert len(warnings) == 1 and warnings[0].startswith("gpu-a: DRA preflight cannot check: "), case
+    assert reason in warnings[0], warnings
+
+
 @pytest.mark.parametrize("kubelet", ["1.34.2", "v1.35.0", "1.36.1+rke2r1", "1.37.0"])
 def test_preflight_passes_a_ready_node(kubelet):
-    assert dra.preflight([node(kubelet=dict(KUBELET_OK, kubernetes_version=kubelet))], "1.37") == {}
+    assert dra.preflight([node(kubelet=dict(KUBELET_OK, kubernetes_version=kubelet))], "1.37") == []
 
 
 def test_preflight_checks_dra_nodes_only_and_names_every_refused_host():
@@ -379,6 +396,17 @@ def test_plan_module_refuses_before_anything_is_rendered(run_module):
     ok, result = run_module(plan_module, _args("dra", {}, **{"gpu-old": old}))
     assert not ok
     assert "gpu-old: its kubelet is 1.33.2" in result["msg"]
+
+
+def test_plan_module_warns_of_missing_facts_and_still_plans(run_module):
+    facts = {"gpu-new": {"nvidia_gpu": dict(GPU_OK), "nodename": "gpu-new"}}
+    ok, result = run_module(plan_module, _args("dra", {}, **facts))
+    assert ok, result
+    assert any(
+        "gpu-new: DRA preflight cannot check: no ansible_facts.kubelet_gpu" in w
+        for w in result["dra"]["unchecked"]
+    )
+    assert result["gpu_nodes"][0]["allocation"] == "dra"
 
 
 def test_plan_module_without_dra_pools_takes_the_dra_objects_away(run_module):

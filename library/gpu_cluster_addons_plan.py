@@ -213,6 +213,10 @@ dra:
       description: File name to object of the examples (a claim for one GPU, one for a MIG slice, from 1.37
         a pod asking for nvidia.com/gpu served by DRA), when enabled.
       type: dict
+    example_files:
+      description: The examples' file names on this version (to take away when no pool uses DRA).
+      type: list
+      elements: str
     image:
       description: The DRA driver's image.
       type: str

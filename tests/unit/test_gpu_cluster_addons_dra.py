@@ -593,6 +593,7 @@ def test_switching_the_pool_back_takes_the_dra_objects_away(rendered):
     names = {p.name for p in (rendered["out"] / "switch").glob("*.yaml")}
     assert "50-daemonset-nvidia-device-plugin.yaml" in names
     assert not any("dra-driver" in n or "deviceclass" in n for n in names), names
+    assert not list((rendered["out"] / "switch" / "examples").iterdir())
 
 
 @pytest.mark.controller(reason="renders the role through ansible-playbook")

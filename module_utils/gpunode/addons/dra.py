@@ -707,23 +707,21 @@ def plan(mode, kubernetes_version, by_host, given=None):
     """
     halves = pools(mode, by_host)
     settings = settings_of(given)
-    if halves["dra"]:
-        return {
-            "enabled": True,
-            "halves": halves,
-            "manifests": manifests(kubernetes_version, given),
-            "removed": {},
-            "examples": examples(kubernetes_version),
-            "image": image_of(settings),
-        }
-    return {
-        "enabled": False,
+    served = _version(kubernetes_version)[:2] >= MIN_KUBERNETES[:2]
+    result = {
+        "enabled": halves["dra"],
         "halves": halves,
         "manifests": {},
-        "removed": removal(kubernetes_version, given),
+        "removed": {},
         "examples": {},
+        "example_files": sorted(examples(kubernetes_version)) if served else [],
         "image": image_of(settings),
     }
+    if halves["dra"]:
+        result.update(manifests=manifests(kubernetes_version, given), examples=examples(kubernetes_version))
+    else:
+        result["removed"] = removal(kubernetes_version, given)
+    return result
 
 
 def workloads(device_plugin, halves):

@@ -25,8 +25,8 @@ Sources (read, not copied):
   Kubernetes v1.34.2 or later, NVIDIA driver v565 or later for GPU allocation
   (v570.158.01 for ComputeDomains), CDI enabled in the container runtime
   (containerd 2.0+ by default).
-- [CODE] ``cmd/gpu-kubelet-plugin`` @ 95932046: reads ResourceClaims (get,
-  list by UID in ``cleanup.go``), publishes ResourceSlices through
+- [CODE] ``cmd/gpu-kubelet-plugin`` @ 95932046: reads ResourceClaims (get
+  in ``cleanup.go``), publishes ResourceSlices through
   ``k8s.io/dynamic-resource-allocation/kubeletplugin``; no call writes a
   ResourceClaim's status (no ``UpdateStatus``/``ApplyStatus`` on claims), and
   Deployments only for MPS (feature gate ``MPSSupport``, off here).
@@ -332,20 +332,22 @@ def claim_status_rules(kubernetes_version, writes_device_status=WRITES_DEVICE_ST
 
 
 def kubelet_plugin_rules(kubernetes_version, writes_device_status=WRITES_DEVICE_STATUS):
-    """What the ``gpus`` kubelet plugin calls ([CHART] rbac-kubeletplugin.yaml, [CODE]).
+    """What the ``gpus`` kubelet plugin calls ([CODE]), a subset of [CHART] rbac-kubeletplugin.yaml.
 
-    The chart's role also serves the compute-domains container (computedomains,
-    computedomaincliques, nodes update/patch for the clique label) and MPS
-    (deployments): neither runs here, so neither is granted.
+    - resourceclaims get: ``cleanup.go`` reads a claim by name (the kubelet
+      hands the plugin the claims to prepare);
+    - resourceslices get/list/watch/create/update/delete: the ResourceSlices
+      of its node, through the kubeletplugin helper (the chart grants the same);
+    - nodes get: the helper makes its node the ResourceSlices' owner.
+
+    Left out of the chart's role: nodes list/watch/update/patch (the
+    compute-domains container's clique label), pods (MPS control daemons,
+    ``sharing.go``), computedomains and computedomaincliques (ComputeDomains):
+    none of them runs here.
     """
     rules = [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-        {
-            "apiGroups": ["resource.k8s.io"],
-            "resources": ["resourceclaims"],
-            "verbs": ["get", "list", "watch"],
-        },
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
         {
             "apiGroups": ["resource.k8s.io"],
             "resources": ["resourceslices"],

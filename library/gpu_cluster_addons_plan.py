@@ -19,9 +19,11 @@ description:
   - Runs on the controller (the add-ons play's localhost).
 options:
   mode:
-    description: C(nvidia) (NVIDIA's device plugin) or C(gpushare) (GPU-share device plugin and extender).
+    description:
+      - C(nvidia) (NVIDIA's device plugin), C(gpushare) (GPU-share device plugin and extender) or C(dra)
+        (the NVIDIA DRA driver; see O(allocations) for pools of the other kind).
     type: str
-    choices: [nvidia, gpushare]
+    choices: [nvidia, gpushare, dra]
     required: true
   kubernetes_version:
     description: The cluster's Kubernetes version (C(1.30), C(v1.30.2+rke2r1)).
@@ -105,6 +107,24 @@ options:
         is rendered; the others are ignored. Options above that land in a manifest are checked the same way.
     type: dict
     default: {}
+  allocations:
+    description:
+      - Per GPU host, C(device-plugin) or C(dra) (its gpu_cluster_addons_gpu_allocation); a host missing
+        here or empty gets the mode's own (C(dra) in mode dra). Shown as the node label
+        C(nvidia.com/gpu.allocation).
+      - A host allocating by DRA must pass the DRA preflight (kubelet 1.34.2+, driver 565+, CDI on in its
+        kubelet's engine, no kubelet gate its version refuses), from C(kubelet_gpu), C(nvidia_gpu) and
+        C(nvidia_container_runtime) in O(host_facts).
+    type: dict
+    default: {}
+  dra:
+    description:
+      - Settings of the DRA driver's objects - namespace, image, version, pull_policy, driver_root,
+        kubelet_root, cdi_root, log_verbosity, extended_resource, labels, tolerations, resources,
+        init_resources.
+        Empty values keep the defaults.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -175,6 +195,42 @@ nvidia_device_plugin_config:
   description: The NVIDIA device plugin's configuration (version v1 format).
   returned: always
   type: dict
+allocations:
+  description: Per GPU host, C(device-plugin) or C(dra).
+  returned: always
+  type: dict
+dra:
+  description: The DRA driver's part of the plan.
+  returned: always
+  type: dict
+  contains:
+    enabled:
+      description: Whether some pool allocates by DRA.
+      type: bool
+    halves:
+      description: device_plugin and dra - which of the two the cluster runs.
+      type: dict
+    manifests:
+      description: File name to object, when enabled.
+      type: dict
+    removed:
+      description: File name to object to take away, when not enabled.
+      type: dict
+    examples:
+      description: File name to object of the examples (a claim for one GPU, one for a MIG slice, from 1.37
+        a pod asking for nvidia.com/gpu served by DRA), when enabled.
+      type: dict
+    example_files:
+      description: The examples' file names on this version (to take away when no pool uses DRA).
+      type: list
+      elements: str
+    image:
+      description: The DRA driver's image.
+      type: str
+    unchecked:
+      description: What the DRA preflight could not check on a DRA host, for a missing fact (also warnings).
+      type: list
+      elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -193,6 +249,7 @@ from ansible.module_utils.gpu_cluster_addons import (
     nvidia_device_plugin_config,
     pod_runtime_class,
 )
+from ansible.module_utils.gpunode.addons import dra
 from ansible.module_utils.gpunode.addons.inputs import ValueSyntaxError, check_inputs, check_node_names
 
 
@@ -218,6 +275,8 @@ def build_module():
             "nvidia_time_slicing_rename": {"type": "bool", "default": False},
             "nvidia_time_slicing_fail_requests_greater_than_one": {"type": "bool", "default": False},
             "role_values": {"type": "dict", "default": {}},
+            "allocations": {"type": "dict", "default": {}},
+            "dra": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
@@ -235,6 +294,7 @@ def host_records(hosts, host_facts, node_names):
                 "nodename": facts.get("nodename") or "",
                 "nvidia_gpu": facts.get("nvidia_gpu"),
                 "container_runtime": facts.get("nvidia_container_runtime"),
+                "kubelet": facts.get("kubelet_gpu"),
             }
         )
     return records
@@ -264,6 +324,13 @@ def run(module):
             f"the device plugin pods ask for the RuntimeClass {runtime['name']}, which gpunode does not "
             "manage (gpu_cluster_addons_runtime_class is false): it must exist in the cluster"
         )
+    by_host = dra.allocations(params["gpu_hosts"], mode, params["allocations"])
+    dra_plan = dra.plan(mode, version, by_host, params["dra"])
+    dra_plan["unchecked"] = dra.preflight(
+        [dict(r, allocation=by_host[r["host"]]) for r in hosts], version, dra_cdi_root(params)
+    )
+    warnings += dra_plan["unchecked"]
+    plugin_mode = "nvidia" if mode == "dra" else mode
     cp = control_plane(params["nodes"], params["distribution"], version, params["control_plane_label"])
     nodes = gpu_nodes(hosts, mode, params["extra_node_labels"])
     check_node_names(nodes)
@@ -274,26 +341,34 @@ def run(module):
         "version": version,
         "api": api,
         "control_plane": cp,
-        "gpu_nodes": nodes,
-        "manifests": manifest_plan(mode, version, params["runtime_class"]),
+        "gpu_nodes": dra.label_nodes(nodes, mode, by_host),
+        "manifests": dra.template_plan(
+            mode, dra_plan["halves"], manifest_plan(plugin_mode, version, params["runtime_class"])
+        ),
         "runtime_class_name": runtime["name"],
         "runtime_class_reasons": runtime["reasons"],
-        "resource": RESOURCE_BY_MODE[mode],
-        "workloads": [{"kind": kind, "name": name} for kind, name in WORKLOADS_BY_MODE[mode]],
+        "resource": RESOURCE_BY_MODE[plugin_mode],
+        "workloads": dra.workloads(WORKLOADS_BY_MODE[plugin_mode], dra_plan["halves"]),
         "nvidia_device_plugin_config": nvidia_device_plugin_config(
             params["nvidia_mig_strategy"],
             params["nvidia_time_slicing_replicas"],
             params["nvidia_time_slicing_rename"],
             params["nvidia_time_slicing_fail_requests_greater_than_one"],
         ),
+        "allocations": by_host,
+        "dra": dra_plan,
     }
+
+
+def dra_cdi_root(params):
+    return (params["dra"] or {}).get("cdi_root") or dra.DEFAULT_SETTINGS["cdi_root"]
 
 
 def main():
     module = build_module()
     try:
         result = run(module)
-    except GpuAddonsError as exc:
+    except (GpuAddonsError, dra.DraError) as exc:
         module.fail_json(msg=str(exc))
     except ValueSyntaxError as exc:
         module.fail_json(msg=f"{exc}; nothing was rendered or applied")

@@ -26,7 +26,7 @@ from ansible.module_utils.nvidia_gpu import product_name
 # system-node-critical priority class are all older.
 MIN_VERSION = (1, 14)
 
-MODES = ("nvidia", "gpushare")
+MODES = ("nvidia", "gpushare", "dra")
 DISTRIBUTIONS = ("auto", "kubeadm", "rke", "rke2", "k3s")
 
 RESOURCE_BY_MODE = {"nvidia": "nvidia.com/gpu", "gpushare": "aliyun.com/gpu-mem"}
@@ -467,6 +467,8 @@ def manifest_plan(mode, kubernetes_version, runtime_class=True):
     if mode not in MODES:
         raise GpuAddonsError(f"gpu_cluster_addons_mode: {mode!r} is not one of {', '.join(MODES)}")
     apis = api_versions(kubernetes_version)
+    if mode == "dra":  # its device-plugin pools run nvidia's files; the DRA half: gpunode/addons/dra.py
+        mode = "nvidia"
     other = "gpushare" if mode == "nvidia" else "nvidia"
     present = list(_CATALOGUE[mode])
     absent = list(_CATALOGUE[other])

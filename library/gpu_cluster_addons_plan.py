@@ -315,6 +315,8 @@ def hami(settings, version):
     pod_url = "http://127.0.0.1:{}".format(int(settings.get("port") or 8080))
     return {
         "scheduler": placement,
+        # before 1.19 kube-scheduler reads a Policy (--policy-config-file) instead
+        "policy": minor < (1, 19),
         "url_prefix": node_url,
         "kube_scheduler_config": hami_utils.scheduler_config(minor, node_url),
         "own_scheduler_config": hami_utils.scheduler_config(

@@ -129,7 +129,11 @@ _OPTIONAL = {
     "nvidia-mps": (
         ("50-daemonset-nvidia-mps-control-daemon.yaml", "daemonset-nvidia-mps-control-daemon.yaml.j2"),
     ),
-    "hami-deployment": (("20-configmap-hami-scheduler.yaml", "configmap-hami-scheduler.yaml.j2"),),
+    "hami-deployment": (
+        ("20-configmap-hami-scheduler.yaml", "configmap-hami-scheduler.yaml.j2"),
+        ("30-clusterrolebinding-hami-scheduler-kube.yaml", "clusterrolebinding-hami-scheduler-kube.yaml.j2"),
+        ("30-clusterrolebinding-hami-scheduler-volume.yaml", "clusterrolebinding-hami-scheduler-volume.yaml.j2"),
+    ),
     "hami-extender": (
         ("20-configmap-hami-kube-scheduler-extender.yaml", "configmap-hami-kube-scheduler-extender.yaml.j2"),
     ),

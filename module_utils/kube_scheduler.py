@@ -367,7 +367,8 @@ def merge_config(path, text, *, version, extender, kubeconfig, rewrite=False, wa
             ops.append(("set", ["clientConnection", "kubeconfig"], kubeconfig))
     else:
         raise KubeSchedulerError(f"{path}: kind {kind!r} is neither {KSC} nor {POLICY}; left unchanged")
-    ops += _extender_ops(path, data, extender_entry(extender, entry_fmt))
+    replaced, data = _replace_ops(data, extender)
+    ops += replaced + _extender_ops(path, data, extender_entry(extender, entry_fmt))
     if not ops:
         return text, api_out
     new = edit_text(path, text, ops, fmt=fmt, rewrite=rewrite, warnings=warnings)
@@ -398,6 +399,24 @@ def _convert_ops(path, data, version):
             f"(served: {served_list(version)}) and cannot be converted safely because of: "
             f"{', '.join(blocking)}; migrate it by hand; left unchanged")
     return [("set", ["apiVersion"], api_name(target)), *ops]
+
+
+def _replace_ops(data, extender):
+    """Take out the extenders ``extender["replaces"]`` names by urlPrefix (a switch of GPU-sharing mode:
+    kube-scheduler allows one binding extender). Returns ``(ops, data without them)``."""
+    urls = set(extender.get("replaces") or ()) - {extender["url_prefix"]}
+    extenders = data.get("extenders")
+    if not urls or not isinstance(extenders, list):
+        return [], data
+    drop = [i for i, item in enumerate(extenders) if isinstance(item, dict) and item.get("urlPrefix") in urls]
+    if not drop:
+        return [], data
+    rest = dict(data)
+    rest["extenders"] = [item for i, item in enumerate(extenders) if i not in drop]
+    if not rest["extenders"]:
+        del rest["extenders"]
+        return [("remove", ["extenders"])], rest
+    return [("remove", ["extenders", i]) for i in reversed(drop)], rest
 
 
 def _extender_ops(path, data, entry):

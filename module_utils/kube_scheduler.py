@@ -445,20 +445,25 @@ def _extender_ops(path, data, entry):
 
 
 def strip_config(path, text, extender, *, rewrite=False, warnings):
-    """state=absent: the file without our extender, or None when the whole file is ours to delete."""
+    """state=absent: the file without our extender (nor those it ``replaces``), or None when the whole
+    file is ours to delete."""
     data, fmt = _parse_config(path, text)
     if not isinstance(data, dict):
         raise KubeSchedulerError(f"{path}: not a mapping; left unchanged")
     extenders = data.get("extenders") if isinstance(data.get("extenders"), list) else []
     entry = extender_entry(extender, POLICY if data.get("kind") == POLICY else "ksc")
     index = find_ours(extenders, entry)
-    rest = [e for n, e in enumerate(extenders) if n != index]
+    replaced = set(extender.get("replaces") or ())
+    drop = {n for n, e in enumerate(extenders)
+            if n == index or (isinstance(e, dict) and e.get("urlPrefix") in replaced)}
+    rest = [e for n, e in enumerate(extenders) if n not in drop]
     if MARKER in text and not rest and not set(data) - SKELETON_FIELDS - {"extenders"}:
         return None
-    if index is None:
+    if not drop:
         return text
-    op = ("remove", ["extenders"]) if not rest else ("remove", ["extenders", index])
-    return edit_text(path, text, [op], fmt=fmt, rewrite=rewrite, warnings=warnings)
+    ops = [("remove", ["extenders"])] if not rest else [("remove", ["extenders", n])
+                                                         for n in sorted(drop, reverse=True)]
+    return edit_text(path, text, ops, fmt=fmt, rewrite=rewrite, warnings=warnings)
 
 
 # ---------------------------------------------------------------- flags

@@ -458,11 +458,16 @@ def test_selectors_match_upstream_so_an_upstream_install_is_replaced_in_place(re
 
 
 def test_default_nvidia_image_is_a_released_upstream_version(rendered):
+    """Upstream's image, at the release pinned with its source in defaults/main.yml (v0.20.0, 2026-08-19)."""
     upstream = shared_path("fixtures", "manifests", "nvidia-device-plugin-v0.17.0.yml")
-    theirs = yaml.safe_load(upstream.read_text())
+    theirs = yaml.safe_load(upstream.read_text())["spec"]["template"]["spec"]["containers"][0]["image"]
     mine = by_kind(objects(rendered["dir"] / "nvidia-1.30"), "DaemonSet")["nvidia-device-plugin-daemonset"]
-    assert mine["spec"]["template"]["spec"]["containers"][0]["image"] == (
-        theirs["spec"]["template"]["spec"]["containers"][0]["image"])
+    image = mine["spec"]["template"]["spec"]["containers"][0]["image"]
+    repository, tag = image.rsplit(":", 1)
+    assert repository == theirs.rsplit(":", 1)[0]
+    assert tag == "v0.20.0"
+    defaults = (ROOT / "roles" / "gpu_cluster_addons" / "defaults" / "main.yml").read_text()
+    assert "NVIDIA/k8s-device-plugin tag v0.20.0 (2026-08-19, commit 1b826acc6af3)" in defaults
 
 
 # --- options ------------------------------------------------------------------------------

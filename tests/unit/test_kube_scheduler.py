@@ -698,3 +698,12 @@ def test_without_replaces_the_second_binding_extender_is_still_refused():
     with pytest.raises(ks.KubeSchedulerError, match="only one binding extender"):
         ks.merge_config("/etc/x.yaml", gpushare_only, version=(1, 29), extender=dict(HAMI, replaces=[]),
                         kubeconfig="k", warnings=[])
+
+
+def test_absent_takes_out_the_replaced_extenders_too():
+    """A mode without an extender in kube-scheduler (nvidia, HAMi's own scheduler) removes either one."""
+    hami_only = ks.new_config("v1", (1, 29), HAMI, "k")
+    none = dict(GPUSHARE, replaces=[HAMI["url_prefix"]])
+    assert ks.strip_config("/etc/x.yaml", hami_only, none, warnings=[]) is None  # ours: the file goes
+    gpushare_only = ks.new_config("v1", (1, 29), GPUSHARE, "k")
+    assert ks.strip_config("/etc/x.yaml", gpushare_only, none, warnings=[]) is None

@@ -3,6 +3,7 @@ per-node configs and MIG reports through gpu_cluster_addons_plan, and HAMi's sch
 (module_utils/gpunode/addons/hami.py)."""
 
 import copy
+import pathlib
 
 import gpu_cluster_addons_plan
 import pytest
@@ -296,3 +297,19 @@ def test_hami_plan_returns_both_placements(run_module):
                                    {"kind": "DaemonSet", "name": "hami-device-plugin"}]
     ok, result = plan(run_module, mode="hami", hami={"scheduler": "sidecar"})
     assert not ok and "gpu_cluster_addons_hami_scheduler" in result["msg"]
+
+
+def test_the_scheduler_roles_hami_extender_is_the_rendered_one():
+    """roles/gpushare_scheduler wires the same extender that gpu_cluster_addons renders for HAMi."""
+    roles = pathlib.Path(__file__).resolve().parents[2] / "roles"
+    variables = yaml.safe_load((roles / "gpushare_scheduler" / "vars" / "main.yml").read_text())
+    defaults = yaml.safe_load((roles / "gpushare_scheduler" / "defaults" / "main.yml").read_text())
+    addons = yaml.safe_load((roles / "gpu_cluster_addons" / "defaults" / "main.yml").read_text())
+    url = defaults["gpushare_scheduler_hami_url_prefix"]
+    assert url == f"http://127.0.0.1:{addons['gpu_cluster_addons_hami_node_port']}"
+    assert addons["gpu_cluster_addons_hami_node_port"] == hami.NODE_PORT
+    role = variables["__gpushare_scheduler_hami"]
+    wanted = hami.extender(url)
+    for key in ("filter_verb", "bind_verb", "enable_https", "node_cache_capable", "ignorable",
+                "managed_resources"):
+        assert role[key] == wanted[key], key

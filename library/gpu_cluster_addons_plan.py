@@ -160,7 +160,9 @@ control_plane:
   returned: always
   type: dict
 gpu_nodes:
-  description: The GPU nodes - host, node, gpu_count and labels.
+  description:
+    - The GPU nodes - host, node, gpu_count, labels and sharing (what the node offers - C(time-slicing x4),
+      C(mps x8), C(mig mixed), C(whole GPUs) in nvidia mode, else the mode).
   returned: always
   type: list
   elements: dict
@@ -299,6 +301,7 @@ def plugin_labels(records, names, resolved, mode):
             dpc.CONFIG_LABEL: None if name == resolved["default"] else name,
             "nvidia.com/mps.capable": "true" if method == "mps" else None,
         }
+        record["sharing"] = dpc.describe(config) if mode == "nvidia" else mode
         if mode == "nvidia":
             warnings.extend(dpc.mig_report(record["host"], record["nvidia_gpu"], dpc.mig_strategy(config)))
     return warnings

@@ -132,7 +132,10 @@ _OPTIONAL = {
     "hami-deployment": (
         ("20-configmap-hami-scheduler.yaml", "configmap-hami-scheduler.yaml.j2"),
         ("30-clusterrolebinding-hami-scheduler-kube.yaml", "clusterrolebinding-hami-scheduler-kube.yaml.j2"),
-        ("30-clusterrolebinding-hami-scheduler-volume.yaml", "clusterrolebinding-hami-scheduler-volume.yaml.j2"),
+        (
+            "30-clusterrolebinding-hami-scheduler-volume.yaml",
+            "clusterrolebinding-hami-scheduler-volume.yaml.j2",
+        ),
     ),
     "hami-extender": (
         ("20-configmap-hami-kube-scheduler-extender.yaml", "configmap-hami-kube-scheduler-extender.yaml.j2"),
@@ -396,7 +399,7 @@ def node_labels(facts, mode, extra_labels=None, plugin_labels=None):
 
 
 def gpu_nodes(hosts, mode, extra_labels=None):
-    """The GPU nodes of the inventory: ``[{host, node, labels, gpu_count}]``, sorted by node.
+    """The GPU nodes of the inventory: ``[{host, node, labels, gpu_count, sharing}]``, sorted by node.
 
     ``hosts``: one record per inventory host of the gpu_nodes group:
     ``{"host", "node_name" (gpu_cluster_addons_node_name or ""), "nodename"
@@ -424,6 +427,7 @@ def gpu_nodes(hosts, mode, extra_labels=None):
                 "node": str(node),
                 "gpu_count": int(facts["gpu_count"]),
                 "labels": node_labels(facts, mode, extra_labels, record.get("plugin_labels")),
+                "sharing": record.get("sharing") or mode,
             }
         )
     problems = []

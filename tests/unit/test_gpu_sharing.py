@@ -313,3 +313,21 @@ def test_the_scheduler_roles_hami_extender_is_the_rendered_one():
     for key in ("filter_verb", "bind_verb", "enable_https", "node_cache_capable", "ignorable",
                 "managed_resources"):
         assert role[key] == wanted[key], key
+
+
+@pytest.mark.parametrize(("config", "words"), [
+    (TIME_SLICING, "time-slicing x4"), (MPS, "mps x10"), (MIG_MIXED, "mig mixed"), ({}, "whole GPUs"),
+    ({"flags": {"migStrategy": "single"}, "sharing": TIME_SLICING["sharing"]}, "time-slicing x4, mig single"),
+])
+def test_what_a_node_offers_in_words(config, words):
+    assert dpc.describe(config) == words
+
+
+def test_plan_says_per_node_which_sharing_it_offers(run_module):
+    ok, result = plan(run_module, device_plugin_configs={"ts": TIME_SLICING},
+                      device_plugin_config_names={"t4": "ts"}, nvidia_mig_strategy="mixed")
+    assert ok, result
+    offers = {n["node"]: n["sharing"] for n in result["gpu_nodes"]}
+    assert offers == {"t4": "time-slicing x4", "hgx": "mig mixed"}
+    ok, result = plan(run_module, mode="hami")
+    assert {n["sharing"] for n in result["gpu_nodes"]} == {"hami"}

@@ -327,3 +327,17 @@ def mig_report(host, facts, strategy):
     if strategy != "none" and not enabled:
         return [f"{host}: migStrategy {strategy} but MIG is enabled on no GPU: it advertises whole GPUs"]
     return []
+
+
+def describe(config):
+    """What a node with this config offers, in a few words: ``time-slicing x4``, ``mps x8``,
+    ``mig mixed``, ``whole GPUs`` (for the run's summary)."""
+    method = sharing_method(config)
+    parts = []
+    if method != "none":
+        key = "timeSlicing" if method == "time-slicing" else "mps"
+        replicas = sorted({r.get("replicas") for r in config["sharing"][key]["resources"]})
+        parts.append("{} x{}".format(method, "/".join(str(r) for r in replicas)))
+    if mig_strategy(config) != "none":
+        parts.append("mig " + mig_strategy(config))
+    return ", ".join(parts) or "whole GPUs"

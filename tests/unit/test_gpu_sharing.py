@@ -331,3 +331,8 @@ def test_plan_says_per_node_which_sharing_it_offers(run_module):
     assert offers == {"t4": "time-slicing x4", "hgx": "mig mixed"}
     ok, result = plan(run_module, mode="hami")
     assert {n["sharing"] for n in result["gpu_nodes"]} == {"hami"}
+
+
+def test_a_name_that_is_no_label_value_is_refused_even_when_yaml_made_it_a_number():
+    with pytest.raises(GpuAddonsError, match=r"configs\.123: a name must be a valid label value"):
+        dpc.plugin_configs({}, {123: MPS, "ts": TIME_SLICING})

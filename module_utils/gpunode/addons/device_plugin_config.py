@@ -285,7 +285,7 @@ def plugin_configs(config=None, configs=None, short=None):
     result = {DEFAULT_NAME: default}
     if configs is not None and not isinstance(configs, dict):
         _fail("gpu_cluster_addons_device_plugin_configs", "must be a mapping of name -> config")
-    for name in sorted(configs or {}):
+    for name in sorted(configs or {}, key=str):
         path = f"gpu_cluster_addons_device_plugin_configs.{name}"
         if name == DEFAULT_NAME:
             _fail(path, "the name default is gpu_cluster_addons_device_plugin_config's: pick another")

@@ -20,10 +20,10 @@ description:
 options:
   mode:
     description:
-      - C(nvidia) (NVIDIA's device plugin), C(gpushare) (GPU-share device plugin and extender) or C(dra)
-        (the NVIDIA DRA driver; see O(allocations) for pools of the other kind).
+      - C(nvidia) (NVIDIA's device plugin), C(gpushare) (GPU-share device plugin and extender),
+        C(hami) (HAMi's device plugin and scheduler) or C(dra) (NVIDIA's DRA driver).
     type: str
-    choices: [nvidia, gpushare, dra]
+    choices: [nvidia, gpushare, hami, dra]
     required: true
   kubernetes_version:
     description: The cluster's Kubernetes version (C(1.30), C(v1.30.2+rke2r1)).
@@ -83,8 +83,29 @@ options:
     description: The add-ons' namespace.
     type: str
     default: kube-system
+  device_plugin_config:
+    description:
+      - The NVIDIA device plugin's config (its C(version v1) format) for every node that names no other;
+        empty, the C(nvidia_*) shorthand options make it.
+    type: dict
+    default: {}
+  device_plugin_configs:
+    description:
+      - More device plugin configs by name, for nodes labelled C(nvidia.com/device-plugin.config=<name>).
+    type: dict
+    default: {}
+  device_plugin_config_names:
+    description: Per GPU host, the name of its config (C(gpu_cluster_addons_device_plugin_config_name)).
+    type: dict
+    default: {}
+  hami:
+    description:
+      - HAMi settings - C(scheduler) (C(deployment) or C(extender)), C(node_port), C(port),
+        C(device_split_count), C(device_memory_scaling), C(device_core_scaling).
+    type: dict
+    default: {}
   nvidia_mig_strategy:
-    description: NVIDIA device plugin MIG strategy.
+    description: NVIDIA device plugin MIG strategy (shorthand for O(device_plugin_config)).
     type: str
     choices: [none, single, mixed]
     default: none
@@ -164,7 +185,9 @@ control_plane:
   returned: always
   type: dict
 gpu_nodes:
-  description: The GPU nodes - host, node, gpu_count and labels.
+  description:
+    - The GPU nodes - host, node, gpu_count, labels and sharing (what the node offers - C(time-slicing x4),
+      C(mps x8), C(mig mixed), C(whole GPUs) in nvidia mode, else the mode).
   returned: always
   type: list
   elements: dict
@@ -192,7 +215,21 @@ workloads:
   type: list
   elements: dict
 nvidia_device_plugin_config:
-  description: The NVIDIA device plugin's configuration (version v1 format).
+  description: The NVIDIA device plugin's default configuration (version v1 format).
+  returned: always
+  type: dict
+nvidia_device_plugin:
+  description:
+    - The device plugin's configs - C(configs) (name -> config, C(default) included), C(default) (its name),
+      C(named) (several: the config-manager picks one by node label), C(mig) (some config has a MIG strategy
+      other than none), C(mps) (some config shares by MPS).
+  returned: always
+  type: dict
+hami:
+  description:
+    - HAMi's scheduler placement (C(scheduler)), C(url_prefix) of its extender, C(kube_scheduler_config)
+      (for the cluster's kube-scheduler, extender placement), C(own_scheduler_config) (for its own
+      kube-scheduler) and C(device_config).
   returned: always
   type: dict
 allocations:
@@ -246,10 +283,11 @@ from ansible.module_utils.gpu_cluster_addons import (
     gpu_nodes,
     kube_version,
     manifest_plan,
-    nvidia_device_plugin_config,
     pod_runtime_class,
 )
+from ansible.module_utils.gpunode.addons import device_plugin_config as dpc
 from ansible.module_utils.gpunode.addons import dra
+from ansible.module_utils.gpunode.addons import hami as hami_utils
 from ansible.module_utils.gpunode.addons.inputs import ValueSyntaxError, check_inputs, check_node_names
 
 
@@ -270,6 +308,10 @@ def build_module():
             "pod_runtime_class": {"type": "str", "choices": list(RUNTIME_CLASS_CHOICES), "default": "auto"},
             "runtime_class_handler": {"type": "str", "default": "nvidia"},
             "namespace": {"type": "str", "default": "kube-system"},
+            "device_plugin_config": {"type": "dict", "default": {}},
+            "device_plugin_configs": {"type": "dict", "default": {}},
+            "device_plugin_config_names": {"type": "dict", "default": {}},
+            "hami": {"type": "dict", "default": {}},
             "nvidia_mig_strategy": {"type": "str", "choices": ["none", "single", "mixed"], "default": "none"},
             "nvidia_time_slicing_replicas": {"type": "int", "default": 0},
             "nvidia_time_slicing_rename": {"type": "bool", "default": False},
@@ -300,6 +342,74 @@ def host_records(hosts, host_facts, node_names):
     return records
 
 
+def device_plugin(params):
+    """The device plugin's configs, checked: dpc.plugin_configs plus what the manifests need to know."""
+    short = {
+        "mig": params["nvidia_mig_strategy"],
+        "replicas": params["nvidia_time_slicing_replicas"],
+        "rename": params["nvidia_time_slicing_rename"],
+        "fail_requests_greater_than_one": params["nvidia_time_slicing_fail_requests_greater_than_one"],
+    }
+    resolved = dpc.plugin_configs(params["device_plugin_config"], params["device_plugin_configs"], short)
+    configs = resolved["configs"].values()
+    resolved["mig"] = any(dpc.mig_strategy(c) != "none" for c in configs)
+    resolved["mps"] = any(dpc.sharing_method(c) == "mps" for c in configs)
+    return resolved
+
+
+def plugin_labels(records, names, resolved, mode):
+    """Each host's config label (nvidia mode); warnings where its MIG state contradicts its config."""
+    warnings = []
+    for record in records:
+        name = dpc.host_config(record["host"], names.get(record["host"]), resolved)
+        config = resolved["configs"][name]
+        method = dpc.sharing_method(config)
+        record["plugin_labels"] = {
+            dpc.CONFIG_LABEL: None if name == resolved["default"] else name,
+            "nvidia.com/mps.capable": "true" if method == "mps" else None,
+        }
+        record["sharing"] = dpc.describe(config) if mode == "nvidia" else mode
+        if mode == "nvidia":
+            warnings.extend(dpc.mig_report(record["host"], record["nvidia_gpu"], dpc.mig_strategy(config)))
+    return warnings
+
+
+def hami(settings, version):
+    """HAMi's scheduler placement and the configuration texts of both placements."""
+    placement = settings.get("scheduler") or "deployment"
+    if placement not in hami_utils.PLACEMENTS:
+        raise GpuAddonsError(
+            f"gpu_cluster_addons_hami_scheduler: {placement!r} is not deployment or extender")
+    minor = tuple(int(x) for x in version.split(".")[:2])
+    node_url = "http://127.0.0.1:{}".format(int(settings.get("node_port") or hami_utils.NODE_PORT))
+    pod_url = "http://127.0.0.1:{}".format(int(settings.get("port") or 8080))
+    return {
+        "scheduler": placement,
+        # before 1.19 kube-scheduler reads a Policy (--policy-config-file) instead
+        "policy": minor < (1, 19),
+        "url_prefix": node_url,
+        "kube_scheduler_config": hami_utils.scheduler_config(minor, node_url),
+        "own_scheduler_config": hami_utils.scheduler_config(
+            minor, pod_url, profile=hami_utils.SCHEDULER_NAME),
+        "device_config": hami_utils.device_config(
+            settings.get("device_split_count", 10),
+            settings.get("device_memory_scaling", 1),
+            settings.get("device_core_scaling", 1),
+        ),
+    }
+
+
+def options(mode, resolved, hami_plan):
+    """The optional files of the mode (see gpu_cluster_addons.manifest_plan)."""
+    keys = set()
+    if resolved["named"]:
+        keys.add("nvidia-named")
+    if resolved["mps"]:
+        keys.add("nvidia-mps")
+    keys.add("hami-" + hami_plan["scheduler"])
+    return sorted(k for k in keys if k.startswith(mode + "-"))
+
+
 def run(module):
     params = module.params
     check_inputs(params)
@@ -311,30 +421,35 @@ def run(module):
             f"Kubernetes {version} admits the system-node-critical priority class in kube-system only "
             f"(before 1.17): gpu_cluster_addons_namespace is {params['namespace']}"
         )
+    resolved = device_plugin(params)
     hosts = host_records(params["gpu_hosts"], params["host_facts"], params["node_names"])
     if params["require_gpu_hosts"] and not hosts:
         raise GpuAddonsError(
             "applying needs GPU hosts to label and wait for (gpu_cluster_addons_gpu_hosts, by default the "
             "inventory group gpu_nodes)"
         )
+    by_host = dra.allocations(params["gpu_hosts"], mode, params["allocations"])
+    plugin_mode = "nvidia" if mode == "dra" else mode
+    warnings = plugin_labels(hosts, params["device_plugin_config_names"], resolved, plugin_mode)
+    for record in hosts:
+        if by_host.get(record["host"]) == "dra":
+            record["sharing"] = "dra"
+    hami_plan = hami(params["hami"], version)
     runtime = pod_runtime_class(hosts, params["pod_runtime_class"], params["runtime_class_handler"])
-    warnings = []
     if runtime["name"] and not params["runtime_class"]:
         warnings.append(
             f"the device plugin pods ask for the RuntimeClass {runtime['name']}, which gpunode does not "
             "manage (gpu_cluster_addons_runtime_class is false): it must exist in the cluster"
         )
-    by_host = dra.allocations(params["gpu_hosts"], mode, params["allocations"])
     dra_plan = dra.plan(mode, version, by_host, params["dra"])
     dra_plan["unchecked"] = dra.preflight(
         [dict(r, allocation=by_host[r["host"]]) for r in hosts], version, dra_cdi_root(params)
     )
     warnings += dra_plan["unchecked"]
-    plugin_mode = "nvidia" if mode == "dra" else mode
     cp = control_plane(params["nodes"], params["distribution"], version, params["control_plane_label"])
     nodes = gpu_nodes(hosts, mode, params["extra_node_labels"])
     check_node_names(nodes)
-    for warning in warnings + (cp["warnings"] if mode == "gpushare" else []):
+    for warning in warnings + (cp["warnings"] if mode in ("gpushare", "hami") else []):
         module.warn(warning)
     return {
         "changed": False,
@@ -343,18 +458,19 @@ def run(module):
         "control_plane": cp,
         "gpu_nodes": dra.label_nodes(nodes, mode, by_host),
         "manifests": dra.template_plan(
-            mode, dra_plan["halves"], manifest_plan(plugin_mode, version, params["runtime_class"])
+            mode,
+            dra_plan["halves"],
+            manifest_plan(
+                plugin_mode, version, params["runtime_class"], options(plugin_mode, resolved, hami_plan)
+            ),
         ),
         "runtime_class_name": runtime["name"],
         "runtime_class_reasons": runtime["reasons"],
-        "resource": RESOURCE_BY_MODE[plugin_mode],
-        "workloads": dra.workloads(WORKLOADS_BY_MODE[plugin_mode], dra_plan["halves"]),
-        "nvidia_device_plugin_config": nvidia_device_plugin_config(
-            params["nvidia_mig_strategy"],
-            params["nvidia_time_slicing_replicas"],
-            params["nvidia_time_slicing_rename"],
-            params["nvidia_time_slicing_fail_requests_greater_than_one"],
-        ),
+        "resource": RESOURCE_BY_MODE.get(plugin_mode),
+        "workloads": dra.workloads(WORKLOADS_BY_MODE.get(plugin_mode, ()), dra_plan["halves"]),
+        "nvidia_device_plugin_config": resolved["configs"][resolved["default"]],
+        "nvidia_device_plugin": resolved,
+        "hami": hami_plan,
         "allocations": by_host,
         "dra": dra_plan,
     }

@@ -20,7 +20,7 @@ options:
   mode:
     description: Which add-ons to wait for.
     type: str
-    choices: [nvidia, gpushare]
+    choices: [nvidia, gpushare, hami, dra]
     required: true
   nodes:
     description: Kubernetes names of the GPU nodes that must advertise the resource.

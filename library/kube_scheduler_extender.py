@@ -112,6 +112,13 @@ options:
             description: kube-scheduler does not check this resource itself.
             type: bool
             default: false
+      replaces:
+        description:
+          - URL prefixes of extenders this one replaces (another GPU-sharing mode's, e.g. gpushare's when
+            HAMi's goes in); with O(state=present) they are taken out of the configuration in the same edit.
+        type: list
+        elements: str
+        default: []
   config_path:
     description:
       - The configuration file to write when the scheduler has none yet. Default
@@ -383,6 +390,7 @@ EXTENDER_SPEC = {
         "options": {"name": {"type": "str", "required": True},
                     "ignored_by_scheduler": {"type": "bool", "default": False}},
     },
+    "replaces": {"type": "list", "elements": "str", "default": []},
 }
 ARGUMENT_SPEC = {
     "flavor": {"type": "str", "choices": ["auto", "kubeadm", "rke", "rke2"], "default": "kubeadm"},

@@ -26,14 +26,18 @@ from ansible.module_utils.nvidia_gpu import product_name
 # system-node-critical priority class are all older.
 MIN_VERSION = (1, 14)
 
-MODES = ("nvidia", "gpushare", "dra")
+# nvidia: NVIDIA's device plugin (with time-slicing/MPS/MIG from its config);
+# gpushare: Aliyun's; hami: HAMi's device plugin and scheduler; dra: NVIDIA's
+# DRA driver (module_utils/gpunode/addons/dra.py). Exclusive: one per cluster.
+MODES = ("nvidia", "gpushare", "hami", "dra")
 DISTRIBUTIONS = ("auto", "kubeadm", "rke", "rke2", "k3s")
 
-RESOURCE_BY_MODE = {"nvidia": "nvidia.com/gpu", "gpushare": "aliyun.com/gpu-mem"}
+RESOURCE_BY_MODE = {"nvidia": "nvidia.com/gpu", "gpushare": "aliyun.com/gpu-mem", "hami": "nvidia.com/gpu"}
 # What must be rolled out before the GPUs are schedulable, per mode.
 WORKLOADS_BY_MODE = {
     "nvidia": (("DaemonSet", "nvidia-device-plugin-daemonset"),),
     "gpushare": (("Deployment", "gpushare-schd-extender"), ("DaemonSet", "gpushare-device-plugin-ds")),
+    "hami": (("Deployment", "hami-scheduler"), ("DaemonSet", "hami-device-plugin")),
 }
 
 # Control-plane node labels, in order of preference.
@@ -95,6 +99,46 @@ _CATALOGUE = {
         ("50-daemonset-gpushare-device-plugin.yaml", "daemonset-gpushare-device-plugin.yaml.j2"),
         ("50-deployment-gpushare-schd-extender.yaml", "deployment-gpushare-schd-extender.yaml.j2"),
         ("60-service-gpushare-schd-extender.yaml", "service-gpushare-schd-extender.yaml.j2"),
+    ),
+    "hami": (
+        ("10-serviceaccount-hami-device-plugin.yaml", "serviceaccount-hami-device-plugin.yaml.j2"),
+        ("10-serviceaccount-hami-scheduler.yaml", "serviceaccount-hami-scheduler.yaml.j2"),
+        ("20-clusterrole-hami-device-plugin.yaml", "clusterrole-hami-device-plugin.yaml.j2"),
+        ("20-clusterrole-hami-scheduler.yaml", "clusterrole-hami-scheduler.yaml.j2"),
+        ("20-configmap-hami-device-plugin.yaml", "configmap-hami-device-plugin.yaml.j2"),
+        ("20-configmap-hami-scheduler-device.yaml", "configmap-hami-scheduler-device.yaml.j2"),
+        ("30-clusterrolebinding-hami-device-plugin.yaml", "clusterrolebinding-hami-device-plugin.yaml.j2"),
+        ("30-clusterrolebinding-hami-scheduler.yaml", "clusterrolebinding-hami-scheduler.yaml.j2"),
+        ("50-daemonset-hami-device-plugin.yaml", "daemonset-hami-device-plugin.yaml.j2"),
+        ("50-deployment-hami-scheduler.yaml", "deployment-hami-scheduler.yaml.j2"),
+        ("60-service-hami-scheduler.yaml", "service-hami-scheduler.yaml.j2"),
+    ),
+}
+# Files a mode has only with an option (manifest_plan's ``options``): the NVIDIA
+# plugin's config-manager reads its node's label (named configs), its MPS
+# control daemon (a config shares by MPS); HAMi's scheduler configuration,
+# for its own kube-scheduler (deployment) or for the cluster's (extender).
+_OPTIONAL = {
+    "nvidia-named": (
+        ("20-clusterrole-nvidia-device-plugin.yaml", "clusterrole-nvidia-device-plugin.yaml.j2"),
+        (
+            "30-clusterrolebinding-nvidia-device-plugin.yaml",
+            "clusterrolebinding-nvidia-device-plugin.yaml.j2",
+        ),
+    ),
+    "nvidia-mps": (
+        ("50-daemonset-nvidia-mps-control-daemon.yaml", "daemonset-nvidia-mps-control-daemon.yaml.j2"),
+    ),
+    "hami-deployment": (
+        ("20-configmap-hami-scheduler.yaml", "configmap-hami-scheduler.yaml.j2"),
+        ("30-clusterrolebinding-hami-scheduler-kube.yaml", "clusterrolebinding-hami-scheduler-kube.yaml.j2"),
+        (
+            "30-clusterrolebinding-hami-scheduler-volume.yaml",
+            "clusterrolebinding-hami-scheduler-volume.yaml.j2",
+        ),
+    ),
+    "hami-extender": (
+        ("20-configmap-hami-kube-scheduler-extender.yaml", "configmap-hami-kube-scheduler-extender.yaml.j2"),
     ),
 }
 
@@ -309,14 +353,26 @@ def accelerator_value(product):
     return slug[:_LABEL_VALUE_MAX].rstrip("-")
 
 
-def node_labels(facts, mode, extra_labels=None):
+# Labels that belong to one mode (value None in the others: a merge patch with
+# None removes what an earlier run in another mode left).
+MODE_LABELS = {
+    "gpushare": {"gpushare": "true"},  # the gpushare device plugin's nodeSelector
+    "hami": {"gpu": "on"},  # HAMi's device plugin's nodeSelector (chart: nvidiaNodeSelector)
+    "nvidia": {},
+}
+# Set per node in nvidia mode by the plan (device plugin config of the node).
+NVIDIA_CONFIG_LABELS = ("nvidia.com/device-plugin.config", "nvidia.com/mps.capable")
+
+
+def node_labels(facts, mode, extra_labels=None, plugin_labels=None):
     """Labels a GPU node gets from its ``ansible_facts.nvidia_gpu``.
 
     ``nvidia.com/gpu.present``, ``nvidia.com/gpu.count``,
     ``nvidia.com/gpu.product`` (GPU feature discovery's names), ``accelerator``
-    (``nvidia-tesla-t4``) and, in gpushare mode, ``gpushare=true`` (the
-    device plugin's nodeSelector). In nvidia mode ``gpushare`` is None: a
-    merge patch with None removes the label left by a previous gpushare run.
+    (``nvidia-tesla-t4``) and the labels of ``MODE_LABELS``: ``gpushare=true``
+    in gpushare mode, ``gpu=on`` in hami mode, None (removed) in the other
+    modes. ``plugin_labels``: the node's ``nvidia.com/device-plugin.config``
+    and ``nvidia.com/mps.capable`` (nvidia mode; removed in the others).
     """
     if mode not in MODES:
         raise GpuAddonsError(f"gpu_cluster_addons_mode: {mode!r} is not one of {', '.join(MODES)}")
@@ -332,14 +388,18 @@ def node_labels(facts, mode, extra_labels=None):
         if label_value(product):
             labels["nvidia.com/gpu.product"] = label_value(product)
             labels["accelerator"] = accelerator_value(product)
-    labels["gpushare"] = "true" if mode == "gpushare" else None
+    for owner, owned in sorted(MODE_LABELS.items()):
+        for key, value in owned.items():
+            labels[key] = value if owner == mode else None
+    for key in NVIDIA_CONFIG_LABELS:
+        labels[key] = (plugin_labels or {}).get(key) if mode == "nvidia" else None
     for key, value in (extra_labels or {}).items():
         labels[str(key)] = None if value is None else str(value)
     return labels
 
 
 def gpu_nodes(hosts, mode, extra_labels=None):
-    """The GPU nodes of the inventory: ``[{host, node, labels, gpu_count}]``, sorted by node.
+    """The GPU nodes of the inventory: ``[{host, node, labels, gpu_count, sharing}]``, sorted by node.
 
     ``hosts``: one record per inventory host of the gpu_nodes group:
     ``{"host", "node_name" (gpu_cluster_addons_node_name or ""), "nodename"
@@ -366,7 +426,8 @@ def gpu_nodes(hosts, mode, extra_labels=None):
                 "host": host,
                 "node": str(node),
                 "gpu_count": int(facts["gpu_count"]),
-                "labels": node_labels(facts, mode, extra_labels),
+                "labels": node_labels(facts, mode, extra_labels, record.get("plugin_labels")),
+                "sharing": record.get("sharing") or mode,
             }
         )
     problems = []
@@ -455,58 +516,37 @@ def pod_runtime_class(hosts, setting="auto", handler="nvidia"):
 # --------------------------------------------------------------------------
 
 
-def manifest_plan(mode, kubernetes_version, runtime_class=True):
+def manifest_plan(mode, kubernetes_version, runtime_class=True, options=()):
     """``{"present": [{file, template}], "absent": [{file, template}]}``.
 
-    ``present``: the files of ``mode`` in apply order; ``absent``: those of the
-    other mode (the two device plugins conflict, so switching removes the
-    other one). The RuntimeClass belongs to both modes; with
-    ``runtime_class`` false it is in neither list: pods may use it, so
-    gpunode stops managing it but never deletes it.
+    ``present``: the files of ``mode`` in apply order, with those of its
+    ``options`` (keys of ``_OPTIONAL`` such as ``nvidia-named``); ``absent``:
+    every other file any mode or option renders (the modes are exclusive:
+    switching removes the others' objects; turning an option off removes its
+    files). The RuntimeClass belongs to every mode; with ``runtime_class``
+    false it is in neither list: pods may use it, so gpunode stops managing
+    it but never deletes it.
     """
     if mode not in MODES:
         raise GpuAddonsError(f"gpu_cluster_addons_mode: {mode!r} is not one of {', '.join(MODES)}")
     apis = api_versions(kubernetes_version)
     if mode == "dra":  # its device-plugin pools run nvidia's files; the DRA half: gpunode/addons/dra.py
         mode = "nvidia"
-    other = "gpushare" if mode == "nvidia" else "nvidia"
-    present = list(_CATALOGUE[mode])
-    absent = list(_CATALOGUE[other])
+    present = list(_CATALOGUE.get(mode, ()))
+    for key in sorted(set(options or ())):
+        if key.split("-", 1)[0] == mode:
+            present.extend(_OPTIONAL.get(key, ()))
+    everything = [entry for files in _CATALOGUE.values() for entry in files]
+    everything += [entry for files in _OPTIONAL.values() for entry in files]
+    names = {f for f, _ in present}
+    absent = sorted({entry for entry in everything if entry[0] not in names})
     if runtime_class and apis["runtimeclass"]:
         present.append(_RUNTIMECLASS)
     present.sort()
-    absent.sort()
     return {
         "present": [{"file": f, "template": t} for f, t in present],
         "absent": [{"file": f, "template": t} for f, t in absent],
     }
-
-
-def nvidia_device_plugin_config(
-    mig_strategy="none", replicas=0, rename=False, fail_requests_greater_than_one=False
-):
-    """The NVIDIA device plugin's config file (its ``version: v1`` format) as data."""
-    if mig_strategy not in ("none", "single", "mixed"):
-        raise GpuAddonsError(
-            f"gpu_cluster_addons_nvidia_mig_strategy: {mig_strategy!r} is not none, single or mixed"
-        )
-    config = {
-        "version": "v1",
-        "flags": {
-            "migStrategy": mig_strategy,
-            "failOnInitError": True,
-            "plugin": {"passDeviceSpecs": False, "deviceListStrategy": "envvar", "deviceIDStrategy": "uuid"},
-        },
-    }
-    if int(replicas) > 1:
-        config["sharing"] = {
-            "timeSlicing": {
-                "renameByDefault": bool(rename),
-                "failRequestsGreaterThanOne": bool(fail_requests_greater_than_one),
-                "resources": [{"name": "nvidia.com/gpu", "replicas": int(replicas)}],
-            }
-        }
-    return config
 
 
 # --------------------------------------------------------------------------

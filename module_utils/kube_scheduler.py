@@ -367,7 +367,8 @@ def merge_config(path, text, *, version, extender, kubeconfig, rewrite=False, wa
             ops.append(("set", ["clientConnection", "kubeconfig"], kubeconfig))
     else:
         raise KubeSchedulerError(f"{path}: kind {kind!r} is neither {KSC} nor {POLICY}; left unchanged")
-    ops += _extender_ops(path, data, extender_entry(extender, entry_fmt))
+    replaced, data = _replace_ops(data, extender)
+    ops += replaced + _extender_ops(path, data, extender_entry(extender, entry_fmt))
     if not ops:
         return text, api_out
     new = edit_text(path, text, ops, fmt=fmt, rewrite=rewrite, warnings=warnings)
@@ -400,6 +401,24 @@ def _convert_ops(path, data, version):
     return [("set", ["apiVersion"], api_name(target)), *ops]
 
 
+def _replace_ops(data, extender):
+    """Take out the extenders ``extender["replaces"]`` names by urlPrefix (a switch of GPU-sharing mode:
+    kube-scheduler allows one binding extender). Returns ``(ops, data without them)``."""
+    urls = set(extender.get("replaces") or ()) - {extender["url_prefix"]}
+    extenders = data.get("extenders")
+    if not urls or not isinstance(extenders, list):
+        return [], data
+    drop = [i for i, item in enumerate(extenders) if isinstance(item, dict) and item.get("urlPrefix") in urls]
+    if not drop:
+        return [], data
+    rest = dict(data)
+    rest["extenders"] = [item for i, item in enumerate(extenders) if i not in drop]
+    if not rest["extenders"]:
+        del rest["extenders"]
+        return [("remove", ["extenders"])], rest
+    return [("remove", ["extenders", i]) for i in reversed(drop)], rest
+
+
 def _extender_ops(path, data, entry):
     extenders = data.get("extenders")
     if extenders is None:
@@ -426,20 +445,25 @@ def _extender_ops(path, data, entry):
 
 
 def strip_config(path, text, extender, *, rewrite=False, warnings):
-    """state=absent: the file without our extender, or None when the whole file is ours to delete."""
+    """state=absent: the file without our extender (nor those it ``replaces``), or None when the whole
+    file is ours to delete."""
     data, fmt = _parse_config(path, text)
     if not isinstance(data, dict):
         raise KubeSchedulerError(f"{path}: not a mapping; left unchanged")
     extenders = data.get("extenders") if isinstance(data.get("extenders"), list) else []
     entry = extender_entry(extender, POLICY if data.get("kind") == POLICY else "ksc")
     index = find_ours(extenders, entry)
-    rest = [e for n, e in enumerate(extenders) if n != index]
+    replaced = set(extender.get("replaces") or ())
+    drop = {n for n, e in enumerate(extenders)
+            if n == index or (isinstance(e, dict) and e.get("urlPrefix") in replaced)}
+    rest = [e for n, e in enumerate(extenders) if n not in drop]
     if MARKER in text and not rest and not set(data) - SKELETON_FIELDS - {"extenders"}:
         return None
-    if index is None:
+    if not drop:
         return text
-    op = ("remove", ["extenders"]) if not rest else ("remove", ["extenders", index])
-    return edit_text(path, text, [op], fmt=fmt, rewrite=rewrite, warnings=warnings)
+    ops = [("remove", ["extenders"])] if not rest else [("remove", ["extenders", n])
+                                                         for n in sorted(drop, reverse=True)]
+    return edit_text(path, text, ops, fmt=fmt, rewrite=rewrite, warnings=warnings)
 
 
 # ---------------------------------------------------------------- flags

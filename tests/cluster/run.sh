@@ -7,7 +7,7 @@
 #
 # INVENTORY   inventory whose gpu_nodes hosts are the cluster's GPU nodes
 #             (reachable: playbooks/cluster_addons.yml reads their GPU facts) [required]
-# MODE        nvidia | gpushare                                  [nvidia]
+# MODE        nvidia | gpushare | hami                           [nvidia]
 # TIMEOUT     seconds to wait for readiness                      [300]
 # EXTRA_VARS  more -e for ansible-playbook (JSON or key=value)   []
 #
@@ -26,7 +26,7 @@ fail() { echo "test-cluster: $*" >&2; exit 1; }
 : "${INVENTORY:?test-cluster: set INVENTORY to an inventory with the GPU nodes of the cluster in group gpu_nodes}"
 MODE=${MODE:-nvidia}
 TIMEOUT=${TIMEOUT:-300}
-[[ $MODE == nvidia || $MODE == gpushare ]] || fail "MODE must be nvidia or gpushare, not $MODE"
+[[ $MODE == nvidia || $MODE == gpushare || $MODE == hami ]] || fail "MODE must be nvidia, gpushare or hami, not $MODE"
 python3 -c 'import kubernetes' 2>/dev/null \
   || fail "the Python package kubernetes is missing: pip install -r requirements.txt"
 export KUBECONFIG ANSIBLE_NOCOLOR=1

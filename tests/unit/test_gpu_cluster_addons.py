@@ -7,6 +7,7 @@ import gpu_cluster_addons_plan
 import pytest
 import yaml
 from ansible.module_utils import gpu_cluster_addons as ga
+from ansible.module_utils.gpunode.addons import device_plugin_config as dpc
 from conftest import shared_files
 
 ROLE = pathlib.Path(__file__).resolve().parents[2] / "roles" / "gpu_cluster_addons"
@@ -389,12 +390,14 @@ def test_the_plan_module_refuses_applying_without_gpu_hosts(run_module):
     assert not ok and "kube-system only" in result["msg"]
 
 
-def test_nvidia_device_plugin_config():
-    assert ga.nvidia_device_plugin_config()["flags"]["migStrategy"] == "none"
-    assert "sharing" not in ga.nvidia_device_plugin_config(replicas=1)
-    shared = ga.nvidia_device_plugin_config("mixed", 4, True)
+def test_shorthand_variables_make_the_same_config_as_before():
+    """The older variables are a shorthand for gpu_cluster_addons_device_plugin_config: one implementation."""
+    assert dpc.shorthand()["flags"]["migStrategy"] == "none"
+    assert "sharing" not in dpc.shorthand(replicas=1)
+    shared = dpc.shorthand("mixed", 4, True)
     assert shared["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
     assert shared["sharing"]["timeSlicing"]["renameByDefault"] is True
+    assert not hasattr(ga, "nvidia_device_plugin_config")
 
 
 def test_plan_documentation_matches_the_argument_spec(monkeypatch):
@@ -433,19 +436,55 @@ def test_labels_from_real_lspci_names(path):
 def test_switching_mode_removes_the_other_device_plugin():
     nvidia = ga.manifest_plan("nvidia", "1.30")
     gpushare = ga.manifest_plan("gpushare", "1.30")
-    nvidia_files = {m["file"] for m in nvidia["present"]}
-    gpushare_files = {m["file"] for m in gpushare["present"]}
     assert "50-daemonset-gpushare-device-plugin.yaml" in {m["file"] for m in nvidia["absent"]}
     assert "50-daemonset-nvidia-device-plugin.yaml" in {m["file"] for m in gpushare["absent"]}
-    # What one mode writes, the other removes, except what both share.
-    assert {m["file"] for m in nvidia["absent"]} == gpushare_files - nvidia_files
-    assert {m["file"] for m in gpushare["absent"]} == nvidia_files - gpushare_files
+
+
+ALL_OPTIONS = ("nvidia-named", "nvidia-mps", "hami-deployment", "hami-extender")
+
+
+@pytest.mark.parametrize("mode", [m for m in ga.MODES if m != "dra"])
+def test_every_mode_removes_every_file_of_the_others(mode):
+    """Modes are exclusive: what any other mode (or an option turned off) writes, this one removes."""
+    everything = set()
+    for other in ga.MODES:
+        plan = ga.manifest_plan(other, "1.30", options=ALL_OPTIONS)
+        everything |= {m["file"] for m in plan["present"]}
+    plan = ga.manifest_plan(mode, "1.30")
+    present, absent = {m["file"] for m in plan["present"]}, {m["file"] for m in plan["absent"]}
+    assert not present & absent
+    assert present | absent == everything
+    assert "40-runtimeclass-nvidia.yaml" in present  # every mode's
+
+
+@pytest.mark.parametrize(("options", "present", "absent"), [
+    ((), set(),
+     {"30-clusterrolebinding-nvidia-device-plugin.yaml", "50-daemonset-nvidia-mps-control-daemon.yaml"}),
+    (("nvidia-named",), {"20-clusterrole-nvidia-device-plugin.yaml"},
+     {"50-daemonset-nvidia-mps-control-daemon.yaml"}),
+    (("nvidia-mps", "hami-extender"), {"50-daemonset-nvidia-mps-control-daemon.yaml"},
+     {"20-configmap-hami-kube-scheduler-extender.yaml", "20-clusterrole-nvidia-device-plugin.yaml"}),
+])
+def test_options_add_their_files_and_remove_them_when_off(options, present, absent):
+    plan = ga.manifest_plan("nvidia", "1.30", options=options)
+    assert present <= {m["file"] for m in plan["present"]}
+    assert absent <= {m["file"] for m in plan["absent"]}
+
+
+def test_hami_scheduler_placement_picks_its_files():
+    own = {m["file"] for m in ga.manifest_plan("hami", "1.30", options=["hami-deployment"])["present"]}
+    ext = {m["file"] for m in ga.manifest_plan("hami", "1.30", options=["hami-extender"])["present"]}
+    assert {"20-configmap-hami-scheduler.yaml", "30-clusterrolebinding-hami-scheduler-kube.yaml"} <= own - ext
+    assert ext - own == {"20-configmap-hami-kube-scheduler-extender.yaml"}
+    assert {"50-daemonset-hami-device-plugin.yaml", "50-deployment-hami-scheduler.yaml"} <= own & ext
 
 
 def test_plan_files_are_in_apply_order_and_templates_exist():
     for mode in ga.MODES:
-        present = ga.manifest_plan(mode, "1.30")["present"]
+        present = ga.manifest_plan(mode, "1.30", options=ALL_OPTIONS)["present"]
         files = [m["file"] for m in present]
+        if files == ["40-runtimeclass-nvidia.yaml"]:
+            continue  # dra: its files are module_utils/gpunode/addons/dra.py's
         assert files == sorted(files)
         # ServiceAccounts and RBAC come before the workloads that use them.
         assert files[0].startswith("10-serviceaccount-")

@@ -24,6 +24,10 @@ from conftest import shared_path
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / "tests" / "fixtures" / "addons" / "render-matrix.yml"
 MODES = ["nvidia", "gpushare"]
+# the modes of issue 21: HAMi with its own scheduler (the default) and as an extender
+HAMI = {"hami": {"gpu_cluster_addons_mode": "hami"},
+        "hami-extender": {"gpu_cluster_addons_mode": "hami", "gpu_cluster_addons_hami_scheduler": "extender"}}
+RENDERED = MODES + list(HAMI)
 # 1.25 to the newest release kubernetes-validate has schemas for (1.37; 1.38 is due 2026-12-16)
 VERSIONS = [f"1.{minor}" for minor in range(25, 38)]
 OLD = "1.18"
@@ -56,6 +60,11 @@ NVIDIA_DEFAULT = {"kubelet_engine": "containerd",
                                              "managed_by": "containerd"}}}
 
 
+HGX = {"present": True, "gpu_count": 2, "models": ["GH100 [H100 SXM5 80GB]"],
+       "devices": [{"address": f"0000:{bus}:00.0", "kind": "gpu", "name": "GH100 [H100 SXM5 80GB]",
+                    "vendor_id": "10de", "device_id": "2330", "mig_enabled": True} for bus in ("18", "2a")]}
+
+
 def inventory(path, cases, switch=None):
     """An inventory with one local host per case: name -> role variables."""
     common = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
@@ -63,12 +72,24 @@ def inventory(path, cases, switch=None):
     groups = {"addons_render": {"hosts": cases, "vars": common},
               "addons_gpu": {"hosts": {"t4-node": {"addons_nvidia_gpu": T4},
                                        "t4-nvidia-default": {"addons_nvidia_gpu": T4,
-                                                             "addons_container_runtime": NVIDIA_DEFAULT}},
+                                                             "addons_container_runtime": NVIDIA_DEFAULT},
+                                       # per-node device plugin configs (SHARING below)
+                                       "t4-ts": {"addons_nvidia_gpu": T4,
+                                                 "gpu_cluster_addons_device_plugin_config_name": "ts"},
+                                       "t4-mps": {"addons_nvidia_gpu": T4,
+                                                  "gpu_cluster_addons_device_plugin_config_name": "mps"},
+                                       "hgx-mig": {"addons_nvidia_gpu": HGX,
+                                                   "gpu_cluster_addons_device_plugin_config_name": "mig"}},
                              "vars": common}}
     if switch:
-        groups["addons_switch"] = {"hosts": {"switch": {"gpu_cluster_addons_kubernetes_version": "1.30",
-                                                        "gpu_cluster_addons_output_dir": str(switch)}},
-                                   "vars": common}
+        groups["addons_switch"] = {
+            "hosts": {"switch": {"gpu_cluster_addons_kubernetes_version": "1.30",
+                                 "gpu_cluster_addons_output_dir": str(switch / "nvidia")}},
+            "vars": common}
+        groups["addons_switch_hami"] = {
+            "hosts": {"switch-hami": {"gpu_cluster_addons_kubernetes_version": "1.30",
+                                      "gpu_cluster_addons_output_dir": str(switch / "hami")}},
+            "vars": common}
     path.write_text(json.dumps({"all": {"children": groups}}))
     return path
 
@@ -104,6 +125,20 @@ OPTIONS = {
         "gpu_cluster_addons_distribution": "rke",
     },
 }
+# The device plugin's own config format: a default and named configs that GPU hosts pick.
+SHARING = {
+    "gpu_cluster_addons_mode": "nvidia",
+    "gpu_cluster_addons_gpu_hosts": ["t4-ts", "t4-mps", "hgx-mig", "t4-node"],
+    "gpu_cluster_addons_device_plugin_config": {"version": "v1", "flags": {"migStrategy": "none"}},
+    "gpu_cluster_addons_device_plugin_configs": {
+        "ts": {"version": "v1", "sharing": {"timeSlicing": {
+            "renameByDefault": True, "failRequestsGreaterThanOne": True,
+            "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}},
+        "mps": {"version": "v1",
+                "sharing": {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 3}]}}},
+        "mig": {"version": "v1", "flags": {"migStrategy": "mixed"}},
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -111,8 +146,8 @@ def rendered(tmp_path_factory):
     """Run 1 renders every case; run 2 (check mode) re-renders a subset and a fresh directory."""
     out = tmp_path_factory.mktemp("addons")
     matrix, switch = out / "matrix", out / "switch"
-    switch.mkdir()
-    (switch / "kustomization.yaml").write_text("resources: []\n")  # not ours: must survive
+    (switch / "nvidia").mkdir(parents=True)
+    (switch / "nvidia" / "kustomization.yaml").write_text("resources: []\n")  # not ours: must survive
     cases = {
         f"{mode}-{version}": {
             "gpu_cluster_addons_mode": mode,
@@ -121,6 +156,17 @@ def rendered(tmp_path_factory):
         }
         for mode in MODES for version in [OLD, *VERSIONS]
     }
+    for name, variables in HAMI.items():
+        for version in [OLD, *VERSIONS]:
+            cases[f"{name}-{version}"] = dict(variables, gpu_cluster_addons_kubernetes_version=version,
+                                              gpu_cluster_addons_output_dir=str(matrix / f"{name}-{version}"))
+    for version in ("1.25", "1.37"):
+        cases[f"sharing-{version}"] = dict(SHARING, gpu_cluster_addons_kubernetes_version=version,
+                                           gpu_cluster_addons_output_dir=str(out / "sharing" / version))
+    cases["mig-single"] = {"gpu_cluster_addons_mode": "nvidia",
+                           "gpu_cluster_addons_kubernetes_version": "1.33",
+                           "gpu_cluster_addons_output_dir": str(out / "options" / "mig-single"),
+                           "gpu_cluster_addons_device_plugin_config": {"flags": {"migStrategy": "single"}}}
     for mode, options in OPTIONS.items():
         cases[f"{mode}-options"] = dict(options, gpu_cluster_addons_mode=mode,
                                         gpu_cluster_addons_kubernetes_version="1.30",
@@ -134,10 +180,12 @@ def rendered(tmp_path_factory):
     }
     first = ansible_playbook(inventory(out / "inventory-1.json", cases, switch))
     before = snapshot(matrix)
-    again = {k: v for k, v in cases.items() if k.endswith(("-" + OLD, "-1.30", "-1.35"))}
+    again = {k: v for k, v in cases.items() if k.endswith(("-" + OLD, "-1.30", "-1.35", "-1.37"))}
     again["fresh"] = dict(cases["nvidia-1.30"], gpu_cluster_addons_output_dir=str(out / "fresh"))
     second = ansible_playbook(inventory(out / "inventory-2.json", again), "--check")
-    return {"dir": matrix, "switch": switch, "options": out / "options", "fresh": out / "fresh",
+    return {"dir": matrix, "switch": switch / "nvidia", "switch_hami": switch / "hami",
+            "options": out / "options",
+            "sharing": out / "sharing", "fresh": out / "fresh",
             "first": first.stdout, "second": second.stdout, "before": before, "after": snapshot(matrix)}
 
 
@@ -170,7 +218,7 @@ def by_kind(objs, kind):
 # --- every version, strict schema ---------------------------------------------
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", RENDERED)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_object_validates_strictly_for_its_version(rendered, mode, version):
     for name, obj in objects(rendered["dir"] / f"{mode}-{version}"):
@@ -228,7 +276,7 @@ def test_switching_mode_removes_the_other_plugin_and_keeps_foreign_files(rendere
 # --- old clusters -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", RENDERED)
 def test_old_cluster_gets_apis_it_serves(rendered, mode):
     objs = objects(rendered["dir"] / f"{mode}-{OLD}")
     served = {"DaemonSet": "apps/v1", "Deployment": "apps/v1", "ClusterRole": "rbac.authorization.k8s.io/v1",
@@ -244,7 +292,7 @@ def test_old_cluster_gets_apis_it_serves(rendered, mode):
         assert annotations.get("seccomp.security.alpha.kubernetes.io/pod") == "runtime/default"
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", RENDERED)
 @pytest.mark.parametrize("version", [OLD, "1.35"])
 def test_no_deprecated_critical_pod_annotation_but_priority_classes(rendered, mode, version):
     for name, obj, spec in pod_specs(objects(rendered["dir"] / f"{mode}-{version}")):
@@ -410,11 +458,16 @@ def test_selectors_match_upstream_so_an_upstream_install_is_replaced_in_place(re
 
 
 def test_default_nvidia_image_is_a_released_upstream_version(rendered):
+    """Upstream's image, at the release pinned with its source in defaults/main.yml (v0.20.0, 2026-08-19)."""
     upstream = shared_path("fixtures", "manifests", "nvidia-device-plugin-v0.17.0.yml")
-    theirs = yaml.safe_load(upstream.read_text())
+    theirs = yaml.safe_load(upstream.read_text())["spec"]["template"]["spec"]["containers"][0]["image"]
     mine = by_kind(objects(rendered["dir"] / "nvidia-1.30"), "DaemonSet")["nvidia-device-plugin-daemonset"]
-    assert mine["spec"]["template"]["spec"]["containers"][0]["image"] == (
-        theirs["spec"]["template"]["spec"]["containers"][0]["image"])
+    image = mine["spec"]["template"]["spec"]["containers"][0]["image"]
+    repository, tag = image.rsplit(":", 1)
+    assert repository == theirs.rsplit(":", 1)[0]
+    assert tag == "v0.20.0"
+    defaults = (ROOT / "roles" / "gpu_cluster_addons" / "defaults" / "main.yml").read_text()
+    assert "NVIDIA/k8s-device-plugin tag v0.20.0 (2026-08-19, commit 1b826acc6af3)" in defaults
 
 
 # --- options ------------------------------------------------------------------------------
@@ -493,3 +546,203 @@ def test_an_inventory_wide_become_does_not_reach_the_add_ons_play(tmp_path):
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
     assert (out / "50-daemonset-nvidia-device-plugin.yaml").is_file()
+
+
+# --- sharing: the device plugin's config, per-node configs, MPS, MIG -------------------------
+
+
+def containers(spec):
+    return spec.get("initContainers", []) + spec["containers"]
+
+
+def env_of(container):
+    return {e["name"]: e.get("value") for e in container.get("env", [])}
+
+
+@pytest.mark.parametrize("version", ["1.25", "1.37"])
+def test_sharing_objects_validate_strictly(rendered, version):
+    for name, obj in objects(rendered["sharing"] / version):
+        try:
+            kubernetes_validate.validate(obj, f"{version}.0", strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            pytest.fail(f"sharing {version} {name}: {exc.message} at {list(exc.path)}")
+
+
+def test_named_configs_are_one_key_each_in_the_plugins_format(rendered):
+    objs = objects(rendered["sharing"] / "1.37")
+    data = by_kind(objs, "ConfigMap")["nvidia-device-plugin-config"]["data"]
+    assert sorted(data) == ["default", "mig", "mps", "ts"]
+    configs = {name: yaml.safe_load(text) for name, text in data.items()}
+    assert configs["ts"]["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
+    assert configs["ts"]["sharing"]["timeSlicing"]["renameByDefault"] is True
+    assert configs["mps"]["sharing"]["mps"]["resources"][0]["replicas"] == 3
+    assert configs["mig"]["flags"]["migStrategy"] == "mixed"
+    assert all(c["version"] == "v1" for c in configs.values())
+
+
+def test_config_manager_reads_the_node_label_as_nvidias_chart_wires_it(rendered):
+    objs = objects(rendered["sharing"] / "1.37")
+    spec = by_kind(objs, "DaemonSet")["nvidia-device-plugin-daemonset"]["spec"]["template"]["spec"]
+    managers = [c for c in containers(spec) if c.get("command") == ["config-manager"]]
+    assert [c["name"] for c in managers] == ["nvidia-device-plugin-init", "nvidia-device-plugin-sidecar"]
+    for ctr in managers:
+        env = env_of(ctr)
+        assert env["NODE_LABEL"] == "nvidia.com/device-plugin.config"
+        assert (env["CONFIG_FILE_SRCDIR"], env["CONFIG_FILE_DST"]) == (
+            "/available-configs", "/config/config.yaml")
+        assert env["DEFAULT_CONFIG"] == "default"
+    assert env_of(managers[1])["PROCESS_TO_SIGNAL"] == "nvidia-device-plugin"
+    plugin = next(c for c in spec["containers"] if c["name"] == "nvidia-device-plugin-ctr")
+    assert env_of(plugin)["CONFIG_FILE"] == "/config/config.yaml"
+    assert spec["shareProcessNamespace"] is True and spec["automountServiceAccountToken"] is True
+    # the config-manager reads nodes, nothing more
+    role = by_kind(objs, "ClusterRole")["nvidia-device-plugin"]
+    assert rules_by_resource(role) == {"nodes": {"get", "list", "watch"}}
+    binding = by_kind(objs, "ClusterRoleBinding")["nvidia-device-plugin"]
+    assert binding["subjects"][0]["name"] == spec["serviceAccountName"]
+
+
+def test_mig_strategy_gives_the_plugin_what_nvidias_chart_gives_it(rendered):
+    """SYS_ADMIN (MIG health events) and NVIDIA_MIG_MONITOR_DEVICES, whenever a config has a MIG strategy."""
+    for directory in (rendered["sharing"] / "1.37", rendered["options"] / "mig-single"):
+        ds = by_kind(objects(directory), "DaemonSet")["nvidia-device-plugin-daemonset"]
+        spec = ds["spec"]["template"]["spec"]
+        plugin = next(c for c in spec["containers"] if c["name"] == "nvidia-device-plugin-ctr")
+        assert plugin["securityContext"]["capabilities"]["add"] == ["SYS_ADMIN"]
+        assert plugin["securityContext"]["allowPrivilegeEscalation"] is False
+        assert env_of(plugin)["NVIDIA_MIG_MONITOR_DEVICES"] == "all"
+    objs = objects(rendered["options"] / "mig-single")
+    config = yaml.safe_load(by_kind(objs, "ConfigMap")["nvidia-device-plugin-config"]["data"]["config.yaml"])
+    assert config == {"version": "v1", "flags": {"migStrategy": "single"}}
+    assert not by_kind(objs, "ClusterRole")  # one config: no config-manager, no API access
+
+
+def test_mps_control_daemon_runs_where_a_node_shares_by_mps(rendered):
+    objs = objects(rendered["sharing"] / "1.37")
+    daemon = by_kind(objs, "DaemonSet")["nvidia-device-plugin-mps-control-daemon"]["spec"]["template"]["spec"]
+    assert daemon["nodeSelector"] == {"nvidia.com/mps.capable": "true"}
+    plugin = by_kind(objs, "DaemonSet")["nvidia-device-plugin-daemonset"]["spec"]["template"]["spec"]
+    ctr = next(c for c in plugin["containers"] if c["name"] == "nvidia-device-plugin-ctr")
+    assert env_of(ctr)["MPS_ROOT"] == "/run/nvidia/mps"
+    mps_paths = {v["hostPath"]["path"] for v in daemon["volumes"] if "hostPath" in v}
+    assert mps_paths == {v["hostPath"]["path"] for v in plugin["volumes"] if "hostPath" in v} - {
+        "/var/lib/kubelet/device-plugins"}
+    for ctr in containers(daemon):
+        assert set(ctr["resources"]["limits"]) >= {"cpu", "memory"}, ctr["name"]
+
+
+def test_each_gpu_host_gets_the_label_of_its_config(rendered):
+    lines = dict(re.findall(r'"kubectl label node (\S+) --overwrite ([^"]*)"', rendered["first"]))
+    assert "nvidia.com/device-plugin.config=ts" in lines["t4-ts"].split()
+    assert "nvidia.com/device-plugin.config=mig" in lines["hgx-mig"].split()
+    wanted = {"nvidia.com/device-plugin.config=mps", "nvidia.com/mps.capable=true"}
+    assert wanted <= set(lines["t4-mps"].split())
+
+
+def test_mig_state_that_contradicts_the_config_is_reported(rendered):
+    """hgx-mig has MIG on and runs config mig (mixed): fine; nothing else here has MIG facts."""
+    assert "MIG is enabled on" not in rendered["first"]
+    assert "advertises whole GPUs" not in rendered["first"]
+
+
+def test_sharing_render_is_deterministic(rendered):
+    """Run 2 re-rendered sharing-1.37 in check mode (see test_rendering_twice_gives_identical_bytes...)."""
+    assert "sharing-1.37" not in re.findall(r"^changed: \[(\S+)\]", rendered["second"], re.M)
+    assert (rendered["sharing"] / "1.37" / "20-configmap-nvidia-device-plugin-config.yaml").is_file()
+
+
+# --- HAMi ---------------------------------------------------------------------------------------
+
+
+def hami_objects(rendered, name="hami", version="1.30"):
+    return objects(rendered["dir"] / f"{name}-{version}")
+
+
+def test_hami_renders_node_side_and_its_own_scheduler(rendered):
+    objs = hami_objects(rendered)
+    names = {(obj["kind"], obj["metadata"]["name"]) for _, obj in objs}
+    assert {("DaemonSet", "hami-device-plugin"), ("Deployment", "hami-scheduler"),
+            ("Service", "hami-scheduler"), ("ConfigMap", "hami-scheduler"),
+            ("ConfigMap", "hami-scheduler-device"),
+            ("ClusterRoleBinding", "hami-scheduler-kube"),
+            ("ClusterRoleBinding", "hami-scheduler-volume")} <= names
+    assert not any("nvidia-device-plugin" in n or "gpushare" in n for _, n in names)
+    spec = by_kind(objs, "DaemonSet")["hami-device-plugin"]["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {"gpu": "on"}
+    dep = by_kind(objs, "Deployment")["hami-scheduler"]["spec"]["template"]["spec"]
+    sched = next(c for c in dep["containers"] if c["name"] == "kube-scheduler")
+    assert sched["image"] == "registry.k8s.io/kube-scheduler:v1.30.0"
+    own = yaml.safe_load(by_kind(objs, "ConfigMap")["hami-scheduler"]["data"]["config.yaml"])
+    assert own["profiles"] == [{"schedulerName": "hami-scheduler"}]
+    extender = next(c for c in dep["containers"] if c["name"] == "vgpu-scheduler-extender")
+    port = extender["ports"][0]["containerPort"]
+    assert own["extenders"][0]["urlPrefix"] == f"http://127.0.0.1:{port}"
+    assert f"--http_bind=0.0.0.0:{port}" in extender["command"]
+
+
+def test_hami_extender_placement_carries_the_kube_scheduler_configuration(rendered):
+    objs = hami_objects(rendered, "hami-extender")
+    svc = by_kind(objs, "Service")["hami-scheduler"]
+    assert svc["spec"]["type"] == "NodePort" and svc["spec"]["ports"][0]["nodePort"] == 31998
+    text = by_kind(objs, "ConfigMap")["hami-kube-scheduler-extender"]["data"]["config.yaml"]
+    ksc = yaml.safe_load(text)
+    assert ksc["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    assert ksc["kind"] == "KubeSchedulerConfiguration"
+    (ext,) = ksc["extenders"]
+    assert ext["urlPrefix"] == "http://127.0.0.1:31998"
+    assert (ext["filterVerb"], ext["bindVerb"], ext["nodeCacheCapable"]) == ("filter", "bind", True)
+    managed = {r["name"] for r in ext["managedResources"]}
+    assert {"nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores"} <= managed
+    dep = by_kind(objs, "Deployment")["hami-scheduler"]["spec"]["template"]["spec"]
+    assert [c["name"] for c in dep["containers"]] == ["vgpu-scheduler-extender"]
+    assert "hami-scheduler" not in by_kind(objs, "ConfigMap")  # no own kube-scheduler
+    old = yaml.safe_load(by_kind(hami_objects(rendered, "hami-extender", OLD), "ConfigMap")[
+        "hami-kube-scheduler-extender"]["data"]["config.yaml"])
+    assert old["kind"] == "Policy"
+
+
+@pytest.mark.parametrize("name", list(HAMI))
+def test_hami_containers_are_limited_and_escalate_only_where_upstream_needs_it(rendered, name):
+    for fname, obj, spec in pod_specs(hami_objects(rendered, name)):
+        assert not spec.get("hostNetwork"), fname
+        for ctr in containers(spec):
+            for kind in ("requests", "limits"):
+                assert set(ctr["resources"][kind]) >= {"cpu", "memory"}, f"{fname} {ctr['name']}: {kind}"
+            sc = ctr["securityContext"]
+            if (obj["kind"], ctr["name"]) == ("DaemonSet", "device-plugin"):
+                assert sc["privileged"] is True  # upstream's: installs libvgpu.so on the host
+                continue
+            assert sc.get("privileged") in (None, False) and sc["allowPrivilegeEscalation"] is False, fname
+            assert sc["capabilities"]["drop"] == ["ALL"]
+            assert sc["capabilities"].get("add", []) in ([], ["SYS_ADMIN"])  # the monitor: upstream's
+        if obj["kind"] == "Deployment":
+            assert spec["securityContext"]["runAsNonRoot"] is True
+
+
+def test_hami_rbac_is_a_subset_of_its_charts():
+    """The chart's rules at v2.10.0 (device-plugin/monitorrole.yaml, scheduler/clusterrole.yaml)."""
+    chart = {
+        "hami-device-plugin": {"pods": {"get", "create", "watch", "list", "update", "patch"},
+                               "nodes": {"get", "update", "list", "patch"},
+                               "events": {"list", "create", "update"}},
+        "hami-scheduler": {"pods": {"get", "list", "watch", "patch"},
+                           "configmaps": {"get", "list", "watch", "patch"},
+                           "pods/binding": {"create"}, "nodes": {"get", "list", "patch", "watch"},
+                           "events": {"create", "get", "list"}, "resourcequotas": {"get", "list", "watch"}},
+    }
+    root = ROOT / "roles" / "gpu_cluster_addons" / "templates"
+    for role, allowed in chart.items():
+        text = (root / f"clusterrole-{role}.yaml.j2").read_text()
+        rules = yaml.safe_load("rules:" + text.split("rules:", 1)[1])["rules"]
+        for rule in rules:
+            for resource in rule["resources"]:
+                assert set(rule["verbs"]) <= allowed[resource], f"{role}: {resource}"
+
+
+def test_switching_gpushare_to_hami_removes_gpushares_objects(rendered):
+    names = {p.name for p in rendered["switch_hami"].iterdir()}
+    assert "50-daemonset-hami-device-plugin.yaml" in names
+    assert not any("gpushare" in n for n in names), names
+    assert "40-runtimeclass-nvidia.yaml" in names
+    lines = re.findall(r'"kubectl label node \S+ --overwrite ([^"]*)"', rendered["first"])
+    assert lines  # labels are printed per GPU node; HAMi's gpu=on is checked in test_gpu_sharing.py

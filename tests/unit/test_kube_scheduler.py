@@ -646,3 +646,64 @@ def test_rke2_dropin_that_replaces_the_list_gets_the_flag_and_absent_takes_it_ba
     assert ks.plan(params("1.30.1", flavor="rke2"), fs.read, listdir)["files"] == {}
     fs.apply(ks.plan(params("1.30.1", flavor="rke2", state="absent"), fs.read, listdir)["files"])
     assert fs[RKE2_CONFIG] == base and fs[RKE2_CONFIG + ".d/50-a.yaml"] == dropin and RKE2_FILE not in fs
+
+
+# --- a GPU-sharing mode switch: HAMi's extender replaces gpushare's (and back) -------------------
+
+HAMI = {
+    "url_prefix": "http://127.0.0.1:31998", "filter_verb": "filter", "bind_verb": "bind",
+    "enable_https": False, "node_cache_capable": True, "ignorable": False,
+    "managed_resources": [{"name": "nvidia.com/gpu", "ignored_by_scheduler": True},
+                          {"name": "nvidia.com/gpumem", "ignored_by_scheduler": True}],
+    "replaces": [GPUSHARE["url_prefix"]],
+}
+
+
+@pytest.mark.parametrize("minor", [18, 29])
+def test_switching_to_hami_takes_gpushares_extender_out_in_the_same_edit(minor):
+    fmt = ks.preferred_api((1, minor))
+    gpushare_only = ks.new_config(fmt, (1, minor), GPUSHARE, "/etc/kubernetes/scheduler.conf")
+    new, _ = ks.merge_config("/etc/x.yaml", gpushare_only, version=(1, minor), extender=HAMI,
+                             kubeconfig="k", warnings=[])
+    data = yaml.safe_load(new)
+    assert [e["urlPrefix"] for e in data["extenders"]] == [HAMI["url_prefix"]]
+    assert ks.MARKER in new  # still gpunode's file: state=absent removes it
+    again, _ = ks.merge_config("/etc/x.yaml", new, version=(1, minor), extender=HAMI, kubeconfig="k",
+                               warnings=[])
+    assert again == new  # converged
+    back, _ = ks.merge_config("/etc/x.yaml", new, version=(1, minor),
+                              extender=dict(GPUSHARE, replaces=[HAMI["url_prefix"]]), kubeconfig="k",
+                              warnings=[])
+    assert [e["urlPrefix"] for e in yaml.safe_load(back)["extenders"]] == [GPUSHARE["url_prefix"]]
+
+
+def test_replacing_keeps_foreign_extenders():
+    text = ("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+            "clientConnection:\n  kubeconfig: /etc/kubernetes/scheduler.conf\nextenders:\n"
+            "  # telemetry-aware scheduling, not ours\n"
+            "  - urlPrefix: \"https://tas:9001\"\n"
+            "    prioritizeVerb: \"scheduler/prioritize\"\n    weight: 1\n")
+    with_gpushare, _ = ks.merge_config("/etc/x.yaml", text, version=(1, 29), extender=GPUSHARE,
+                                       kubeconfig="k", warnings=[])
+    new, _ = ks.merge_config("/etc/x.yaml", with_gpushare, version=(1, 29), extender=HAMI, kubeconfig="k",
+                             warnings=[])
+    urls = [e["urlPrefix"] for e in yaml.safe_load(new)["extenders"]]
+    assert GPUSHARE["url_prefix"] not in urls and HAMI["url_prefix"] in urls
+    assert urls[:-1] == [e["urlPrefix"] for e in yaml.safe_load(text)["extenders"]]
+    check_ksc(yaml.safe_load(new), 29)
+
+
+def test_without_replaces_the_second_binding_extender_is_still_refused():
+    gpushare_only = ks.new_config("v1", (1, 29), GPUSHARE, "k")
+    with pytest.raises(ks.KubeSchedulerError, match="only one binding extender"):
+        ks.merge_config("/etc/x.yaml", gpushare_only, version=(1, 29), extender=dict(HAMI, replaces=[]),
+                        kubeconfig="k", warnings=[])
+
+
+def test_absent_takes_out_the_replaced_extenders_too():
+    """A mode without an extender in kube-scheduler (nvidia, HAMi's own scheduler) removes either one."""
+    hami_only = ks.new_config("v1", (1, 29), HAMI, "k")
+    none = dict(GPUSHARE, replaces=[HAMI["url_prefix"]])
+    assert ks.strip_config("/etc/x.yaml", hami_only, none, warnings=[]) is None  # ours: the file goes
+    gpushare_only = ks.new_config("v1", (1, 29), GPUSHARE, "k")
+    assert ks.strip_config("/etc/x.yaml", gpushare_only, none, warnings=[]) is None

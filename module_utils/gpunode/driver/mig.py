@@ -320,10 +320,10 @@ def diff_text(gpus, key):
 class Smi:
     """nvidia-smi through ``run(argv) -> (rc, stdout, stderr)`` (the C locale is the caller's)."""
 
-    def __init__(self, run, path):
+    def __init__(self, run, path, commands=None):
         self.run = run
         self.path = path
-        self.commands = []
+        self.commands = [] if commands is None else commands
 
     def call(self, args, empty_ok=False, record=False):
         rc, out, err = self.run([self.path, *args])
@@ -491,3 +491,18 @@ def converge(smi, entries, selected, check_mode=False, services=None):
             result["reasons"].append(f"{describe(now)}: the GPU reset for the MIG mode failed ({why}); "
                                      "the layout is not applied: reboot, then run again")
     return result
+
+
+def parse_list(text):
+    """``nvidia-smi -L`` -> {GPU index: {profile: count of MIG devices}} (indented MIG lines are no GPUs)."""
+    found = {}
+    current = None
+    for line in text.splitlines():
+        gpu = re.match(r"^GPU (\d+): ", line)
+        if gpu:
+            current = found.setdefault(int(gpu.group(1)), {})
+            continue
+        device = re.match(r"^\s+MIG (\S+)\s+Device\s+\d+:", line)
+        if device and current is not None:
+            current[device.group(1)] = current.get(device.group(1), 0) + 1
+    return found

@@ -292,3 +292,27 @@ def test_documentation_matches_argument_spec(monkeypatch):
     for name, spec in captured.items():
         assert documented[name]["type"] == spec["type"], name
         assert documented[name].get("default") == spec.get("default"), name
+
+
+def test_boot_script_applies_the_layout_again_after_a_reboot(node, tmp_path):
+    """roles/nvidia_mig/files/gpunode-mig-apply with mig.py beside it, as the role installs them."""
+    for source in (ROOT / "roles" / "nvidia_mig" / "files" / "gpunode-mig-apply",
+                   ROOT / "module_utils" / "gpunode" / "driver" / "mig.py"):
+        (tmp_path / source.name).write_text(source.read_text())
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIG))
+
+    def boot(selected):
+        return subprocess.run([sys.executable, str(tmp_path / "gpunode-mig-apply"), f"--config={config}",
+                               f"--selected={selected}", f"--nvidia-smi={STAND_IN}"],
+                              capture_output=True, text=True, check=False)
+
+    assert boot("mixed").returncode == 0
+    node("gpunode-sim", "reboot")
+    assert mig.parse_list(node("-L"))[0] == {}
+    done = boot("mixed")
+    assert done.returncode == 0, done.stderr
+    assert "ran nvidia-smi mig -i 0 -cgi 9,14,19,19 -C" in done.stdout and "gpu-reset" not in done.stdout
+    assert mig.parse_list(node("-L")) == {0: MIXED, 1: {"1g.10gb": 7}, 2: {}}
+    refused = boot("all-1g.10gb")
+    assert refused.returncode == 1 and "GPU 2 (Tesla T4, 0x1EB810DE) does not support MIG" in refused.stderr

@@ -112,6 +112,11 @@ def test_list_of_real_capture_counts_mig_devices_not_gpus():
     assert mig.parse_list(text) == {0: MIXED}
 
 
+def test_uuids_of_real_capture():
+    text = shared_path("fixtures", "nvidia", "nvidia-smi-L-590.48.01-H100-MIG.txt").read_text()
+    assert mig.parse_uuids(text) == {"GPU-00000000-0000-0000-0000-000000000000": 0}
+
+
 def test_instances_and_placements():
     gis = [{"gi": 2, "name": "3g.40gb"}, {"gi": 9, "name": "1g.10gb+me"}]
     cis = [{"gi": 2, "ci": 0, "name": "3g.40gb"}, {"gi": 9, "ci": 0, "name": "1g.10gb"}]
@@ -316,3 +321,22 @@ def test_boot_script_applies_the_layout_again_after_a_reboot(node, tmp_path):
     assert mig.parse_list(node("-L")) == {0: MIXED, 1: {"1g.10gb": 7}, 2: {}}
     refused = boot("all-1g.10gb")
     assert refused.returncode == 1 and "GPU 2 (Tesla T4, 0x1EB810DE) does not support MIG" in refused.stderr
+
+
+def test_a_converged_host_costs_three_reads(node):
+    calls = []
+
+    def run(argv):
+        calls.append(argv[1:])
+        out = subprocess.run([sys.executable, *argv], capture_output=True, text=True, check=False)
+        return out.returncode, out.stdout, out.stderr
+
+    entries = mig.parse_config(CONFIG, "mixed")
+    mig.converge(mig.Smi(run, str(STAND_IN)), entries, "mixed")
+    gis, cis = mig.Smi(run, str(STAND_IN)).listing()
+    assert {gi["gpu"] for gi in gis} == {0, 1} and len(cis) == len(gis) == 11
+    del calls[:]
+    result = mig.converge(mig.Smi(run, str(STAND_IN)), entries, "mixed")
+    assert not result["changed"]
+    query = [f"--query-gpu={mig.QUERY_GPU}", "--format=csv,noheader"]
+    assert calls == [query, ["mig", "-lgi"], ["mig", "-lci"]]

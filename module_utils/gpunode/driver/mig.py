@@ -24,11 +24,12 @@ ENTRY_KEYS = ("devices", "device-filter", "mig-enabled", "mig-devices")
 FILTER_RE = re.compile(r"^0x([0-9a-fA-F]{4})([0-9a-fA-F]{4})(?::0x[0-9a-fA-F]{8})?$")
 PROFILE_RE = re.compile(r"^(\d+)g\.(\d+)gb([+-][a-z][a-z0-9.+-]*)?$")
 CI_PROFILE_RE = re.compile(r"^\d+c\.\d+g\.\d+gb")
-QUERY_GPU = "index,uuid,pci.device_id,mig.mode.current,mig.mode.pending,name"
+QUERY_GPU = "index,pci.device_id,mig.mode.current,mig.mode.pending,name"
 QUERY_APPS = "gpu_uuid,pid,process_name"
 LGIP_ROW = re.compile(r"^\|\s*(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)/(\d+)\s")
 LGI_ROW = re.compile(r"^\|\s*(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+):(\d+)\s*\|")
 LCI_ROW = re.compile(r"^\|\s*(\d+)\s+(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)(?:\s+\d+:\d+)?\s*\|")
+GPU_LINE = re.compile(r"^GPU (\d+): .*\(UUID: (\S+)\)\s*$")
 EMPTY_MARKERS = ("No MIG-enabled devices found", "No GPU instances found", "No compute instances found")
 DRAIN_SERVICES = ("dcgm-exporter.service", "nvidia-dcgm.service", "nvidia-persistenced.service",
                   "nvidia-fabricmanager.service")
@@ -159,13 +160,19 @@ def parse_query_gpu(text):
     for line in text.splitlines():
         if not line.strip():
             continue
-        parts = [p.strip() for p in line.split(",", 5)]
-        if len(parts) != 6 or not parts[0].isdigit():
+        parts = [p.strip() for p in line.split(",", 4)]
+        if len(parts) != 5 or not parts[0].isdigit():
             raise MigError(f"nvidia-smi --query-gpu: cannot read line {line!r}")
-        device_id = parts[2][2:] if parts[2].lower().startswith("0x") else parts[2]
-        gpus.append({"index": int(parts[0]), "uuid": parts[1], "device_id": device_id.upper(),
-                     "mig_current": _mode(parts[3]), "mig_pending": _mode(parts[4]), "name": parts[5]})
+        device_id = parts[1][2:] if parts[1].lower().startswith("0x") else parts[1]
+        gpus.append({"index": int(parts[0]), "device_id": device_id.upper(), "mig_current": _mode(parts[2]),
+                     "mig_pending": _mode(parts[3]), "name": parts[4]})
     return gpus
+
+
+def parse_uuids(text):
+    """``nvidia-smi -L`` -> {GPU UUID: index} (MIG device lines aside)."""
+    rows = (GPU_LINE.match(line) for line in text.splitlines())
+    return {m.group(2): int(m.group(1)) for m in rows if m}
 
 
 def parse_compute_apps(text):
@@ -179,29 +186,31 @@ def parse_compute_apps(text):
 
 
 def parse_lgip(text):
-    """``nvidia-smi mig -lgip`` -> {profile name: {id, free, total, slices}} of the first GPU listed."""
+    """``nvidia-smi mig -lgip`` -> {GPU index: {profile name: {id, free, total, slices}}}."""
     profiles = {}
     for line in text.splitlines():
         match = LGIP_ROW.match(line.strip())
         if match:
             name = match.group(2)
             slices = PROFILE_RE.match(name)
-            profiles.setdefault(name, {"id": int(match.group(3)), "free": int(match.group(4)),
-                                       "total": int(match.group(5)),
-                                       "slices": int(slices.group(1)) if slices else 0})
+            gpu = profiles.setdefault(int(match.group(1)), {})
+            ident, free, total = (int(match.group(n)) for n in (3, 4, 5))
+            gpu.setdefault(name, {"id": ident, "free": free, "total": total,
+                                  "slices": int(slices.group(1)) if slices else 0})
     return profiles
 
 
 def parse_lgi(text):
-    """``nvidia-smi mig -lgi`` -> [{gi, name, profile_id, start, size}]."""
-    return [{"gi": int(m.group(4)), "name": m.group(2), "profile_id": int(m.group(3)),
+    """``nvidia-smi mig -lgi`` -> [{gpu, gi, name, profile_id, start, size}]."""
+    return [{"gpu": int(m.group(1)), "gi": int(m.group(4)), "name": m.group(2), "profile_id": int(m.group(3)),
              "start": int(m.group(5)), "size": int(m.group(6))}
             for m in (LGI_ROW.match(line.strip()) for line in text.splitlines()) if m]
 
 
 def parse_lci(text):
-    """``nvidia-smi mig -lci`` -> [{gi, ci, name, profile_id}]."""
-    return [{"gi": int(m.group(2)), "ci": int(m.group(5)), "name": m.group(3), "profile_id": int(m.group(4))}
+    """``nvidia-smi mig -lci`` -> [{gpu, gi, ci, name, profile_id}]."""
+    return [{"gpu": int(m.group(1)), "gi": int(m.group(2)), "ci": int(m.group(5)), "name": m.group(3),
+             "profile_id": int(m.group(4))}
             for m in (LCI_ROW.match(line.strip()) for line in text.splitlines()) if m]
 
 
@@ -257,7 +266,7 @@ def check_supported(gpu, entry, selected):
 
 
 def check_idle(gpu, apps):
-    mine = [a for a in apps if a["gpu_uuid"] == gpu["uuid"]]
+    mine = [a for a in apps if a.get("gpu") == gpu["index"]]
     if mine:
         names = ", ".join(f"PID {a['pid']} ({a['name']})" for a in mine)
         raise MigError(f"{describe(gpu)} is in use by {names}: stop them before its MIG layout changes "
@@ -338,26 +347,39 @@ class Smi:
         return parse_query_gpu(self.call([f"--query-gpu={QUERY_GPU}", "--format=csv,noheader"]))
 
     def gpu(self, index):
-        args = ["-i", str(index), f"--query-gpu={QUERY_GPU}", "--format=csv,noheader"]
-        found = parse_query_gpu(self.call(args))
-        if len(found) != 1:
-            raise MigError(f"nvidia-smi -i {index}: GPU {index} not found")
-        return found[0]
+        for gpu in self.gpus():
+            if gpu["index"] == index:
+                return gpu
+        raise MigError(f"nvidia-smi --query-gpu: GPU {index} is gone")
 
     def apps(self):
-        return parse_compute_apps(self.call([f"--query-compute-apps={QUERY_APPS}", "--format=csv,noheader"]))
+        """Compute processes, each with the index of its GPU (UUIDs from ``-L``, read only when some run)."""
+        apps = parse_compute_apps(self.call([f"--query-compute-apps={QUERY_APPS}", "--format=csv,noheader"]))
+        if apps:
+            uuids = parse_uuids(self.call(["-L"]))
+            for app in apps:
+                app["gpu"] = uuids.get(app["gpu_uuid"])
+        return apps
 
-    def profiles(self, gpu):
-        if gpu["mig_current"] is None:
-            return {}
-        rc, out, _err = self.run([self.path, "mig", "-i", str(gpu["index"]), "-lgip"])
+    def all_profiles(self):
+        """Every GPU's profiles (one ``mig -lgip``); {} where nvidia-smi lists none."""
+        rc, out, _err = self.run([self.path, "mig", "-lgip"])
         return parse_lgip(out or "") if rc == 0 else {}
 
-    def state(self, gpu):
+    def profiles(self, gpu):
+        return self.all_profiles().get(gpu["index"], {}) if gpu["mig_current"] is not None else {}
+
+    def listing(self):
+        """Every GPU's GPU and compute instances (one ``mig -lgi`` and one ``mig -lci``)."""
+        gis = parse_lgi(self.call(["mig", "-lgi"], empty_ok=True))
+        return gis, parse_lci(self.call(["mig", "-lci"], empty_ok=True))
+
+    def state(self, gpu, listing=None):
         if not gpu["mig_current"]:
             return {"gis": [], "cis": [], "instances": {}, "clean": True}
-        gis = parse_lgi(self.call(["mig", "-i", str(gpu["index"]), "-lgi"], empty_ok=True))
-        cis = parse_lci(self.call(["mig", "-i", str(gpu["index"]), "-lci"], empty_ok=True))
+        gis, cis = listing if listing is not None else self.listing()
+        gis = [gi for gi in gis if gi["gpu"] == gpu["index"]]
+        cis = [ci for ci in cis if ci["gpu"] == gpu["index"]]
         counts, clean = instance_counts(gis, cis)
         return {"gis": gis, "cis": cis, "instances": counts, "clean": clean}
 
@@ -450,21 +472,25 @@ def apply_gpu(smi, gpu, entry, state, services):
 
 def survey(smi, entries, selected):
     """Read and judge every GPU the config names before anything changes: [(gpu, entry, state, plan)]."""
-    apps = smi.apps()
-    targets = []
+    named = []
     for gpu in smi.gpus():
         entry = match_entry(entries, gpu)
         if entry is None:
             continue
         check_supported(gpu, entry, selected)
-        if gpu["mig_current"] is None:
-            continue  # no MIG, and none asked for
-        state = smi.state(gpu)
-        check_profiles(gpu, entry["instances"], smi.profiles(gpu))
-        plan = gpu_plan(gpu, entry, state)
-        if plan["mode"] is not None or plan["destroy"] or plan["create"]:
+        if gpu["mig_current"] is not None:  # else no MIG, and none asked for
+            named.append((gpu, entry))
+    listing = smi.listing() if any(gpu["mig_current"] for gpu, _entry in named) else ([], [])
+    targets = [(gpu, entry, smi.state(gpu, listing)) for gpu, entry in named]
+    targets = [(gpu, entry, state, gpu_plan(gpu, entry, state)) for gpu, entry, state in targets]
+    changing = [t for t in targets if t[3]["mode"] is not None or t[3]["destroy"] or t[3]["create"]]
+    if changing:  # a converged host costs three reads: the GPUs, their GPU and compute instances
+        profiles = smi.all_profiles()
+        apps = smi.apps()
+        for gpu, entry, _state, _plan in changing:
+            check_profiles(gpu, entry["instances"], profiles.get(gpu["index"], {}))
+        for gpu, _entry, _state, _plan in changing:
             check_idle(gpu, apps)
-        targets.append((gpu, entry, state, plan))
     return targets
 
 

@@ -26,6 +26,7 @@ COLUMNS = (
     "default runtime",
     "kubelet gates",
     "scheduler extender",
+    "GPUs offered by",
     "reboot",
     "this run",
 )
@@ -120,7 +121,7 @@ CHANGE_SEPARATOR = "; "
 CHANGE_WIDTH = 60
 
 
-def rows(hosts, host_facts, changes):
+def rows(hosts, host_facts, changes, offers=None):
     """One row (a tuple in COLUMNS order) per host, in the order given.
 
     The last cell is what this run changed on the host, its changes joined by
@@ -138,6 +139,7 @@ def rows(hosts, host_facts, changes):
                 _runtime(facts),
                 _gates(facts),
                 _scheduler(facts),
+                (offers or {}).get(host) or "-",
                 _reboot(facts),
                 CHANGE_SEPARATOR.join(changed) or "nothing",
             )
@@ -179,6 +181,7 @@ ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "host_facts": {"type": "dict"},
     "changes": {"type": "dict"},
+    "offers": {"type": "dict"},
 }
 # the facts the roles publish that the table reads
 FACTS = ("nvidia_gpu", "nvidia_driver", "nvidia_container_runtime", "kubelet_gpu", "gpushare_scheduler")
@@ -211,7 +214,11 @@ class ActionModule(ActionBase):
             read_facts, read_changes = from_hostvars((task_vars or {}).get("hostvars") or {}, args["hosts"])
             host_facts = read_facts if host_facts is None else host_facts
             changes = read_changes if changes is None else changes
-        table_rows = rows(args["hosts"], host_facts, changes)
+        offers = args["offers"]
+        if offers is None:  # the add-ons play published them on this host (localhost)
+            facts = (task_vars or {}).get("ansible_facts") or {}
+            offers = (facts.get("gpu_cluster_addons") or {}).get("offers")
+        table_rows = rows(args["hosts"], host_facts, changes, offers)
         result.update(
             changed=False,
             table=table(table_rows),

@@ -171,6 +171,16 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+ansible_facts:
+  description: What the cluster is given, for the run's summary.
+  returned: always
+  type: dict
+  contains:
+    gpu_cluster_addons:
+      description: C(mode) and C(offers) - per GPU host, what offers its GPUs (C(device plugin,
+        time-slicing x4), C(device plugin, mig mixed), C(DRA driver), C(HAMi), C(gpushare)).
+      type: dict
+      sample: {mode: nvidia, offers: {gpu-01: "device plugin, time-slicing x4", gpu-02: DRA driver}}
 version:
   description: The Kubernetes version the manifests are for.
   returned: always
@@ -451,12 +461,14 @@ def run(module):
     check_node_names(nodes)
     for warning in warnings + (cp["warnings"] if mode in ("gpushare", "hami") else []):
         module.warn(warning)
+    labelled = dra.label_nodes(nodes, mode, by_host)
     return {
         "changed": False,
+        "ansible_facts": {"gpu_cluster_addons": {"mode": mode, "offers": dra.offers(labelled)}},
         "version": version,
         "api": api,
         "control_plane": cp,
-        "gpu_nodes": dra.label_nodes(nodes, mode, by_host),
+        "gpu_nodes": labelled,
         "manifests": dra.template_plan(
             mode,
             dra_plan["halves"],

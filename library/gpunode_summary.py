@@ -11,8 +11,9 @@ short_description: Summarise a gpunode run in one table, a row per host
 description:
   - Builds, from the facts the roles published on each host in this run, one row per host - its GPUs,
     the NVIDIA driver loaded (module type, whether held), the default runtime of each container engine
-    (and which one the kubelet uses), the kubelet feature gates, the scheduler extender, whether a reboot
-    is pending - and what this run changed there (the host's C(gpunode_changes)).
+    (and which one the kubelet uses), the kubelet feature gates, the scheduler extender, what offers its
+    GPUs to the cluster, whether a reboot is pending - and what this run changed there (the host's
+    C(gpunode_changes)).
   - A role that did not run on a host leaves its column at C(-). Changes nothing.
   - An action plugin - it runs on the controller, in the task's own process, and never on a host.
 options:
@@ -26,6 +27,11 @@ options:
       - Per host, its C(ansible_facts) (or the part with C(nvidia_gpu), C(nvidia_driver),
         C(nvidia_container_runtime), C(kubelet_gpu), C(gpushare_scheduler)).
       - Omitted - read from the play's C(hostvars), so a playbook passes only O(hosts).
+    type: dict
+  offers:
+    description:
+      - Per GPU host, what offers its GPUs to the cluster (device plugin and its sharing, HAMi, DRA driver).
+      - Omitted - what the add-ons play published on this host (C(ansible_facts.gpu_cluster_addons.offers)).
     type: dict
   changes:
     description:

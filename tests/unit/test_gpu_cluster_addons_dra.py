@@ -601,3 +601,17 @@ def test_role_refuses_a_node_that_cannot_take_dra_before_rendering(rendered):
     assert proc.returncode != 0
     assert "old-node: CDI is off in containerd" in proc.stdout
     assert not (rendered["out"] / "refused").exists()
+
+
+def test_offers_say_per_host_what_gives_its_gpus_to_the_cluster():
+    nodes = [
+        {"host": "t4", "allocation": "device-plugin", "sharing": "time-slicing x4"},
+        {"host": "hgx", "allocation": "device-plugin", "sharing": "mig mixed"},
+        {"host": "l40s", "allocation": "dra", "sharing": "dra"},
+        {"host": "a10", "allocation": "hami", "sharing": "hami"},
+        {"host": "old", "allocation": "gpushare", "sharing": "gpushare"},
+    ]
+    assert dra.offers(nodes) == {
+        "t4": "device plugin, time-slicing x4", "hgx": "device plugin, mig mixed", "l40s": "DRA driver",
+        "a10": "HAMi", "old": "gpushare",
+    }

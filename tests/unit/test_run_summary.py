@@ -38,15 +38,17 @@ CONTROL_PLANE = {"gpushare_scheduler": {"flavor": "kubeadm", "api_version": "kub
 
 def test_a_row_per_host_from_its_facts_and_changes(summary):
     got = summary.rows(["hgx", "cp", "new"], {"hgx": HGX, "cp": CONTROL_PLANE},
-               {"hgx": ["driver 535.183.01 -> 570.133.20", "containerd: nvidia default runtime"]})
+                       {"hgx": ["driver 535.183.01 -> 570.133.20", "containerd: nvidia default runtime"]},
+                       {"hgx": "device plugin, mig mixed"})
     assert got[0] == (
         "hgx", "8x H100 SXM5 80GB, 4 NVSwitch", "570.133.20 open, held",
-        "containerd nvidia (kubelet), docker nvidia", "DRAExtendedResource=true (kubelet 1.37.1)", "-", "no",
+        "containerd nvidia (kubelet), docker nvidia", "DRAExtendedResource=true (kubelet 1.37.1)", "-",
+        "device plugin, mig mixed", "no",
         "driver 535.183.01 -> 570.133.20; containerd: nvidia default runtime",
     )
     # a role that did not run on a host leaves its column at "-"
-    assert got[1] == ("cp", "-", "-", "-", "-", "kubeadm kubescheduler.config.k8s.io/v1", "-", "nothing")
-    assert got[2] == ("new", "-", "-", "-", "-", "-", "-", "nothing")
+    assert got[1] == ("cp", "-", "-", "-", "-", "kubeadm kubescheduler.config.k8s.io/v1", "-", "-", "nothing")
+    assert got[2] == ("new", "-", "-", "-", "-", "-", "-", "-", "nothing")
 
 
 def test_what_needs_attention_reads_plainly(summary):
@@ -55,7 +57,8 @@ def test_what_needs_attention_reads_plainly(summary):
              "nvidia_container_runtime": {"engines": {}},
              "kubelet_gpu": {"gates": {}, "restart_pending": True}}
     (row,) = summary.rows(["h"], {"h": facts}, {})
-    assert row[1:7] == ("none", "not installed", "no engine", "none, restart pending", "-", "REBOOT NEEDED")
+    assert row[1:8] == ("none", "not installed", "no engine", "none, restart pending", "-", "-",
+                        "REBOOT NEEDED")
 
 
 def test_table_is_aligned_under_its_header(summary):
@@ -166,6 +169,9 @@ def test_without_host_facts_the_action_reads_each_hosts_facts_and_changes_from_h
             {"ansible.builtin.set_fact": {"nvidia_gpu": HGX["nvidia_gpu"], "kubelet_gpu": HGX["kubelet_gpu"],
                                           "cacheable": True},
              "delegate_to": "hgx", "delegate_facts": True},
+            # what the add-ons play publishes on localhost
+            {"ansible.builtin.set_fact": {"gpu_cluster_addons": {"mode": "nvidia", "offers": {
+                "hgx": "device plugin, time-slicing x4"}}, "cacheable": True}},
             {"gpunode_summary": {"hosts": ["cp", "hgx"]}, "register": "summary"},
             {"ansible.builtin.debug": {"var": "summary.rows"}},
         ],
@@ -177,8 +183,9 @@ def test_without_host_facts_the_action_reads_each_hosts_facts_and_changes_from_h
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     tasks = json.loads(done.stdout[done.stdout.index("{"):])["plays"][0]["tasks"]
-    rows = {row["host"]: row for row in tasks[1]["hosts"]["localhost"]["rows"]}
+    rows = {row["host"]: row for row in tasks[2]["hosts"]["localhost"]["rows"]}
     assert rows["hgx"]["GPUs"] == "8x H100 SXM5 80GB, 4 NVSwitch"
     assert rows["hgx"]["kubelet gates"].startswith("DRAExtendedResource=true")
     assert rows["hgx"]["this run"] == "driver 535.129.03 -> 570.133.20"
+    assert rows["hgx"]["GPUs offered by"] == "device plugin, time-slicing x4"
     assert rows["cp"]["GPUs"] == "-" and rows["cp"]["this run"] == "nothing"

@@ -144,6 +144,22 @@ def summary_allocation(mode, allocation):
     return "device-plugin" if mode in ("nvidia", "dra") else mode
 
 
+OFFERED_BY = {"dra": "DRA driver", "gpushare": "gpushare", "hami": "HAMi"}
+
+
+def offers(nodes):
+    """Per host, what offers its GPUs to the cluster, in a few words (the run's summary):
+    ``device plugin, time-slicing x4``, ``device plugin, mig mixed``, ``DRA driver``, ``HAMi``."""
+    result = {}
+    for record in nodes:
+        allocation = record.get("allocation") or "device-plugin"
+        if allocation in OFFERED_BY:
+            result[record["host"]] = OFFERED_BY[allocation]
+        else:
+            result[record["host"]] = "device plugin, " + (record.get("sharing") or "whole GPUs")
+    return result
+
+
 def label_nodes(nodes, mode, by_host):
     """Add the allocation label and ``allocation`` to each gpu_nodes record (new list)."""
     result = []

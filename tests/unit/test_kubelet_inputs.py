@@ -201,7 +201,8 @@ def test_valid_names_pass():
         }
     )
     # a NUL never gets this far through Ansible on every Python (its syslog logging refuses it)
-    with pytest.raises(InputError, match=r"^flags_file: '/etc/default/kubelet\\x00' is not an absolute path"):
+    nul = r"^flags_file: '/etc/default/kubelet\\x00' is not a file path \(an absolute path"
+    with pytest.raises(InputError, match=nul):
         check_params({"flags_file": "/etc/default/kubelet\0"})
     with pytest.raises(InputError, match="did you mean DynamicResourceAllocation"):
         check_params({"gates": {"dynamicResourceAllocation": True}})

@@ -212,6 +212,24 @@ def optional(rule):
     return check_unless_empty
 
 
+def env_variable(option, value):
+    """A shell/systemd environment variable name (what ``$NAME`` in ExecStart= expands)."""
+    rule = "[A-Za-z_][A-Za-z0-9_]*"
+    string(option, value, "a variable name", rule)
+    if not re.fullmatch(rule, value):
+        refuse(option, value, "a variable name", rule)
+    return value
+
+
+def unit_name(option, value):
+    """A systemd unit name (systemd.unit(5): at most 255 of letters, digits and ``:-_.\\@``)."""
+    rule = "letters, digits and :-_.\\@, at most 255"
+    string(option, value, "a systemd unit name", rule)
+    if not re.fullmatch(r"[A-Za-z0-9:_.\\@-]{1,255}", value):
+        refuse(option, value, "a systemd unit name", rule)
+    return value
+
+
 def one_line(option, value):
     """A value written as one line of a line-oriented file (an apt source line): no control character."""
     rule = "one line: no newline, carriage return, NUL or other control character"

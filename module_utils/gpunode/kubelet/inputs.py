@@ -17,23 +17,30 @@ quote or escape:
 - the variable that gets the flag is a shell/systemd variable name
   ``[A-Za-z_][A-Za-z0-9_]*``;
 - the service is a systemd unit name (letters, digits and ``:-_.\\@``);
-- paths are absolute, without a newline, carriage return or NUL.
+- paths are absolute, without a control character, quote or backslash.
+
+The rules are the common ones of module_utils/gpunode/common/values.py.
 
 Standard library only; Python 3.8+ (runs on target hosts).
 """
 
-import re
-
+from ansible.module_utils.gpunode.common import values
 from ansible.module_utils.kubelet_gates import GateError, parse_bool
 from ansible.module_utils.kubelet_gates import check_gate_name as _check_gate_name
 
-VARIABLE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-UNIT_NAME_RE = re.compile(r"[A-Za-z0-9:_.\\@-]{1,255}")
 PATH_OPTIONS = ("config_file", "flags_file", "rke_cluster_yml", "rke2_config", "kubelet_path", "proc_root")
+NOTHING_DONE = "; nothing read, nothing written"
 
 
-class InputError(ValueError):
+class InputError(values.ValueSyntaxError):
     """An option's value that cannot be written where it would go; the message names both."""
+
+
+def _checked(rule, option, value):
+    try:
+        rule(option, value)
+    except values.ValueSyntaxError as exc:
+        raise InputError(f"{exc}{NOTHING_DONE}") from None
 
 
 def check_gate_name(name, option="gates"):
@@ -41,7 +48,7 @@ def check_gate_name(name, option="gates"):
     try:
         _check_gate_name(name)
     except GateError as exc:
-        raise InputError(f"{option}: {exc}; nothing read, nothing written") from None
+        raise InputError(f"{option}: {exc}{NOTHING_DONE}") from None
 
 
 def check_gates(gates, option="gates"):
@@ -53,41 +60,18 @@ def check_gates(gates, option="gates"):
         try:
             parse_bool(name, value)
         except GateError as exc:
-            raise InputError(f"{option}: {exc}; nothing read, nothing written") from None
-
-
-def check_variable(value, option="flags_variable"):
-    if not isinstance(value, str) or not VARIABLE_RE.fullmatch(value):
-        raise InputError(
-            f"{option}: {value!r} is not a variable name ([A-Za-z_][A-Za-z0-9_]*); "
-            "nothing read, nothing written"
-        )
-
-
-def check_unit_name(value, option="service"):
-    if not isinstance(value, str) or not UNIT_NAME_RE.fullmatch(value):
-        raise InputError(
-            f"{option}: {value!r} is not a systemd unit name (letters, digits and :-_.\\@); "
-            "nothing read, nothing written"
-        )
-
-
-def check_path(value, option):
-    if not isinstance(value, str) or not value.startswith("/") or any(c in value for c in "\n\r\0"):
-        raise InputError(
-            f"{option}: {value!r} is not an absolute path without a newline; nothing read, nothing written"
-        )
+            raise InputError(f"{option}: {exc}{NOTHING_DONE}") from None
 
 
 def check_params(params):
     """The kubelet_feature_gates options that land in files or command lines; raises InputError."""
     check_gates(params.get("gates") or {})
     if params.get("flags_variable") is not None:
-        check_variable(params["flags_variable"])
+        _checked(values.env_variable, "flags_variable", params["flags_variable"])
     if params.get("service") is not None:
-        check_unit_name(params["service"])
+        _checked(values.unit_name, "service", params["service"])
     for option in PATH_OPTIONS:
         if params.get(option) is not None:
-            check_path(params[option], option)
+            _checked(values.path, option, params[option])
     for path in params.get("unit_files") or ():
-        check_path(path, "unit_files")
+        _checked(values.path, "unit_files", path)

@@ -135,6 +135,8 @@ diff:
 import json
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.gpunode.common import k8s_names, values
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.driver.mig import (
     DRAIN_SERVICES,
     MigError,
@@ -147,7 +149,6 @@ from ansible.module_utils.gpunode.driver.mig import (
 from ansible.module_utils.text_file import read_text
 from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR, yaml
 
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 ARGUMENT_SPEC = {
     "config": {"type": "dict"},
     "config_file": {"type": "path"},
@@ -155,6 +156,16 @@ ARGUMENT_SPEC = {
     "nvidia_smi": {"type": "path"},
     "drain": {"type": "bool", "default": False},
     "drain_services": {"type": "list", "elements": "str", "default": list(DRAIN_SERVICES)},
+}
+
+# The syntax of the values that land in a file or on a command line, checked before anything runs:
+# the layout's name goes into gpunode-mig.service's ExecStart= and, with NVIDIA's mig-manager, into
+# the node label nvidia.com/mig.config (a label value); nvidia-smi and the services are run by name.
+VALUE_RULES = {
+    "selected": k8s_names.label_value,
+    "nvidia_smi": values.command,
+    "config_file": values.path,
+    "drain_services[]": values.unit_name,
 }
 
 
@@ -183,6 +194,10 @@ def load_config(module, path):
 
 def run(module, commands):
     params = module.params
+    try:
+        values.check(params, VALUE_RULES)
+    except values.ValueSyntaxError as exc:
+        raise MigError(f"{exc}; nothing was run") from None
     source = params["config_file"] or "config"
     doc = params["config"] if params["config"] is not None else load_config(module, source)
     entries = parse_config(doc, params["selected"], source)

@@ -340,3 +340,21 @@ def test_a_converged_host_costs_three_reads(node):
     assert not result["changed"]
     query = [f"--query-gpu={mig.QUERY_GPU}", "--format=csv,noheader"]
     assert calls == [query, ["mig", "-lgi"], ["mig", "-lci"]]
+
+
+@pytest.mark.parametrize("option, value", [
+    ("selected", 'mixed" --drain'), ("selected", "mixed\nExecStartPre=/bin/false"), ("selected", "a b"),
+    ("selected", "x" * 64), ("selected", "-mixed"),
+    ("nvidia_smi", "/usr/bin/nvidia-smi --debug"), ("nvidia_smi", "-nvidia-smi"),
+    ("drain_services", ["dcgm.service; rm"]), ("drain_services", ["nvidia-dcgm\n"]),
+])
+def test_values_that_would_break_the_boot_unit_or_a_command_are_refused_before_anything_runs(
+        node, run_module, option, value):
+    """selected lands in gpunode-mig.service's ExecStart= and mig-manager's node label; nvidia_smi and
+    the services are run: refused naming the option, with nvidia-smi never asked anything."""
+    before = node.state.read_bytes()
+    args = dict({"config": CONFIG, "selected": "mixed", "nvidia_smi": str(STAND_IN)}, **{option: value})
+    ok, result = run_module(nvidia_mig, args)
+    assert not ok
+    assert result["msg"].startswith(f"{option}") and "nothing was run" in result["msg"], result["msg"]
+    assert result["commands"] == [] and node.state.read_bytes() == before

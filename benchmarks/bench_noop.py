@@ -498,6 +498,14 @@ def write_inventory(path, names):
         if isinstance(group, dict):
             group.pop("hosts", None)
     groups["gpu_nodes"]["hosts"] = {name: dict(node_vars) for name in names}
+    # the measured run is the nodes' no-op: the demo's add-on render (a controller-side
+    # template run the demo shows) stays out of it, as before the demo rendered in site.yml
+    shared = inventory["all"].get("vars") or {}
+    for key in [k for k in shared if k.startswith("gpu_cluster_addons_")]:
+        del shared[key]
+    for key in [k for k in node_vars if k.startswith("gpu_cluster_addons_")]:
+        for host in groups["gpu_nodes"]["hosts"].values():
+            host.pop(key, None)
     path.write_text(
         "---\n# written by benchmarks/bench_noop.py from inventories/demo/hosts.yml\n"
         + yaml.safe_dump(inventory, sort_keys=False),

@@ -51,10 +51,19 @@ options:
     type: bool
     default: false
   method:
-    description: V(packages) or V(runfile).
+    description: V(packages), V(runfile) or V(ubuntu-signed) (Canonical's prebuilt modules signed with its
+      key, C(linux-modules-nvidia-<branch>[-server][-open]-<kernel>), with the userspace without DKMS; Ubuntu
+      only).
+      V(packages) on Ubuntu from the distribution under Secure Boot without O(signing_key), where it would
+      build an unsigned module, becomes V(ubuntu-signed) (with a warning).
     type: str
-    choices: [packages, runfile]
+    choices: [packages, runfile, ubuntu-signed]
     default: packages
+  refreshed:
+    description: The package index was refreshed just before this call - with V(ubuntu-signed), a signed
+      module the index lacks is missing from the archive (refused, naming what it has), not merely unknown.
+    type: bool
+    default: false
   version:
     description: A full driver version the user asked for.
     type: str
@@ -205,13 +214,16 @@ ansible_facts:
   type: dict
 request:
   description: What is wanted - method, branch, version, wanted, module_type, packages (install, pin, hold),
-    fabricmanager_package, headers_package, repository (line, key_url), runfile (url, checksum, name, flags).
+    fabricmanager_package, headers_package, repository (line, key_url), runfile (url, checksum, name, flags);
+    with V(ubuntu-signed) packages also has follow, unversioned, series, provisional.
   returned: when the host has an NVIDIA GPU
   type: dict
 plan:
   description: The steps - repair_dpkg, install, install_packages, refresh_index, prerequisites, dkms_build,
-    dkms_version, unhold, hold, blacklist_nouveau, unload, load, reboot_required, persistence, fabricmanager,
-    converged, disruptive, reasons.
+    dkms_version, unhold, hold, remove (packages of the other method that a switch between DKMS and Ubuntu's
+    signed modules removes after the install), kernel_modules (signed modules of the kernels that boot next,
+    installed without touching the running driver), blacklist_nouveau, unload, load, reboot_required,
+    persistence, fabricmanager, converged, disruptive, reasons.
   returned: when the host has an NVIDIA GPU
   type: dict
 before:
@@ -239,6 +251,7 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.sys_info import get_distribution, get_distribution_version
 from ansible.module_utils.dpkg_database import DpkgError, interrupted, parse_dpkg_query, parse_madison
+from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.nvidia_driver import (
     FABRICMANAGER,
     PERSISTENCED,
@@ -259,6 +272,8 @@ from ansible.module_utils.nvidia_driver import (
     pending_reboot,
     plan,
     service_exists,
+    signed_fallback,
+    signed_request,
     userspace_version_from_names,
     version_matches,
 )
@@ -277,7 +292,9 @@ def build_module():
             "pci_ids_path": {"type": "path"},
             "require_gpu": {"type": "bool", "default": False},
             "require_branch": {"type": "bool", "default": False},
-            "method": {"type": "str", "choices": ["packages", "runfile"], "default": "packages"},
+            "method": {"type": "str", "choices": ["packages", "runfile", "ubuntu-signed"],
+                       "default": "packages"},
+            "refreshed": {"type": "bool", "default": False},
             "version": {"type": "str"},
             "branch": {"type": "str"},
             "check_branch": {"type": "bool", "default": True},
@@ -421,6 +438,24 @@ def read_index(module, names):
     return parse_madison(out)
 
 
+def read_signed_archive(module, request, state):
+    """The ``linux-modules-nvidia-*`` names apt knows, and the driver of the candidates."""
+    cache = module.get_bin_path("apt-cache")
+    if not cache:
+        return {"names": [], "drivers": {}}
+    _rc, out, _err = _run(module, [cache, "pkgnames", ubuntu_signed.MODULES_PREFIX])
+    names = sorted(set(out.split()))
+    known = set(names)
+    candidates = ubuntu_signed.candidates(request["branch"], request["module_type"], state["kernel"],
+                                          state["packages"])
+    asked = [name for name in candidates if name in known]
+    drivers = {}
+    if asked:
+        _rc, out, _err = _run(module, [cache, "show", "--no-all-versions", *asked])
+        drivers = ubuntu_signed.parse_show(out)
+    return {"names": names, "drivers": drivers}
+
+
 def initramfs_command(module):
     for tool, args in INITRAMFS_TOOLS:
         path = module.get_bin_path(tool)
@@ -502,10 +537,14 @@ def run(module):
         "kernel": params["kernel"] or os.uname().release,
     }
     request = build_request(params, gpu, os_info)
-    for warning in request["warnings"]:
-        module.warn(warning)
     state = read_state(module, request)
     state.update((key, os_info[key]) for key in ("distribution", "distribution_version", "architecture"))
+    request = signed_fallback(state, request)
+    if request["method"] == "ubuntu-signed":
+        archive = read_signed_archive(module, request, state)
+        request = signed_request(request, state, archive, params["refreshed"])
+    for warning in request["warnings"]:
+        module.warn(warning)
     steps = plan(state, request)
     lookups = index_lookups(steps, request)
     if lookups:

@@ -4,7 +4,13 @@ planner's ubuntu-signed method (module_utils/nvidia_driver.py): names, refusals,
 import pytest
 from ansible.module_utils.dpkg_database import parse_dpkg_query
 from ansible.module_utils.gpunode.driver import ubuntu_signed as us
-from ansible.module_utils.nvidia_driver import DriverError, build_request, plan, signed_fallback, signed_request
+from ansible.module_utils.nvidia_driver import (
+    DriverError,
+    build_request,
+    plan,
+    signed_fallback,
+    signed_request,
+)
 
 T4 = "1eb8"
 K80 = "102d"
@@ -39,7 +45,8 @@ def test_kernel_release_refuses_what_no_package_can_be_named_for():
 
 
 def test_kernel_order_is_numeric():
-    keys = [us.kernel_release(k)["key"] for k in ("6.8.0-60-generic", "6.8.0-100-generic", "6.11.0-26-generic")]
+    releases = ("6.8.0-60-generic", "6.8.0-100-generic", "6.11.0-26-generic")
+    keys = [us.kernel_release(k)["key"] for k in releases]
     assert keys == sorted(keys)
 
 
@@ -89,7 +96,8 @@ def test_newer_installed_kernels_boot_next():
 
 SHOW = """Package: linux-modules-nvidia-570-server-open-6.8.0-60-generic
 Version: 6.8.0-60.63+1
-Depends: debconf (>= 0.5) | debconf-2.0, linux-image-6.8.0-60-generic | linux-image-unsigned-6.8.0-60-generic, \
+Depends: debconf (>= 0.5) | debconf-2.0, \
+linux-image-6.8.0-60-generic | linux-image-unsigned-6.8.0-60-generic, \
 linux-signatures-nvidia-6.8.0-60-generic (= 6.8.0-60.63+1), \
 linux-objects-nvidia-570-server-open-6.8.0-60-generic (= 6.8.0-60.63+1), \
 nvidia-kernel-common-570-server (<= 570.133.20-1), nvidia-kernel-common-570-server (>= 570.133.20)
@@ -110,7 +118,8 @@ def test_the_driver_a_modules_package_carries_is_its_kernel_common_dependency():
 
 KERNEL = "6.8.0-60-generic"
 EXACT = f"linux-modules-nvidia-570-server-open-{KERNEL}"
-NAMES = [EXACT, "linux-modules-nvidia-570-server-open-generic", "linux-modules-nvidia-570-server-open-6.8.0-58-generic",
+NAMES = [EXACT, "linux-modules-nvidia-570-server-open-generic",
+         "linux-modules-nvidia-570-server-open-6.8.0-58-generic",
          "linux-modules-nvidia-535-server-6.8.0-60-generic", "linux-modules-nvidia-550-open-6.8.0-60-generic",
          "linux-modules-nvidia-550-open-6.8.0-1024-aws"]
 ARCHIVE = {"names": NAMES, "drivers": {EXACT: "570.133.20"}}
@@ -121,12 +130,14 @@ def test_select_installs_the_running_kernels_modules_at_their_driver_version():
     chosen = us.select(WANT, KERNEL, dpkg("linux-image-generic 6.8.0-60.63"), ARCHIVE)
     assert chosen["install"] == ["nvidia-headless-no-dkms-570-server-open", "nvidia-utils-570-server", EXACT]
     assert chosen["hold"] == chosen["install"]
-    assert chosen["follow"] == ["linux-modules-nvidia-570-server-open-generic"]  # never held: it follows the kernel
+    # never held: it follows the kernel metapackage
+    assert chosen["follow"] == ["linux-modules-nvidia-570-server-open-generic"]
     assert chosen["version"] == "570.133.20" and not chosen["provisional"] and chosen["warnings"] == []
 
 
 def test_select_takes_the_desktop_series_when_the_archive_has_only_that():
-    chosen = us.select({"branch": "550", "version": None, "module_type": "open"}, "6.8.0-1024-aws", {}, ARCHIVE)
+    wanted = {"branch": "550", "version": None, "module_type": "open"}
+    chosen = us.select(wanted, "6.8.0-1024-aws", {}, ARCHIVE)
     assert chosen["install"] == ["nvidia-headless-no-dkms-550-open", "nvidia-utils-550",
                                  "linux-modules-nvidia-550-open-6.8.0-1024-aws"]
     assert chosen["follow"] == [] and "linux-modules-nvidia-550-open-aws" in chosen["warnings"][0]
@@ -145,18 +156,20 @@ def test_no_signed_module_for_this_kernel_is_refused_saying_what_the_archive_has
     assert "for this kernel it has: no branch" in message
     assert "built for kernels: 6.8.0-60-generic, 6.8.0-58-generic" in message
     assert "Nothing was changed" in message
-    with pytest.raises(us.SignedError, match="for this kernel it has: 535-server, 550-open, 570-server-open; branch 580 .open. is built for kernels: none"):
-        us.select({"branch": "580", "version": None, "module_type": "open"}, KERNEL, {}, ARCHIVE, refreshed=True)
+    expected = (r"for this kernel it has: 535-server, 550-open, 570-server-open; "
+                r"branch 580 \(open\) is built for kernels: none")
+    with pytest.raises(us.SignedError, match=expected):
+        us.select(dict(WANT, branch="580"), KERNEL, {}, ARCHIVE, refreshed=True)
 
 
 def test_a_version_the_signed_module_does_not_carry_is_refused():
-    with pytest.raises(us.SignedError, match="carries the NVIDIA driver 570.133.20, not nvidia_driver_version"):
+    with pytest.raises(us.SignedError, match=r"carries the NVIDIA driver 570\.133\.20, not nvidia_driver"):
         us.select(dict(WANT, version="570.124.06"), KERNEL, {}, ARCHIVE)
 
 
 def test_a_newer_kernel_without_signed_modules_in_the_archive_is_refused_before_any_reboot():
     packages = dpkg("linux-image-6.8.0-62-generic 6.8.0-62.65")
-    with pytest.raises(us.SignedError, match="6.8.0-62-generic is installed and boots next"):
+    with pytest.raises(us.SignedError, match=r"6\.8\.0-62-generic is installed and boots next"):
         us.select(WANT, KERNEL, packages, ARCHIVE, refreshed=True)
     assert us.select(WANT, KERNEL, packages, ARCHIVE)["provisional"]  # the index may be old: refresh first
 
@@ -170,7 +183,8 @@ def test_a_newer_kernel_with_another_driver_build_is_refused():
 
 # ------------------------------------------------------------------ the planner
 
-UBUNTU = {"distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "x86_64", "kernel": KERNEL}
+UBUNTU = {"distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "x86_64",
+          "kernel": KERNEL}
 DEBIAN = {"distribution": "Debian", "distribution_version": "12.7", "architecture": "x86_64",
           "kernel": "6.1.0-18-amd64"}
 GPU = {"devices": [{"device_id": T4, "kind": "gpu"}], "nvswitch_count": 0,
@@ -220,7 +234,10 @@ def test_secure_boot_on_ubuntu_without_a_key_installs_the_signed_modules():
     assert steps["hold"] == ["nvidia-headless-no-dkms-570-server-open", "nvidia-utils-570-server", EXACT]
 
 
-@pytest.mark.parametrize(("os_info", "params"), [(DEBIAN, {"branch": "535"}), (UBUNTU, {"package_source": "cuda"})])
+@pytest.mark.parametrize(("os_info", "params"), [
+    (DEBIAN, {"branch": "535"}),
+    (UBUNTU, {"package_source": "cuda"}),
+])
 def test_secure_boot_elsewhere_is_refused_as_before(os_info, params):
     host = state(kernel=os_info["kernel"])
     req = request(os_info, **params)
@@ -246,7 +263,8 @@ def test_switch_dkms_to_signed_is_planned_removing_the_dkms_package_and_reloadin
     steps = plan(host, req)
     assert steps["install"] and steps["unload"] and steps["disruptive"]
     assert steps["remove"] == ["nvidia-dkms-570-server-open"]
-    assert not any(spec.startswith(("nvidia-dkms", "nvidia-headless-570")) for spec in steps["install_packages"])
+    dkms_side = ("nvidia-dkms", "nvidia-headless-570")
+    assert not any(spec.startswith(dkms_side) for spec in steps["install_packages"])
     assert steps["unhold"] == ["nvidia-headless-570-server-open", "nvidia-utils-570-server"]
 
 

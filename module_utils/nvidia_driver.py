@@ -418,33 +418,11 @@ def build_request(params, gpu, os_info):
         "runfile": None,
         "signed_fallback": False,
     }
-    if method == "ubuntu-signed" and str(os_info["distribution"]).lower() != "ubuntu":
-        raise DriverError(f"nvidia_driver_method: ubuntu-signed installs Canonical's signed modules, "
-                          f"which only Ubuntu ships; {os_info['distribution']} needs the packages or "
-                          "runfile method")
     if bool(params.get("signing_key")) != bool(params.get("signing_cert")):
         raise DriverError("module signing needs both nvidia_driver_signing_key and "
                           "nvidia_driver_signing_cert")
-    try:
-        if method in PACKAGE_METHODS or request["fabricmanager"]:
-            family, key, warning = nvidia_packages.release_of(os_info["distribution"],
-                                                              os_info["distribution_version"])
-            if warning:
-                request["warnings"].append(warning)
-            source = params.get("package_source") or "distro"
-            if request["fabricmanager"]:
-                request["fabricmanager_package"] = nvidia_packages.fabricmanager_package(
-                    family, source, branch)
-            if method == "packages":
-                request["packages"] = nvidia_packages.driver_packages(
-                    family, key, source, branch, module_type=module_type, version=version)
-                request["repository"] = _repository(params, family, key, source, os_info["architecture"])
-                # under Secure Boot without a key, Ubuntu's own signed modules instead (signed_request)
-                request["signed_fallback"] = family == "ubuntu" and source == "distro"
-            elif method == "ubuntu-signed":
-                request["repository"] = _repository(params, family, key, "distro", os_info["architecture"])
-    except nvidia_packages.PackageError as exc:
-        raise DriverError(str(exc)) from exc
+    if method in PACKAGE_METHODS or request["fabricmanager"]:
+        _package_request(request, params, os_info)
     if method == "runfile":
         if not version:
             raise DriverError("nvidia_driver_method: runfile needs nvidia_driver_version (a full version "
@@ -459,6 +437,33 @@ def build_request(params, gpu, os_info):
                                    extra=params.get("runfile_extra_flags") or ()),
         }
     return request
+
+
+def _package_request(request, params, os_info):
+    """Fill the request's package names, fabric manager package and repository."""
+    method, branch = request["method"], request["branch"]
+    if method == "ubuntu-signed" and str(os_info["distribution"]).lower() != "ubuntu":
+        raise DriverError(f"nvidia_driver_method: ubuntu-signed installs Canonical's signed modules, "
+                          f"which only Ubuntu ships; {os_info['distribution']} needs the packages or "
+                          "runfile method")
+    try:
+        family, key, warning = nvidia_packages.release_of(os_info["distribution"],
+                                                          os_info["distribution_version"])
+        if warning:
+            request["warnings"].append(warning)
+        source = params.get("package_source") or "distro"
+        if request["fabricmanager"]:
+            request["fabricmanager_package"] = nvidia_packages.fabricmanager_package(family, source, branch)
+        if method == "packages":
+            request["packages"] = nvidia_packages.driver_packages(
+                family, key, source, branch, module_type=request["module_type"], version=request["version"])
+            request["repository"] = _repository(params, family, key, source, os_info["architecture"])
+            # under Secure Boot without a key, Ubuntu's own signed modules instead (signed_fallback)
+            request["signed_fallback"] = family == "ubuntu" and source == "distro"
+        elif method == "ubuntu-signed":
+            request["repository"] = _repository(params, family, key, "distro", os_info["architecture"])
+    except nvidia_packages.PackageError as exc:
+        raise DriverError(str(exc)) from exc
 
 
 def _repository(params, family, key, source, arch):

@@ -517,6 +517,9 @@ def plan(state, request):
     loaded_version = loaded.get("version")
     userspace = state.get("userspace_version")
     install, dkms_build, dkms_version, reasons = install_step(state, request)
+    if install and request.get("signed_auto"):
+        reasons.append("Secure Boot is on and no signing key is set: Canonical's signed NVIDIA modules "
+                       "(nvidia_driver_method: ubuntu-signed)")
 
     building = install or dkms_build
     # Canonical's signed modules are built and signed already: nothing to build, nothing to sign
@@ -715,10 +718,8 @@ def signed_fallback(state, request):
     install, dkms_build, _version, _reasons = install_step(state, request)
     if not (install or dkms_build):
         return request
-    switched = dict(request, method="ubuntu-signed", packages=None, signed_fallback=False)
-    switched["warnings"] = [*request["warnings"], "Secure Boot is on and no signing key is set: installing "
-                            "Canonical's signed NVIDIA modules (nvidia_driver_method: ubuntu-signed)"]
-    return switched
+    # said among the plan's reasons when it changes something (quiet on a converged node)
+    return dict(request, method="ubuntu-signed", packages=None, signed_fallback=False, signed_auto=True)
 
 
 def signed_request(request, state, archive, refreshed=False):

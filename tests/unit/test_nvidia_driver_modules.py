@@ -564,7 +564,7 @@ def test_secure_boot_on_ubuntu_plans_the_signed_modules_the_archive_has(fake, ru
                                                   "nvidia-utils-570-server=570.133.20-*", SIGNED_EXACT]
     assert result["plan"]["kernel_modules"] == ["linux-modules-nvidia-570-server-open-amd64"]
     assert result["plan"]["prerequisites"] == [] and result["plan"]["disruptive"]
-    assert any("Canonical's signed NVIDIA modules" in w for w in result["request"]["warnings"])
+    assert any("Canonical's signed NVIDIA modules" in reason for reason in result["plan"]["reasons"])
 
 
 def test_a_refreshed_index_without_a_signed_module_for_the_kernel_is_refused(fake, run_module):

@@ -508,7 +508,9 @@ def plan(state, request):
     ``packages`` (dpkg's, None without dpkg), ``dpkg_interrupted`` (reasons),
     ``services``, ``blacklist_complete``, ``persistenced_unit``, ``secure_boot``,
     ``index`` (``apt-cache madison``, None when not read). Returns the steps,
-    each a boolean or a list, with ``converged`` (nothing to do),
+    each a boolean or a list (``remove`` and ``kernel_modules``: the switch between DKMS
+    and Ubuntu's signed modules, and the signed modules of kernels that boot next), with
+    ``converged`` (nothing to do),
     ``disruptive`` (the GPUs stop: install, unload or reboot) and ``reasons``.
     """
     wanted = request["wanted"]

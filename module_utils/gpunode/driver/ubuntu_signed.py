@@ -15,10 +15,13 @@ MOK enrollment and no DKMS build. Sources of the names below:
   with ``nvidia-headless-no-dkms-${DRIVER_BRANCH}${SERVER}`` and
   ``nvidia-utils-${DRIVER_BRANCH}${SERVER}`` (-open variants of the modules from 515).
 - ubuntu-drivers-common, ``UbuntuDrivers/detect.py`` ``get_linux_modules_metapackage()``
-  (github.com/canonical/ubuntu-drivers-common): the modules metapackage is
-  ``linux-modules-nvidia-<branch>[-server][-open]-<flavour>`` where the flavour is the one
-  of the installed kernel metapackage (``generic``, ``generic-hwe-24.04``, ``aws``,
-  ``nvidia``, ...); ``ubuntu-drivers install --gpgpu`` installs that metapackage with the
+  (github.com/canonical/ubuntu-drivers-common): it checks that the ABI-specific
+  ``linux-modules-nvidia-<series>-<linux version>`` (``570-server-open-6.8.0-60-generic``)
+  exists, then picks ``linux-modules-nvidia-<series>-<flavour>`` where the flavour is the
+  installed kernel image metapackage's name without ``linux-image-`` (``generic``,
+  ``generic-hwe-24.04``, ``aws``, ``nvidia``, ...); without the ABI-specific package it falls
+  back to ``nvidia-dkms-<series>`` (here: refused, since an unsigned DKMS build cannot load
+  under Secure Boot). ``ubuntu-drivers install --gpgpu`` installs that metapackage with the
   driver's no-DKMS metapackage (``nvidia-headless-no-dkms-535-server`` for
   ``nvidia-driver-535-server``).
 - NVIDIA GPU Operator, "Precompiled and Canonical signed drivers"
@@ -31,8 +34,8 @@ MOK enrollment and no DKMS build. Sources of the names below:
   carries is pinned by its dependency on ``nvidia-kernel-common-<branch>[-server]``
   (``(>= 570.133.20)``, ``(<= 570.133.20-1)``): the userspace is installed at that version.
 
-Domain errors are raised as ``DriverError`` (from ``nvidia_driver``'s caller) through
-:class:`SignedError`.
+Domain errors are raised as :class:`SignedError` (``nvidia_driver.signed_request`` turns
+them into ``DriverError``).
 """
 
 import re

@@ -51,10 +51,19 @@ options:
     type: bool
     default: false
   method:
-    description: V(packages) or V(runfile).
+    description: V(packages), V(runfile) or V(ubuntu-signed) (Canonical's prebuilt modules signed with its
+      key, C(linux-modules-nvidia-<branch>[-server][-open]-<kernel>), with the userspace without DKMS; Ubuntu
+      only).
+      V(packages) on Ubuntu from the distribution under Secure Boot without O(signing_key), where it would
+      build an unsigned module, becomes V(ubuntu-signed) (with a warning).
     type: str
-    choices: [packages, runfile]
+    choices: [packages, runfile, ubuntu-signed]
     default: packages
+  refreshed:
+    description: The package index was refreshed just before this call - with V(ubuntu-signed), a signed
+      module the index lacks is missing from the archive (refused, naming what it has), not merely unknown.
+    type: bool
+    default: false
   version:
     description: A full driver version the user asked for.
     type: str
@@ -218,9 +227,19 @@ request:
   type: dict
   contains:
     method:
-      description: C(packages) or C(runfile).
+      description: C(packages), C(runfile) or C(ubuntu-signed) (Canonical's signed modules, also chosen on
+        Ubuntu under Secure Boot without a signing key).
       type: str
       returned: always
+    signed_fallback:
+      description: Whether Canonical's signed modules replace a DKMS build this host cannot load (Ubuntu,
+        the distribution's packages, Secure Boot on, no signing key).
+      type: bool
+      returned: always
+    signed_auto:
+      description: Set when the method was switched to C(ubuntu-signed) for Secure Boot.
+      type: bool
+      returned: when the method was switched
     branch:
       description: The driver branch, e.g. C(570).
       type: str
@@ -272,7 +291,8 @@ request:
       returned: always
     packages:
       description: The driver's packages - C(install) (names), C(pin) (a pinning package or null),
-        C(hold) (names).
+        C(hold) (names); with C(ubuntu-signed) also C(follow) (the flavour's metapackage), C(unversioned),
+        C(series) and C(provisional).
       type: dict
       returned: with the packages method
     fabricmanager_package:
@@ -321,6 +341,18 @@ plan:
     dkms_version:
       description: The DKMS module version to build, or null.
       type: str
+      returned: always
+    remove:
+      description: Packages of the other method that a switch between DKMS and Ubuntu's signed modules
+        removes.
+      type: list
+      elements: str
+      returned: always
+    kernel_modules:
+      description: Signed modules of the kernels that boot next, installed without touching the running
+        driver.
+      type: list
+      elements: str
       returned: always
     unhold:
       description: Packages to release before the install.
@@ -469,6 +501,7 @@ from ansible.module_utils.common.sys_info import get_distribution, get_distribut
 from ansible.module_utils.dpkg_database import DpkgError, interrupted, parse_dpkg_query, parse_madison
 from ansible.module_utils.gpunode.common import values
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
+from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.nvidia_driver import (
     FABRICMANAGER,
     PERSISTENCED,
@@ -489,6 +522,8 @@ from ansible.module_utils.nvidia_driver import (
     pending_reboot,
     plan,
     service_exists,
+    signed_fallback,
+    signed_request,
     userspace_version_from_names,
     version_matches,
 )
@@ -506,7 +541,9 @@ def build_module():
             "pci_ids_path": {"type": "path"},
             "require_gpu": {"type": "bool", "default": False},
             "require_branch": {"type": "bool", "default": False},
-            "method": {"type": "str", "choices": ["packages", "runfile"], "default": "packages"},
+            "method": {"type": "str", "choices": ["packages", "runfile", "ubuntu-signed"],
+                       "default": "packages"},
+            "refreshed": {"type": "bool", "default": False},
             "version": {"type": "str"},
             "branch": {"type": "str"},
             "check_branch": {"type": "bool", "default": True},
@@ -650,6 +687,24 @@ def read_index(module, names):
     return parse_madison(out)
 
 
+def read_signed_archive(module, request, state):
+    """The ``linux-modules-nvidia-*`` names apt knows, and the driver of the candidates."""
+    cache = module.get_bin_path("apt-cache")
+    if not cache:
+        return {"names": [], "drivers": {}}
+    _rc, out, _err = _run(module, [cache, "pkgnames", ubuntu_signed.MODULES_PREFIX])
+    names = sorted(set(out.split()))
+    known = set(names)
+    candidates = ubuntu_signed.candidates(request["branch"], request["module_type"], state["kernel"],
+                                          state["packages"])
+    asked = [name for name in candidates if name in known]
+    drivers = {}
+    if asked:
+        _rc, out, _err = _run(module, [cache, "show", "--no-all-versions", *asked])
+        drivers = ubuntu_signed.parse_show(out)
+    return {"names": names, "drivers": drivers}
+
+
 def initramfs_command(module):
     for tool, args in INITRAMFS_TOOLS:
         path = module.get_bin_path(tool)
@@ -731,10 +786,14 @@ def run(module):
         "kernel": params["kernel"] or os.uname().release,
     }
     request = build_request(params, gpu, os_info)
-    for warning in request["warnings"]:
-        module.warn(warning)
     state = read_state(module, request)
     state.update((key, os_info[key]) for key in ("distribution", "distribution_version", "architecture"))
+    request = signed_fallback(state, request)
+    if request["method"] == "ubuntu-signed":
+        archive = read_signed_archive(module, request, state)
+        request = signed_request(request, state, archive, params["refreshed"])
+    for warning in request["warnings"]:
+        module.warn(warning)
     steps = plan(state, request)
     lookups = index_lookups(steps, request)
     if lookups:

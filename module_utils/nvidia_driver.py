@@ -19,6 +19,7 @@ import re
 
 from ansible.module_utils import nvidia_packages
 from ansible.module_utils.dpkg_database import installed, version_known
+from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.nvidia_gpu import is_turing_or_newer, needs_open_module
 
 #: Kernel modules of the driver, in the order they must be unloaded.
@@ -41,10 +42,14 @@ NOUVEAU_BLACKLIST_LINES = ("blacklist nouveau", "options nouveau modeset=0")
 #: The daemons the role runs, per what it wants.
 PERSISTENCED = "nvidia-persistenced"
 FABRICMANAGER = "nvidia-fabricmanager"
+#: Methods that install the driver from apt packages (held, switched between).
+PACKAGE_METHODS = ("packages", "ubuntu-signed")
 #: Where NVIDIA serves the data center driver's installers.
 RUNFILE_URL = "https://us.download.nvidia.com/tesla/{version}/NVIDIA-Linux-{arch}-{version}.run"
 
 _VERSION_RE = re.compile(r"^\d+(?:\.\d+){0,2}$")
+#: Ubuntu's DKMS packages and the metapackages that depend on them (not -no-dkms).
+_DKMS_SIDE_RE = re.compile(r"^nvidia-(dkms|headless|driver)-\d")
 _SHA256_RE = re.compile(r"^(?:sha256:)?([0-9a-fA-F]{64})$")
 _DKMS_RE = re.compile(
     r"^(?P<module>[^,/\s]+)(?:/|,\s*)(?P<version>[^,:\s]+)"
@@ -398,7 +403,7 @@ def build_request(params, gpu, os_info):
         "version": version,
         "wanted": version or branch,
         "module_type": module_type,
-        "hold": bool(params.get("hold", True)) and method == "packages",
+        "hold": bool(params.get("hold", True)) and method in PACKAGE_METHODS,
         "persistence": bool(params.get("persistence", True)),
         "fabricmanager": fabricmanager == "always"
         or (fabricmanager == "auto" and gpu.get("nvswitch_count", 0) > 0),
@@ -411,26 +416,13 @@ def build_request(params, gpu, os_info):
         "fabricmanager_package": None,
         "repository": None,
         "runfile": None,
+        "signed_fallback": False,
     }
     if bool(params.get("signing_key")) != bool(params.get("signing_cert")):
         raise DriverError("module signing needs both nvidia_driver_signing_key and "
                           "nvidia_driver_signing_cert")
-    try:
-        if method == "packages" or request["fabricmanager"]:
-            family, key, warning = nvidia_packages.release_of(os_info["distribution"],
-                                                              os_info["distribution_version"])
-            if warning:
-                request["warnings"].append(warning)
-            source = params.get("package_source") or "distro"
-            if request["fabricmanager"]:
-                request["fabricmanager_package"] = nvidia_packages.fabricmanager_package(
-                    family, source, branch)
-            if method == "packages":
-                request["packages"] = nvidia_packages.driver_packages(
-                    family, key, source, branch, module_type=module_type, version=version)
-                request["repository"] = _repository(params, family, key, source, os_info["architecture"])
-    except nvidia_packages.PackageError as exc:
-        raise DriverError(str(exc)) from exc
+    if method in PACKAGE_METHODS or request["fabricmanager"]:
+        _package_request(request, params, os_info)
     if method == "runfile":
         if not version:
             raise DriverError("nvidia_driver_method: runfile needs nvidia_driver_version (a full version "
@@ -445,6 +437,33 @@ def build_request(params, gpu, os_info):
                                    extra=params.get("runfile_extra_flags") or ()),
         }
     return request
+
+
+def _package_request(request, params, os_info):
+    """Fill the request's package names, fabric manager package and repository."""
+    method, branch = request["method"], request["branch"]
+    if method == "ubuntu-signed" and str(os_info["distribution"]).lower() != "ubuntu":
+        raise DriverError(f"nvidia_driver_method: ubuntu-signed installs Canonical's signed modules, "
+                          f"which only Ubuntu ships; {os_info['distribution']} needs the packages or "
+                          "runfile method")
+    try:
+        family, key, warning = nvidia_packages.release_of(os_info["distribution"],
+                                                          os_info["distribution_version"])
+        if warning:
+            request["warnings"].append(warning)
+        source = params.get("package_source") or "distro"
+        if request["fabricmanager"]:
+            request["fabricmanager_package"] = nvidia_packages.fabricmanager_package(family, source, branch)
+        if method == "packages":
+            request["packages"] = nvidia_packages.driver_packages(
+                family, key, source, branch, module_type=request["module_type"], version=request["version"])
+            request["repository"] = _repository(params, family, key, source, os_info["architecture"])
+            # under Secure Boot without a key, Ubuntu's own signed modules instead (signed_fallback)
+            request["signed_fallback"] = family == "ubuntu" and source == "distro"
+        elif method == "ubuntu-signed":
+            request["repository"] = _repository(params, family, key, "distro", os_info["architecture"])
+    except nvidia_packages.PackageError as exc:
+        raise DriverError(str(exc)) from exc
 
 
 def _repository(params, family, key, source, arch):
@@ -471,7 +490,7 @@ def needs_dkms_status(state, request):
 
 def index_lookups(plan_result, request):
     """Packages whose presence in the apt index the plan must know (``apt-cache madison``)."""
-    names = list(plan_result["prerequisites"])
+    names = list(plan_result["prerequisites"]) + list(plan_result.get("kernel_modules") or [])
     if plan_result["install"] and request["packages"]:
         pin = request["packages"]["pin"]
         names += request["packages"]["install"] + ([pin] if pin else [])
@@ -489,51 +508,32 @@ def plan(state, request):
     ``packages`` (dpkg's, None without dpkg), ``dpkg_interrupted`` (reasons),
     ``services``, ``blacklist_complete``, ``persistenced_unit``, ``secure_boot``,
     ``index`` (``apt-cache madison``, None when not read). Returns the steps,
-    each a boolean or a list, with ``converged`` (nothing to do),
+    each a boolean or a list (``remove`` and ``kernel_modules``: the switch between DKMS
+    and Ubuntu's signed modules, and the signed modules of kernels that boot next), with
+    ``converged`` (nothing to do),
     ``disruptive`` (the GPUs stop: install, unload or reboot) and ``reasons``.
     """
     wanted = request["wanted"]
     packages = state.get("packages")
     loaded = state.get("loaded") or {}
     loaded_version = loaded.get("version")
-    on_disk = state.get("module_on_disk") or {}
     userspace = state.get("userspace_version")
-    reasons = []
-
-    install = dkms_build = False
-    dkms_version = None
-    if not version_matches(userspace, wanted):
-        install = True
-        reasons.append(f"userspace driver is {userspace or 'absent'}, wanted {wanted}")
-    elif not version_matches(on_disk.get("version"), wanted):
-        registered = [e for e in state.get("dkms") or []
-                      if e["module"] == "nvidia" and version_matches(e["version"], wanted)]
-        if registered:
-            dkms_build, dkms_version = True, registered[0]["version"]
-            reasons.append(f"module {dkms_version} is registered with DKMS but not built for kernel "
-                           f"{state.get('kernel')}")
-        else:
-            install = True
-            reasons.append(f"kernel module for {state.get('kernel')} is "
-                           f"{on_disk.get('version') or 'absent'}, wanted {wanted}")
-    elif on_disk.get("flavor") and on_disk["flavor"] != request["module_type"]:
-        install = True
-        reasons.append(f"the module on disk is {on_disk['flavor']}, wanted {request['module_type']}")
-    if request["packages"] and packages is not None and not install:
-        missing = [p for p in request["packages"]["install"] if not installed(packages, p)]
-        if missing:
-            install = True
-            reasons.append(f"package(s) {', '.join(missing)} not installed")
+    install, dkms_build, dkms_version, reasons = install_step(state, request)
+    if install and request.get("signed_auto"):
+        reasons.append("Secure Boot is on and no signing key is set: Canonical's signed NVIDIA modules "
+                       "(nvidia_driver_method: ubuntu-signed)")
 
     building = install or dkms_build
-    if building and state.get("secure_boot") and not request["signing"]:
+    # Canonical's signed modules are built and signed already: nothing to build, nothing to sign
+    builds = building and request["method"] != "ubuntu-signed"
+    if builds and state.get("secure_boot") and not request["signing"]:
         raise DriverError(
             "Secure Boot is on and the NVIDIA kernel module would be unsigned, so the kernel would refuse "
             "to load it. Create a key pair, enroll its public key with `mokutil --import <cert.der>` "
             "(confirm at the next boot), then set nvidia_driver_signing_key and nvidia_driver_signing_cert "
             "to the key and DER certificate on the host; or turn Secure Boot off. Nothing was changed.")
     missing_keys = state.get("signing_files_missing") or []
-    if building and missing_keys:
+    if builds and missing_keys:
         raise DriverError(f"{', '.join(missing_keys)} (module signing) does not exist on this host; "
                           "nothing was changed")
 
@@ -542,17 +542,17 @@ def plan(state, request):
         reasons.extend(state["dpkg_interrupted"])
 
     prerequisites = []
-    if building and request["install_prerequisites"] and packages is not None:
+    if builds and request["install_prerequisites"] and packages is not None:
         if not state.get("headers_present"):
             prerequisites.append(request["headers_package"])
         prerequisites += [p for p in nvidia_packages.BUILD_PREREQUISITES if not installed(packages, p)]
 
     held = _held(packages)
     hold_targets = list((request["packages"] or {}).get("hold") or [])
-    if request["fabricmanager"] and request["fabricmanager_package"] and request["method"] == "packages":
+    if request["fabricmanager"] and request["fabricmanager_package"] and request["method"] in PACKAGE_METHODS:
         hold_targets.append(request["fabricmanager_package"])
     unhold, hold = [], []
-    if packages is not None and request["method"] == "packages":
+    if packages is not None and request["method"] in PACKAGE_METHODS:
         if install:
             unhold = sorted(name for name in held if nvidia_packages.is_driver_package(name))
         if request["hold"]:
@@ -615,17 +615,23 @@ def plan(state, request):
             reasons.append(f"fabric manager {fm_package}: "
                            + ", ".join(k for k in ("install", "enable", "start") if fabricmanager[k]))
 
-    refresh_index = False
+    remove, kernel_modules = switch_steps(state, request, install)
+    if kernel_modules:
+        reasons.append(f"signed modules for the kernel(s) that boot next: {', '.join(kernel_modules)}")
+
+    refresh_index = bool((request["packages"] or {}).get("provisional"))
     if state.get("index") is not None:
-        needed = [(p, None) for p in prerequisites]
+        unversioned = (request["packages"] or {}).get("unversioned") or ()
+        needed = [(p, None) for p in prerequisites + kernel_modules]
         if install and request["packages"]:
-            needed += [(p, request["version"]) for p in request["packages"]["install"]]
+            needed += [(p, None if p in unversioned else request["version"])
+                       for p in request["packages"]["install"]]
             if request["packages"]["pin"]:
                 needed.append((request["packages"]["pin"], None))
         if fabricmanager and fabricmanager["install"]:
             needed.append((fabricmanager["package"], fabricmanager["version"]))
         unknown = [p for p, v in needed if not version_known(state["index"], p, v)]
-        refresh_index = bool(unknown)
+        refresh_index = refresh_index or bool(unknown)
         if unknown:
             reasons.append(f"the package index does not know {', '.join(unknown)}")
 
@@ -639,6 +645,8 @@ def plan(state, request):
         "dkms_version": dkms_version,
         "unhold": unhold,
         "hold": hold,
+        "remove": remove,
+        "kernel_modules": kernel_modules,
         "blacklist_nouveau": blacklist,
         "unload": unload,
         "load": load,
@@ -651,6 +659,83 @@ def plan(state, request):
     steps["disruptive"] = install or unload or reboot_required
     steps["reasons"] = reasons
     return steps
+
+
+def install_step(state, request):
+    """Whether the driver is (re)installed or only built for the running kernel by DKMS:
+    ``(install, dkms_build, dkms_version, reasons)``."""
+    wanted = request["wanted"]
+    packages = state.get("packages")
+    on_disk = state.get("module_on_disk") or {}
+    userspace = state.get("userspace_version")
+    reasons = []
+    install = dkms_build = False
+    dkms_version = None
+    if not version_matches(userspace, wanted):
+        install = True
+        reasons.append(f"userspace driver is {userspace or 'absent'}, wanted {wanted}")
+    elif not version_matches(on_disk.get("version"), wanted):
+        registered = [e for e in state.get("dkms") or []
+                      if e["module"] == "nvidia" and version_matches(e["version"], wanted)]
+        if registered and request["method"] != "ubuntu-signed":
+            dkms_build, dkms_version = True, registered[0]["version"]
+            reasons.append(f"module {dkms_version} is registered with DKMS but not built for kernel "
+                           f"{state.get('kernel')}")
+        else:
+            install = True
+            reasons.append(f"kernel module for {state.get('kernel')} is "
+                           f"{on_disk.get('version') or 'absent'}, wanted {wanted}")
+    elif on_disk.get("flavor") and on_disk["flavor"] != request["module_type"]:
+        install = True
+        reasons.append(f"the module on disk is {on_disk['flavor']}, wanted {request['module_type']}")
+    if request["packages"] and packages is not None and not install:
+        missing = [p for p in request["packages"]["install"] if not installed(packages, p)]
+        if missing:
+            install = True
+            reasons.append(f"package(s) {', '.join(missing)} not installed")
+    return install, dkms_build, dkms_version, reasons
+
+
+def switch_steps(state, request, install):
+    """``(remove, kernel_modules)``: the packages of the other method an install removes
+    (DKMS <-> Ubuntu's signed modules), and the signed modules of kernels that boot next
+    (the flavour's metapackage, kernels installed but not running) that are missing."""
+    packages = state.get("packages")
+    if packages is None or request["method"] not in PACKAGE_METHODS:
+        return [], []
+    remove = []
+    if install and request["method"] == "ubuntu-signed":
+        remove = ubuntu_signed.installed_dkms_packages(packages)
+    elif install and request.get("signed_fallback"):
+        remove = ubuntu_signed.installed_signed_packages(packages)
+    follow = (request["packages"] or {}).get("follow") or []
+    return remove, [p for p in follow if not installed(packages, p)]
+
+
+def signed_fallback(state, request):
+    """The request, switched to ``ubuntu-signed`` where the packages method would build an
+    unsigned module under Secure Boot on Ubuntu (which :func:`plan` refuses otherwise)."""
+    if not request.get("signed_fallback") or not state.get("secure_boot") or request["signing"]:
+        return request
+    install, dkms_build, _version, _reasons = install_step(state, request)
+    if not (install or dkms_build):
+        return request
+    # said among the plan's reasons when it changes something (quiet on a converged node)
+    return dict(request, method="ubuntu-signed", packages=None, signed_fallback=False, signed_auto=True)
+
+
+def signed_request(request, state, archive, refreshed=False):
+    """The ``ubuntu-signed`` request with its packages, from what the package archive has
+    (``archive``: ``names``, ``drivers``; see ``gpunode.driver.ubuntu_signed.select``)."""
+    wanted = {key: request[key] for key in ("branch", "version", "module_type")}
+    try:
+        chosen = ubuntu_signed.select(wanted, state["kernel"], state.get("packages"), archive, refreshed)
+    except ubuntu_signed.SignedError as exc:
+        raise DriverError(str(exc)) from exc
+    result = dict(request, packages=chosen, version=chosen["version"],
+                  wanted=chosen["version"] or request["branch"])
+    result["warnings"] = [*request["warnings"], *chosen["warnings"]]
+    return result
 
 
 def _held(packages):
@@ -674,8 +759,11 @@ def _install_specs(request, packages):
                         if nvidia_packages.is_driver_package(name) and installed(packages, name)
                         and (entry["version"] or "").startswith(prefix) and name != pin
                         and not name.startswith("nvidia-driver-pinning-"))
+        if request["method"] == "ubuntu-signed":  # the DKMS side goes (plan's remove)
+            names = [name for name in names if not _DKMS_SIDE_RE.match(name)]
+    unversioned = request["packages"].get("unversioned") or ()
     for name in names:
-        spec = nvidia_packages.version_spec(name, version)
+        spec = name if name in unversioned else nvidia_packages.version_spec(name, version)
         if spec not in specs:
             specs.append(spec)
     return specs
@@ -708,7 +796,7 @@ def driver_facts(state, request, steps=None):
     reboot_required = pending_reboot(state)
     hold_targets = (request["packages"] or {}).get("hold") or []
     held = None
-    if request["method"] == "packages" and state.get("packages") is not None:
+    if request["method"] in PACKAGE_METHODS and state.get("packages") is not None:
         held = bool(hold_targets) and all(p in _held(state["packages"]) for p in hold_targets)
     if steps:
         if steps["install"]:
@@ -745,6 +833,10 @@ def change_lines(steps, before, after):
             lines.append(f"driver {new} reinstalled ({kind})")
         else:
             lines.append(f"driver {before['installed_version'] or 'none'} -> {new} ({kind})")
+    if steps.get("remove"):
+        lines.append(f"packages of the other driver method removed: {', '.join(steps['remove'])}")
+    if steps.get("kernel_modules"):
+        lines.append(f"signed modules for the next kernel installed: {', '.join(steps['kernel_modules'])}")
     if steps["dkms_build"]:
         lines.append(f"driver {steps['dkms_version']}: module built for the running kernel")
     if steps["unhold"] and not steps["hold"]:

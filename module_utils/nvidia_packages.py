@@ -76,10 +76,11 @@ UBUNTU_RELEASES = {
 BUILD_PREREQUISITES = ("dkms", "gcc", "make")
 
 #: Installed packages that belong to the driver (released from their hold for a
-#: change, moved with a pinned version). Never the container toolkit's libnvidia-container*.
+#: change, moved with a pinned version; Ubuntu's signed modules included). Never the
+#: container toolkit's libnvidia-container*.
 DRIVER_PACKAGE_RE = re.compile(
     r"^(nvidia-(driver|headless|utils|dkms|kernel|compute-utils|tesla|fabricmanager|open|smi|persistenced)"
-    r"|libnvidia-(compute|ml|tesla|cfg)|libcuda1|cuda-drivers)"
+    r"|libnvidia-(compute|ml|tesla|cfg)|libcuda1|cuda-drivers|linux-modules-nvidia-)"
 )
 
 

@@ -548,4 +548,45 @@ def test_the_plan_request_and_state_return_what_return_documents(fake, run_modul
     assert ok, result
     documented = yaml.safe_load(nvidia_driver_state.RETURN)
     for name in ("request", "plan", "state"):
-        assert set(result[name]) == set(documented[name]["contains"]), name
+        contains = documented[name]["contains"]
+        assert set(result[name]) <= set(contains), name
+        always = {key for key, entry in contains.items() if entry.get("returned") == "always"}
+        assert always <= set(result[name]), name
+
+
+SIGNED_EXACT = f"linux-modules-nvidia-570-server-open-{KERNEL}"
+
+
+def ubuntu_secure_boot(fake):
+    (fake.sys / "firmware" / "efi").mkdir(parents=True)
+    fake.bins.add("mokutil")
+    fake.commands["mokutil --sb-state"] = (0, "SecureBoot enabled\n", "")
+    return fake.args(branch="570", distribution="Ubuntu", distribution_version="24.04")
+
+
+def test_secure_boot_on_ubuntu_plans_the_signed_modules_the_archive_has(fake, run_module):
+    args = ubuntu_secure_boot(fake)
+    fake.commands["apt-cache pkgnames linux-modules-nvidia-"] = (
+        0, f"{SIGNED_EXACT}\nlinux-modules-nvidia-570-server-open-amd64\n", "")
+    fake.commands[f"apt-cache show --no-all-versions {SIGNED_EXACT}"] = (
+        0, f"Package: {SIGNED_EXACT}\nVersion: 6.1.0-18.1+1\n"
+           "Depends: nvidia-kernel-common-570-server (<= 570.133.20-1), nvidia-kernel-common-570-server "
+           "(>= 570.133.20)\n", "")
+    ok, result = run_module(nvidia_driver_state, args, check_mode=True)
+    assert ok, result
+    assert result["request"]["method"] == "ubuntu-signed" and result["request"]["wanted"] == "570.133.20"
+    assert result["plan"]["install_packages"] == ["nvidia-headless-no-dkms-570-server-open=570.133.20-*",
+                                                  "nvidia-utils-570-server=570.133.20-*", SIGNED_EXACT]
+    assert result["plan"]["kernel_modules"] == ["linux-modules-nvidia-570-server-open-amd64"]
+    assert result["plan"]["prerequisites"] == [] and result["plan"]["disruptive"]
+    assert any("Canonical's signed NVIDIA modules" in reason for reason in result["plan"]["reasons"])
+
+
+def test_a_refreshed_index_without_a_signed_module_for_the_kernel_is_refused(fake, run_module):
+    args = ubuntu_secure_boot(fake)
+    fake.commands["apt-cache pkgnames linux-modules-nvidia-"] = (
+        0, "linux-modules-nvidia-570-server-open-6.1.0-17-amd64\n", "")
+    ok, result = run_module(nvidia_driver_state, dict(args, refreshed=True), check_mode=True)
+    assert not ok
+    assert f"no NVIDIA open kernel module of branch 570 signed for kernel {KERNEL}" in result["msg"]
+    assert "built for kernels: 6.1.0-17-amd64" in result["msg"]

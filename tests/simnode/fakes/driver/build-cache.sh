@@ -7,7 +7,10 @@
 #                                     distribution's archive: linux-headers-<kernel> (stub)
 #   CACHE/build-<key>/driver/         a signed flat apt repository standing in for NVIDIA's
 #                                     and the distributions' driver packages (make-packages.sh)
-#                                     for every version in VERSIONS, the fake installers
+#                                     for every version in VERSIONS, Ubuntu's signed modules
+#                                     (make-signed-packages.sh: SIGNED_VERSION, for the running
+#                                     kernel and the next one, whose name is in signed-next-kernel,
+#                                     with a linux-image stub of it), the fake installers
 #                                     NVIDIA-Linux-x86_64-<version>.run with <name>.sha256,
 #                                     and gpunode-test-archive.asc (the key of both)
 #
@@ -26,6 +29,8 @@ root=$(cd "$here/../../../.." && pwd)
 cache=${1:-$root/.cache/driver-fakes}
 # every version a scenario, the demo or the benchmarks use
 versions=(535.129.03 570.124.06 570.133.20 590.48.01)
+# the driver of Ubuntu's prebuilt signed modules (molecule/driver-signed)
+signed_version=570.133.20
 kernel=$(uname -r)
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
@@ -33,7 +38,7 @@ cache=$(cd "$cache" && pwd)
 exec 9>"$cache/.lock"
 flock 9
 
-key=$( (cd "$here" && cat build-cache.sh make-packages.sh make-runfile.sh runfile.sh src/* bin/*
+key=$( (cd "$here" && cat build-cache.sh make-packages.sh make-signed-packages.sh make-runfile.sh runfile.sh src/* bin/*
         cat "$root/tests/simnode/aptrepo/build.sh"; echo "${versions[*]} $kernel") | sha256sum | cut -c1-16)
 build=build-$key
 if [[ -f $cache/$build/.complete ]]; then
@@ -57,6 +62,7 @@ CONTROL
 for version in "${versions[@]}"; do
   "$here/make-packages.sh" "$version" "$work/trees/driver"
 done
+next_kernel=$("$here/make-signed-packages.sh" "$signed_version" "$kernel" "$work/trees/driver")
 # one throw-away key signs both repositories (the second build reuses the first's)
 "$root/tests/simnode/aptrepo/build.sh" "$work/archive" "$work/trees/archive" >/dev/null
 cp -a "$work/archive/.gnupg" "$work/driver.gnupg"
@@ -66,6 +72,7 @@ for version in "${versions[@]}"; do
   run=$("$here/make-runfile.sh" "$version" "$work/driver")
   sha256sum "$run" | cut -d' ' -f1 >"$run.sha256"
 done
+echo "$next_kernel" >"$work/driver/signed-next-kernel"
 rm -rf "$work/trees" "$work/archive/.gnupg" "$work/driver/.gnupg"
 touch "$work/.complete"
 mv -T "$work" "$cache/$build"

@@ -205,7 +205,8 @@ ansible_facts:
   type: dict
 request:
   description: What is wanted - method, branch, version, wanted, module_type, packages (install, pin, hold),
-    fabricmanager_package, headers_package, repository (line, key_url), runfile (url, checksum, name, flags).
+    fabricmanager_package, headers_package, repository (line, key_url, and sources_text - the line as the
+    deb822 .sources file the role writes), runfile (url, checksum, name, flags).
   returned: when the host has an NVIDIA GPU
   type: dict
 plan:

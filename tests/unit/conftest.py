@@ -33,6 +33,7 @@ import sys
 import ansible.module_utils
 import pytest
 from ansible.module_utils import basic
+from ansible.module_utils.common import warnings as module_warnings
 from ansible.module_utils.testing import patch_module_args
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -159,6 +160,21 @@ def _fail_json(self, msg, **kwargs):
     kwargs["failed"] = True
     kwargs["msg"] = msg
     raise AnsibleFailJson(kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _module_warnings_reset():
+    """Every test starts and ends with no module warning or deprecation recorded.
+
+    ``AnsibleModule.warn``/``deprecate`` record into process-wide state
+    (ansible.module_utils.common.warnings), which a module process starts empty;
+    kept across tests, a test reading warnings would see an earlier test's.
+    """
+    for state in (module_warnings._global_warnings, module_warnings._global_deprecations):
+        state.clear()
+    yield
+    for state in (module_warnings._global_warnings, module_warnings._global_deprecations):
+        state.clear()
 
 
 @pytest.fixture

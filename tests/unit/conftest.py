@@ -32,6 +32,7 @@ import sys
 
 import ansible.module_utils
 import pytest
+from ansible.module_utils import _internal as _module_utils_internal
 from ansible.module_utils import basic
 from ansible.module_utils.common import warnings as module_warnings
 from ansible.module_utils.testing import patch_module_args
@@ -163,13 +164,20 @@ def _fail_json(self, msg, **kwargs):
 
 
 @pytest.fixture(autouse=True)
-def _module_warnings_reset():
-    """Every test starts and ends with no module warning or deprecation recorded.
+def _module_process_state(request, monkeypatch):
+    """Every test starts and ends with no module warning or deprecation recorded, and
+    tests not marked controller see module_utils as a module process on a node does.
 
     ``AnsibleModule.warn``/``deprecate`` record into process-wide state
     (ansible.module_utils.common.warnings), which a module process starts empty;
-    kept across tests, a test reading warnings would see an earlier test's.
+    kept across tests, a test reading warnings would see an earlier test's. Once
+    any test imports ansible-core's controller, ``ansible.module_utils._internal.is_controller``
+    is True for the rest of the process and warnings go to the controller's display
+    instead of the module's result: a module's tests would then depend on which tests
+    ran before them.
     """
+    if request.node.get_closest_marker("controller") is None:
+        monkeypatch.setattr(_module_utils_internal, "is_controller", False)
     for state in (module_warnings._global_warnings, module_warnings._global_deprecations):
         state.clear()
     yield

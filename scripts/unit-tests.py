@@ -4,9 +4,10 @@
 Two kinds of code, two kinds of runs:
 
 - Target code (library/, module_utils/, role-level library/, the simulated
-  node's scripts) runs on managed nodes under Python 3.8 to 3.13, the range of
-  the pinned ansible-core (read from its ansible-test constants). Each of those
-  interpreters gets a virtualenv under .cache/unit/ with the test dependencies
+  node's scripts) runs on managed nodes under Python 3.8 to 3.14: 3.8 to 3.13
+  with the pinned (oldest) ansible-core of the supported range (read from its
+  ansible-test constants), 3.14 with the newest. Each of 3.8 to 3.13 (pyenv's)
+  gets a virtualenv under .cache/unit/ with the test dependencies
   pinned in requirements-unit/py3.X.txt, and `ansible.module_utils` alone on
   PYTHONPATH: an empty `ansible` package whose module_utils is the pinned
   ansible-core's, the code AnsiballZ ships to a node. ansible-test does the same
@@ -14,9 +15,17 @@ Two kinds of code, two kinds of runs:
   test/lib/ansible_test/_internal/commands/units/__init__.py). The controller
   (ansible-core >= 2.17 needs Python >= 3.11 there) is never importable in
   these runs; tests marked `controller` are skipped there, with the reason.
+  3.14, which pyenv lacks, runs as Debian sid's python3 in a container
+  (CONTAINER_PYTHONS; tests/simnode/build-unit-image.sh builds the image), with
+  Debian's packages of the test dependencies and the newest ansible-core's
+  module_utils (.venv-newest).
 - Controller-side tests (marked `controller`: filter plugins, templates,
   ansible-playbook) run once, on the controller's Python (this interpreter,
-  the project's .venv).
+  the project's .venv; --controller-only in .venv-newest for the newest).
+
+Every run takes the tests in a random order (pytest-random-order: modules
+shuffled, tests shuffled in each), with one seed per invocation, printed first
+and last; UNIT_SEED=N (or --seed N) repeats an order.
 
 Environments are reused while their lock file and interpreter are unchanged.
 Runs go side by side (--jobs, default: the CPU count). Each run's pytest output
@@ -27,6 +36,8 @@ status is non-zero when any run failed, errored or collected nothing.
 Usage:
   scripts/unit-tests.py [--python 3.8 ...] [--jobs N] [-- PYTEST_ARGS...]
   scripts/unit-tests.py --lock        regenerate requirements-unit/py3.X.txt
+  scripts/unit-tests.py --controller-only   the controller-side tests only
+  scripts/unit-tests.py --interpreter 3.12  print the interpreter used for 3.12
   UNIT_PYTHONS="3.8 3.13" make unit   only these interpreters (and the controller)
 """
 

@@ -7,7 +7,7 @@ tests import both without running Ansible.
 
 Two contexts (``make unit``, scripts/unit-tests.py):
 
-- target: Python 3.8 to 3.13 with only ``ansible.module_utils`` importable (what
+- target: Python 3.8 to 3.14 with only ``ansible.module_utils`` importable (what
   AnsiballZ ships to a managed node). Tests of code that runs on nodes run here.
 - controller: the project's .venv, where ansible-core's controller is
   importable. Tests marked ``@pytest.mark.controller(reason=...)`` (filter

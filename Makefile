@@ -3,6 +3,9 @@
 # (Debian packages, a Docker engine, .venv with pinned packages, the image).
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
+# the controller environment: .venv (the oldest ansible-core of the supported range, and
+# the test stack) or .venv-newest (the newest: `make demo VENV=.venv-newest`, `make
+# collection VENV=.venv-newest`, `make unit VENV=.venv-newest UNIT_ARGS=--controller-only`)
 VENV ?= .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PY_COLORS := 0
@@ -16,15 +19,20 @@ IMAGE_FLAVORS ?= $(sort $(patsubst gpunode-%-systemd,%,$(shell grep -ohE 'gpunod
 TEST_JOBS ?= $(shell nproc)
 export TEST_JOBS
 
-.PHONY: help bootstrap image lint unit unit-lock molecule test demo demo-clean bench test-cluster
+.PHONY: help bootstrap bootstrap-newest image lint unit unit-lock molecule test demo demo-clean bench test-cluster
 
 help:
 	@echo "make demo          run site.yml (check, twice) on a simulated 3-node GPU cluster"
 	@echo "make test          lint + unit tests + every molecule scenario, $(TEST_JOBS) at a time ($(SCENARIOS))"
 	@echo "make lint | unit [UNIT_PYTHONS='3.8 ...'] | unit-lock | molecule [SCENARIOS='default ...'] | bench | test-cluster"
+	@echo "VENV=.venv-newest  demo, collection or unit (UNIT_ARGS=--controller-only) on the newest ansible-core"
 
 bootstrap:
-	@bash scripts/bootstrap.sh
+	@VENV=$(VENV) bash scripts/bootstrap.sh
+
+# .venv-newest: the newest ansible-core of the supported range (requirements-newest.txt, Python 3.12)
+bootstrap-newest:
+	@VENV=.venv-newest bash scripts/bootstrap.sh
 
 image: bootstrap
 	@bash tests/simnode/build-image.sh $(IMAGE_FLAVORS)
@@ -34,10 +42,11 @@ lint: bootstrap
 	@status=0; set -x; ruff check . || status=1; yamllint -s . || status=1; ansible-lint || status=1; exit $$status
 
 # unit tests of target code on every target Python (3.8-3.13, one pinned
-# virtualenv each, ansible.module_utils only) and the controller-side tests on
-# the controller's Python (.venv); prints per interpreter how many ran
-unit: bootstrap
-	python scripts/unit-tests.py
+# virtualenv each, ansible.module_utils only; 3.14: Debian sid's python3 in a
+# container, with .venv-newest's module_utils) and the controller-side tests on
+# the controller's Python ($(VENV)), in a random order; prints per interpreter how many ran
+unit: bootstrap bootstrap-newest
+	python scripts/unit-tests.py $(UNIT_ARGS)
 
 # re-pin requirements-unit/py3.X.txt after editing requirements-unit.in
 unit-lock: bootstrap
@@ -49,7 +58,7 @@ molecule: bootstrap
 
 # lint, the unit tests and every scenario side by side (scripts/run-tests.py:
 # longest first, a log per step in .cache/test/, a summary with times)
-test: bootstrap
+test: bootstrap bootstrap-newest
 	python scripts/run-tests.py lint unit $(addprefix molecule:,$(SCENARIOS))
 
 demo: image

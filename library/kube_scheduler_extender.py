@@ -326,6 +326,7 @@ diff:
   elements: dict
 """
 
+import copy
 import json
 import os
 import shutil
@@ -437,7 +438,9 @@ PACKAGES = {"PyYAML": "python3-yaml"}
 
 
 def build_module():
-    return AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    # a copy: AnsibleModule fills the suboption defaults into the dict default of `extender`
+    # itself, which would change ARGUMENT_SPEC for every later module in this process
+    return AnsibleModule(argument_spec=copy.deepcopy(ARGUMENT_SPEC), supports_check_mode=True)
 
 
 def _inside(path, directory):

@@ -300,7 +300,8 @@ request:
       type: str
       returned: always
     repository:
-      description: The apt source the role adds - C(line) (null - none to add) and C(key_url).
+      description: The apt source the role adds - C(line) (null - none to add), C(key_url) and
+        C(sources_text) (the line as the deb822 C(.sources) file the role writes).
       type: dict
       returned: with the packages method
     runfile:

@@ -19,6 +19,7 @@ import re
 
 from ansible.module_utils import nvidia_packages
 from ansible.module_utils.dpkg_database import installed, version_known
+from ansible.module_utils.gpunode.common.apt_sources import AptSourceError, deb822_text
 from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.nvidia_gpu import is_turing_or_newer, needs_open_module
 
@@ -45,6 +46,8 @@ FABRICMANAGER = "nvidia-fabricmanager"
 #: Methods that install the driver from apt packages (held, switched between).
 PACKAGE_METHODS = ("packages", "ubuntu-signed")
 #: Where NVIDIA serves the data center driver's installers.
+# the first lines of the deb822 source the role writes (/etc/apt/sources.list.d/gpunode-nvidia-driver.sources)
+SOURCES_HEADER = "# Written by gpunode (nvidia_driver): the source of the NVIDIA driver packages.\n"
 RUNFILE_URL = "https://us.download.nvidia.com/tesla/{version}/NVIDIA-Linux-{arch}-{version}.run"
 
 _VERSION_RE = re.compile(r"^\d+(?:\.\d+){0,2}$")
@@ -467,7 +470,10 @@ def _package_request(request, params, os_info):
 
 
 def _repository(params, family, key, source, arch):
-    """``{"line", "key_url"}`` of the apt source the role adds (line None: none to add)."""
+    """``{"line", "key_url", "sources_text"}`` of the apt source the role adds (line None: none to add).
+
+    ``sources_text``: the line as the deb822 .sources file the role writes.
+    """
     line, key_url = params.get("apt_repository") or None, params.get("apt_key_url") or None
     if source == "cuda":
         url, cuda_key = nvidia_packages.cuda_repository(family, key, arch)
@@ -475,7 +481,11 @@ def _repository(params, family, key, source, arch):
         line = line or f"deb [signed-by={params['keyring']}] {url} /"
     elif family == "debian" and not line:
         line = nvidia_packages.debian_archive_source(nvidia_packages.DEBIAN_RELEASES[key]["codename"])
-    return {"line": line, "key_url": key_url}
+    try:
+        sources_text = deb822_text(line, SOURCES_HEADER) if line else None
+    except AptSourceError as exc:
+        raise DriverError(f"nvidia_driver_apt_repository: {exc}") from exc
+    return {"line": line, "key_url": key_url, "sources_text": sources_text}
 
 
 # --------------------------------------------------------------------------- plan

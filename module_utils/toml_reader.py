@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpunode maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Read TOML the same way on every target Python (3.8 to 3.13).
+"""Read TOML the same way on every target Python (3.8 to 3.14).
 
 One reader for gpunode's modules: ``loads(text, path, error)`` returns plain
 ``dict``/``list`` values (whatever the parser's own types), or raises the

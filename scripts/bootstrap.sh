@@ -3,9 +3,24 @@
 # Debian packages (Docker engine, debootstrap, venv, dpkg tools), a running
 # Docker engine, a virtualenv with the pinned Python packages, and the
 # collections. Safe to re-run: each step is skipped when already done.
+#   VENV=.venv (default)   the project's environment: the oldest ansible-core of the
+#                          supported range and the test stack (requirements-dev.txt), python3
+#   VENV=.venv-newest      the newest ansible-core of the range (requirements-newest.txt)
+#                          on Python 3.12, pyenv's or python3.12 on PATH (make bootstrap-newest)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
+if [[ $VENV == .venv-newest ]]; then
+  REQUIREMENTS=${REQUIREMENTS:-requirements-newest.txt}
+  if [[ -z ${PYTHON:-} ]]; then  # found the way make unit finds its interpreters
+    PYTHON=$(python3 scripts/unit-tests.py --interpreter 3.12) || {
+      echo "bootstrap: $VENV needs Python 3.12 (ansible-core 2.21's oldest controller Python): none in" \
+        "pyenv or on PATH" >&2
+      exit 1
+    }
+  fi
+fi
+REQUIREMENTS=${REQUIREMENTS:-requirements-dev.txt}
 PYTHON=${PYTHON:-python3}
 
 need_apt=()
@@ -41,11 +56,11 @@ if ! docker info >/dev/null 2>&1; then
 fi
 
 stamp="$VENV/.requirements.sha256"
-want=$(cat requirements.txt requirements-dev.txt requirements-collections.txt requirements.yml | sha256sum)
+want=$(cat requirements.txt "$REQUIREMENTS" requirements-collections.txt requirements.yml | sha256sum)
 if [[ ! -x $VENV/bin/python || ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
-  echo "bootstrap: creating $VENV with pinned packages"
+  echo "bootstrap: creating $VENV with pinned packages ($REQUIREMENTS, $("$PYTHON" --version))"
   "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-dev.txt
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$REQUIREMENTS"
   "$VENV/bin/python" scripts/install-collections.py
   echo "$want" >"$stamp"
 fi

@@ -8,6 +8,8 @@
 # run changed nothing on any host. Ends with site.yml's summary table.
 #   scripts/demo.sh           run the demo (the nodes are kept for a look)
 #   scripts/demo.sh --clean   remove the demo nodes
+# It runs the ansible-playbook found on PATH: `make demo` puts $(VENV)/bin first
+# (.venv: the oldest ansible-core of the supported range; VENV=.venv-newest: the newest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # inventories/demo/hosts.yml's hosts; the GPU nodes get a volume for Docker's data
@@ -41,6 +43,9 @@ recap() { sed -n '/^PLAY RECAP/,/^$/p' "$1" | sed '/^$/d'; }
 
 start=$SECONDS
 mkdir -p "$log_dir"
+# the controller environment is the Makefile's VENV (.venv, or .venv-newest: make demo VENV=.venv-newest)
+core=$(python -c 'from ansible.release import __version__; print(__version__)')
+echo "== ansible-core $core ($(command -v ansible-playbook))"
 : >"$log_dir/times.log"
 took() { echo "$1 took $(($2)) s" | tee -a "$log_dir/times.log"; }
 
@@ -121,7 +126,7 @@ echo "== run 2 recap:"
 recap "$log_dir/run2.log"
 echo "== the second run changed nothing on ${nodes[*]}"
 took "== the demo" "SECONDS - start" >/dev/null
-echo "== times: $(sed -E 's/^== //; s/ \((full output|log)[^)]*\)//' "$log_dir/times.log" | paste -sd';' | sed 's/;/; /g')"
+echo "== times (ansible-core $core): $(sed -E 's/^== //; s/ \((full output|log)[^)]*\)//' "$log_dir/times.log" | paste -sd';' | sed 's/;/; /g')"
 echo "== site.yml's summary after run 2 (what each host has now, what the run changed):"
 summary_table "$log_dir/run2.log"
 echo "== the nodes stay up: docker exec -it gpunode-demo bash; remove them with: make demo-clean"

@@ -4,9 +4,10 @@
 Two kinds of code, two kinds of runs:
 
 - Target code (library/, module_utils/, role-level library/, the simulated
-  node's scripts) runs on managed nodes under Python 3.8 to 3.13, the range of
-  the pinned ansible-core (read from its ansible-test constants). Each of those
-  interpreters gets a virtualenv under .cache/unit/ with the test dependencies
+  node's scripts) runs on managed nodes under Python 3.8 to 3.14: 3.8 to 3.13
+  with the pinned (oldest) ansible-core of the supported range (read from its
+  ansible-test constants), 3.14 with the newest. Each of 3.8 to 3.13 (pyenv's)
+  gets a virtualenv under .cache/unit/ with the test dependencies
   pinned in requirements-unit/py3.X.txt, and `ansible.module_utils` alone on
   PYTHONPATH: an empty `ansible` package whose module_utils is the pinned
   ansible-core's, the code AnsiballZ ships to a node. ansible-test does the same
@@ -14,9 +15,17 @@ Two kinds of code, two kinds of runs:
   test/lib/ansible_test/_internal/commands/units/__init__.py). The controller
   (ansible-core >= 2.17 needs Python >= 3.11 there) is never importable in
   these runs; tests marked `controller` are skipped there, with the reason.
+  3.14, which pyenv lacks, runs as Debian sid's python3 in a container
+  (CONTAINER_PYTHONS; tests/simnode/build-unit-image.sh builds the image), with
+  Debian's packages of the test dependencies and the newest ansible-core's
+  module_utils (.venv-newest).
 - Controller-side tests (marked `controller`: filter plugins, templates,
   ansible-playbook) run once, on the controller's Python (this interpreter,
-  the project's .venv).
+  the project's .venv; --controller-only in .venv-newest for the newest).
+
+Every run takes the tests in a random order (pytest-random-order: modules
+shuffled, tests shuffled in each), with one seed per invocation, printed first
+and last; UNIT_SEED=N (or --seed N) repeats an order.
 
 Environments are reused while their lock file and interpreter are unchanged.
 Runs go side by side (--jobs, default: the CPU count). Each run's pytest output
@@ -27,15 +36,20 @@ status is non-zero when any run failed, errored or collected nothing.
 Usage:
   scripts/unit-tests.py [--python 3.8 ...] [--jobs N] [-- PYTEST_ARGS...]
   scripts/unit-tests.py --lock        regenerate requirements-unit/py3.X.txt
+  scripts/unit-tests.py --controller-only   the controller-side tests only
+  scripts/unit-tests.py --interpreter 3.12  print the interpreter used for 3.12
   UNIT_PYTHONS="3.8 3.13" make unit   only these interpreters (and the controller)
 """
 
 import argparse
 import concurrent.futures
 import hashlib
+import importlib
+import importlib.util
 import json
 import os
 import pathlib
+import random
 import re
 import shutil
 import subprocess
@@ -43,23 +57,19 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
-try:  # the controller's ansible-core (the project's .venv)
-    import ansible.module_utils
-    from ansible.release import __version__ as ANSIBLE_VERSION
-    from ansible_test._util.target.common.constants import (
-        CONTROLLER_PYTHON_VERSIONS,
-        REMOTE_ONLY_PYTHON_VERSIONS,
-    )
-except ImportError as exc:
-    sys.exit(f"unit-tests: ansible-core is not importable by {sys.executable} ({exc}); "
-             "run it through `make unit`, which uses the project's .venv")
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "unit"
 LOCK_INPUT = ROOT / "requirements-unit.in"
 LOCK_DIR = ROOT / "requirements-unit"
 TESTS = ["tests/unit"]
 PYTEST_BASE = ["-p", "no:cacheprovider", "-q", "-rfEs", "--continue-on-collection-errors"]
+# Target Pythons that no pyenv interpreter serves: Debian's own python3 in a container
+# of the suite's image (tests/simnode/build-unit-image.sh: python3 with Debian's
+# pytest, PyYAML, hypothesis, TOML parsers; kubernetes-validate is not packaged, the
+# tests that need it skip saying so). Their module_utils are the newest ansible-core's
+# (NEWEST_VENV), the one of the supported range that serves these Pythons.
+CONTAINER_PYTHONS = {"3.14": "sid"}
+NEWEST_VENV = ROOT / os.environ.get("UNIT_NEWEST_VENV", ".venv-newest")
 
 
 def fail(msg):
@@ -69,8 +79,30 @@ def fail(msg):
 
 def controller_modules():
     """The controller's ansible-core: its module_utils path, version and target Pythons."""
-    targets = tuple(REMOTE_ONLY_PYTHON_VERSIONS) + tuple(CONTROLLER_PYTHON_VERSIONS)
-    return pathlib.Path(ansible.module_utils.__file__).parent, ANSIBLE_VERSION, targets
+    try:  # the controller's ansible-core (the project's .venv); imported here, so that
+        # --interpreter works on any Python (scripts/bootstrap.sh asks it for .venv-newest's)
+        module_utils = importlib.import_module("ansible.module_utils")
+        release = importlib.import_module("ansible.release")
+        constants = importlib.import_module("ansible_test._util.target.common.constants")
+    except ImportError as exc:
+        sys.exit(f"unit-tests: ansible-core is not importable by {sys.executable} ({exc}); "
+                 "run it through `make unit`, which uses the project's .venv")
+    targets = tuple(constants.REMOTE_ONLY_PYTHON_VERSIONS) + tuple(constants.CONTROLLER_PYTHON_VERSIONS)
+    return pathlib.Path(module_utils.__file__).parent, release.__version__, targets
+
+
+def venv_module_utils(venv):
+    """``(module_utils path, ansible-core version)`` of another virtualenv's ansible-core, or None."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        return None
+    proc = subprocess.run([str(python), "-c", "import ansible.module_utils, ansible.release; "
+                           "print(ansible.module_utils.__path__[0]); print(ansible.release.__version__)"],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return None
+    path, version = proc.stdout.split()
+    return pathlib.Path(path), version
 
 
 def version_key(text):
@@ -86,7 +118,16 @@ def pyenv_root():
 
 
 def find_interpreter(minor):
-    """The newest pyenv interpreter of this X.Y, else pythonX.Y on PATH."""
+    """The newest pyenv interpreter of this X.Y, else pythonX.Y on PATH; exits when there is none."""
+    exe = local_interpreter(minor)
+    if exe is None:
+        fail(f"no Python {minor}: looked in {pyenv_root() / 'versions'}/{minor}.* and for python{minor} "
+             f"on PATH (install it with pyenv, or choose interpreters with UNIT_PYTHONS)")
+    return exe
+
+
+def local_interpreter(minor):
+    """The newest pyenv interpreter of this X.Y, else pythonX.Y on PATH, else None."""
     versions = pyenv_root() / "versions"
     candidates = sorted(
         (p for p in versions.glob(f"{minor}.*") if re.fullmatch(rf"{re.escape(minor)}\.\d+", p.name)),
@@ -97,11 +138,7 @@ def find_interpreter(minor):
         if os.access(exe, os.X_OK):
             return exe
     found = shutil.which(f"python{minor}")
-    if found:
-        return pathlib.Path(found)
-    fail(f"no Python {minor}: looked in {versions}/{minor}.* and for python{minor} on PATH "
-         f"(install it with pyenv, or choose interpreters with UNIT_PYTHONS)")
-    return None
+    return pathlib.Path(found) if found else None
 
 
 def interpreter_version(exe):
@@ -137,9 +174,9 @@ def ensure_env(minor, exe, log):
     return python, True
 
 
-def target_path(module_utils):
+def target_path(module_utils, name="target"):
     """A PYTHONPATH entry holding only ansible.module_utils (ansible-test's layout for target tests)."""
-    path = CACHE / "target"
+    path = CACHE / name
     package = path / "ansible"
     package.mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text("")
@@ -175,10 +212,11 @@ def parse_junit(path):
 class Run:
     """One pytest run: a target Python in its env, or the controller's Python."""
 
-    def __init__(self, name, context, exe):
+    def __init__(self, name, context, exe, image=None):
         self.name = name
         self.context = context
         self.exe = exe
+        self.image = image  # the container image whose python3 runs the tests (exe: None)
         self.version = ""
         self.log = CACHE / "logs" / f"{name}.log"
         self.junit = CACHE / "results" / f"{name}.xml"
@@ -190,7 +228,35 @@ class Run:
         self.note = ""
 
 
-def run_one(run, pytest_args, target_pythonpath):
+def ensure_image(run, log):
+    """Build (or reuse) the run's container image; its python3's version."""
+    suite = run.image.split(":")[0].removeprefix("gpunode-").removesuffix("-unit")
+    proc = subprocess.run(["bash", str(ROOT / "tests" / "simnode" / "build-unit-image.sh"), suite],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    log.write(proc.stdout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"tests/simnode/build-unit-image.sh {suite} failed (rc {proc.returncode})")
+    return proc.stdout.split()[-1]
+
+
+def container_argv(run, module_utils, pythonpath):
+    """``docker run`` of the run's image: the checkout, ../shared and module_utils at their own
+    paths, read-only; only the junit folder writable; no network."""
+    mounts = [ROOT, module_utils] + ([ROOT.parent / "shared"] if (ROOT.parent / "shared").is_dir() else [])
+    argv = ["docker", "run", "--rm", "--network", "none", "-w", str(ROOT)]
+    for path in mounts:
+        argv += ["-v", f"{path}:{path}:ro"]
+    argv += ["-v", f"{run.junit.parent}:{run.junit.parent}"]
+    env = {"PYTHONPATH": str(pythonpath), "PYTHONDONTWRITEBYTECODE": "1", "PY_COLORS": "0", "NO_COLOR": "1",
+           "HYPOTHESIS_STORAGE_DIRECTORY": "/tmp/hypothesis"}
+    if os.environ.get("GPUNODE_TESTS_WITHOUT_SHARED"):
+        env["GPUNODE_TESTS_WITHOUT_SHARED"] = os.environ["GPUNODE_TESTS_WITHOUT_SHARED"]
+    for key, value in env.items():
+        argv += ["-e", f"{key}={value}"]
+    return [*argv, run.image, "python3"]
+
+
+def run_one(run, pytest_args, target_pythonpath, order_args=(), container=None):
     start = time.monotonic()
     run.log.parent.mkdir(parents=True, exist_ok=True)
     run.junit.parent.mkdir(parents=True, exist_ok=True)
@@ -198,19 +264,29 @@ def run_one(run, pytest_args, target_pythonpath):
         run.junit.unlink()
     with run.log.open("w") as log:
         try:
-            run.version = interpreter_version(run.exe)
             env = dict(os.environ, PYTHONPYCACHEPREFIX=str(CACHE / "pycache" / run.name),
                        PY_COLORS="0", NO_COLOR="1")
             env.pop("PYTHONPATH", None)
-            if run.context == "target":
+            select = []
+            if run.image:
+                run.version = ensure_image(run, log)
+                python = container_argv(run, container[0], container[1])
+                suite = run.image.split("-")[1]
+                run.note = f"Debian {suite} container, ansible-core {container[2]}'s module_utils"
+            elif run.context == "target":
+                run.version = interpreter_version(run.exe)
                 python, created = ensure_env(run.name.removeprefix("py"), run.exe, log)
+                python = [str(python)]
                 run.note = "new env" if created else ""
                 env["PYTHONPATH"] = str(target_pythonpath)
-                select = []
             else:
-                python = run.exe
+                run.version = interpreter_version(run.exe)
+                python = [str(run.exe)]
                 select = ["-m", "controller"]
-            argv = [str(python), "-m", "pytest", *PYTEST_BASE, f"--junitxml={run.junit}", *select,
+                if importlib.util.find_spec("random_order") is None:  # a .venv from before the plugin
+                    order_args = ()
+                    run.note = "file order: pytest-random-order is not installed here (make bootstrap)"
+            argv = [*python, "-m", "pytest", *PYTEST_BASE, *order_args, f"--junitxml={run.junit}", *select,
                     *(pytest_args or TESTS)]
             log.write(f"$ {' '.join(argv)}\n")
             log.flush()
@@ -242,7 +318,8 @@ def report(runs, ansible_version):
         controller_skips = sum(n for reason, n in run.reasons.items() if reason.startswith("controller-side"))
         notes = [run.note] if run.note else []
         if run.context == "controller":
-            notes.append(f".venv, ansible-core {ansible_version}, tests marked controller")
+            venv = pathlib.Path(sys.prefix).name
+            notes.append(f"{venv}, ansible-core {ansible_version}, tests marked controller")
         if controller_skips:
             notes.append(f"{controller_skips} controller-side skipped")
         if run.error:
@@ -290,41 +367,83 @@ def lock(minors):
         print(f"unit-tests: {lock_file(minor).relative_to(ROOT)}: {len(pins)} packages")
 
 
-def main(argv=None):
+def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--python", action="append", metavar="X.Y",
                         help="a target Python to run (default: every one ansible-core supports on targets)")
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("UNIT_JOBS") or os.cpu_count() or 1))
     parser.add_argument("--no-controller", action="store_true", help="skip the controller-side run")
+    parser.add_argument("--controller-only", action="store_true",
+                        help="only the controller-side run (another controller environment: .venv-newest)")
+    seed = int(os.environ.get("UNIT_SEED") or random.randrange(10**6))
+    parser.add_argument("--seed", type=int, default=seed,
+                        help="the random order's seed (default: UNIT_SEED, else a new one; printed)")
     parser.add_argument("--lock", action="store_true", help="regenerate the lock files and exit")
+    parser.add_argument("--interpreter", metavar="X.Y",
+                        help="print the interpreter this script would use for X.Y and exit")
     parser.add_argument("pytest_args", nargs="*", help="passed to pytest (default: tests/unit)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def container_context(minors):
+    """``(module_utils, PYTHONPATH entry, ansible-core version)`` for the container runs, or None."""
+    if not any(minor in CONTAINER_PYTHONS for minor in minors):
+        return None
+    newest = venv_module_utils(NEWEST_VENV)
+    if newest is None:
+        wanted = ", ".join(m for m in minors if m in CONTAINER_PYTHONS)
+        fail(f"Python {wanted} needs the newest ansible-core's module_utils: {NEWEST_VENV} has none "
+             "(make bootstrap-newest builds it)")
+    return newest[0], target_path(newest[0], "target-newest"), newest[1]
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.interpreter:
+        exe = local_interpreter(args.interpreter)
+        print(exe or "")
+        return 0 if exe else 1
     module_utils, ansible_version, supported = controller_modules()
+    supported = sorted(set(supported) | set(CONTAINER_PYTHONS), key=version_key)
     minors = args.python or os.environ.get("UNIT_PYTHONS", "").split() or list(supported)
+    if args.controller_only:
+        minors = []
     unknown = [m for m in minors if m not in supported]
     if unknown:
         fail(f"Python {', '.join(unknown)} is not a target of ansible-core {ansible_version} "
              f"({', '.join(supported)})")
     if args.lock:
-        lock(minors)
+        lock([m for m in minors if m not in CONTAINER_PYTHONS])
         return 0
 
     runs = []
     if not args.no_controller:
         runs.append(Run("controller", "controller", pathlib.Path(sys.executable)))
-    runs += [Run(f"py{minor}", "target", find_interpreter(minor)) for minor in minors]
+    for minor in minors:
+        if minor in CONTAINER_PYTHONS:
+            image = f"gpunode-{CONTAINER_PYTHONS[minor]}-unit:latest"
+            runs.append(Run(f"py{minor}", "target", None, image=image))
+        else:
+            runs.append(Run(f"py{minor}", "target", find_interpreter(minor)))
+    container = container_context(minors)
     pythonpath = target_path(module_utils)
+    order_args = ["--random-order-bucket=module", f"--random-order-seed={args.seed}"]
     print(f"unit: {len(runs)} runs, {args.jobs} at a time: controller {platform_version()} and target "
-          f"Pythons {' '.join(minors)} with ansible-core {ansible_version}'s module_utils only")
+          f"Pythons {' '.join(minors) or 'none'} with ansible-core {ansible_version}'s module_utils only"
+          + (f" ({', '.join(m for m in minors if m in CONTAINER_PYTHONS)}: in a container, with "
+             f"ansible-core {container[2]}'s)" if container else "")
+          + f"; random order, seed {args.seed}")
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_one, run, args.pytest_args, pythonpath) for run in runs]
+        futures = [pool.submit(run_one, run, args.pytest_args, pythonpath, order_args, container)
+                   for run in runs]
         for future in concurrent.futures.as_completed(futures):
             run = future.result()
             print(f"\n=== {run.context} Python {run.version or run.name}: pytest output ({run.log})")
             sys.stdout.write(run.log.read_text())
             sys.stdout.flush()
-    return 0 if report(runs, ansible_version) else 1
+    ok = report(runs, ansible_version)
+    print(f"unit: tests ran in a random order, seed {args.seed} (that order again: UNIT_SEED={args.seed})")
+    return 0 if ok else 1
 
 
 def platform_version():

@@ -7,7 +7,7 @@ tests import both without running Ansible.
 
 Two contexts (``make unit``, scripts/unit-tests.py):
 
-- target: Python 3.8 to 3.13 with only ``ansible.module_utils`` importable (what
+- target: Python 3.8 to 3.14 with only ``ansible.module_utils`` importable (what
   AnsiballZ ships to a managed node). Tests of code that runs on nodes run here.
 - controller: the project's .venv, where ansible-core's controller is
   importable. Tests marked ``@pytest.mark.controller(reason=...)`` (filter
@@ -32,7 +32,9 @@ import sys
 
 import ansible.module_utils
 import pytest
+from ansible.module_utils import _internal as _module_utils_internal
 from ansible.module_utils import basic
+from ansible.module_utils.common import warnings as module_warnings
 from ansible.module_utils.testing import patch_module_args
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -159,6 +161,28 @@ def _fail_json(self, msg, **kwargs):
     kwargs["failed"] = True
     kwargs["msg"] = msg
     raise AnsibleFailJson(kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _module_process_state(request, monkeypatch):
+    """Every test starts and ends with no module warning or deprecation recorded, and
+    tests not marked controller see module_utils as a module process on a node does.
+
+    ``AnsibleModule.warn``/``deprecate`` record into process-wide state
+    (ansible.module_utils.common.warnings), which a module process starts empty;
+    kept across tests, a test reading warnings would see an earlier test's. Once
+    any test imports ansible-core's controller, ``ansible.module_utils._internal.is_controller``
+    is True for the rest of the process and warnings go to the controller's display
+    instead of the module's result: a module's tests would then depend on which tests
+    ran before them.
+    """
+    if request.node.get_closest_marker("controller") is None:
+        monkeypatch.setattr(_module_utils_internal, "is_controller", False)
+    for state in (module_warnings._global_warnings, module_warnings._global_deprecations):
+        state.clear()
+    yield
+    for state in (module_warnings._global_warnings, module_warnings._global_deprecations):
+        state.clear()
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """kube_scheduler_extender module: real files in a temp dir, a fake /proc, a stand-in kubectl."""
 
+import copy
 import json
 import os
 import shutil
@@ -85,6 +86,15 @@ def test_documentation_matches_argument_spec():
     assert doc["requirements"] and "python3-yaml" in doc["requirements"][0]
     returned = yaml.safe_load(module.RETURN)
     assert {"restart", "changes", "kubernetes_version", "version_source", "flavor"} <= set(returned)
+
+
+def test_a_run_leaves_the_argument_spec_as_it_was(run_module, node):
+    """AnsibleModule fills suboption defaults into a dict default: build_module() gives it a copy,
+    so a run without `extender` cannot change what later tests (and test order) see."""
+    spec = copy.deepcopy(module.ARGUMENT_SPEC)
+    args = {key: value for key, value in node["args"].items() if key != "extender"}
+    run_module(module, args, check_mode=True)
+    assert spec == module.ARGUMENT_SPEC
 
 
 def test_present_writes_config_and_manifest_and_nothing_else_in_static_dir(run_module, node, temp_dirs):

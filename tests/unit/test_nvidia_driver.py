@@ -6,6 +6,7 @@ import re
 import pytest
 from ansible.module_utils.dpkg_database import parse_dpkg_query
 from ansible.module_utils.nvidia_driver import (
+    SOURCES_HEADER,
     DriverError,
     blacklist_complete,
     branch_of,
@@ -324,18 +325,32 @@ def test_cuda_590_with_a_branch_pins_the_branch():
 
 def test_repositories_per_source():
     cuda = request(UBUNTU2404, package_source="cuda", branch="580")["repository"]
-    assert cuda == {"line": "deb [signed-by=/etc/apt/keyrings/gpunode-nvidia-driver.asc] "
-                            "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/ /",
-                    "key_url": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/"
-                               "3bf863cc.pub"}
+    url = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/"
+    assert cuda == {"line": f"deb [signed-by=/etc/apt/keyrings/gpunode-nvidia-driver.asc] {url} /",
+                    "key_url": url + "3bf863cc.pub",
+                    "sources_text": SOURCES_HEADER + f"Types: deb\nURIs: {url}\nSuites: /\n"
+                                    "Signed-By: /etc/apt/keyrings/gpunode-nvidia-driver.asc\n"}
     arm = request({**UBUNTU2404, "architecture": "aarch64"}, package_source="cuda", branch="580")
     arm = arm["repository"]
     assert "/ubuntu2404/sbsa/" in arm["line"]
-    assert request(UBUNTU2404, branch="580")["repository"] == {"line": None, "key_url": None}
+    none = {"line": None, "key_url": None, "sources_text": None}
+    assert request(UBUNTU2404, branch="580")["repository"] == none
     debian = request({**DEBIAN12, "distribution_version": "13.1"}, branch="550")["repository"]
     assert debian["line"].endswith("trixie main contrib non-free non-free-firmware")
+    assert debian["sources_text"].endswith("URIs: http://deb.debian.org/debian\nSuites: trixie\n"
+                                           "Components: main contrib non-free non-free-firmware\n"
+                                           "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
     mirror = request(DEBIAN12, branch="535", apt_repository="deb http://mirror/ /", apt_key_url="http://mirror/k")
-    assert mirror["repository"] == {"line": "deb http://mirror/ /", "key_url": "http://mirror/k"}
+    flat = SOURCES_HEADER + "Types: deb\nURIs: http://mirror/\nSuites: /\n"
+    assert mirror["repository"] == {"line": "deb http://mirror/ /", "key_url": "http://mirror/k",
+                                    "sources_text": flat}
+
+
+@pytest.mark.parametrize("line", ["deb http://mirror/ /\nTrusted: yes", "deb [trusted=yes http://mirror/ /",
+                                  "deb http://mirror/", "rpm http://mirror/ /"])
+def test_a_repository_line_apt_would_not_read_as_one_source_is_refused(line):
+    with pytest.raises(DriverError, match="nvidia_driver_apt_repository: apt source"):
+        request(DEBIAN12, branch="535", apt_repository=line)
 
 
 @pytest.mark.parametrize(("source", "branch", "package"), [

@@ -40,6 +40,13 @@ def test_warnings_reach_the_result(run_module, node):
     assert any("no single driver branch" in w for w in get_warning_messages())
 
 
+def test_a_run_without_warnings_records_none(run_module, node):
+    """Warnings are process-wide state: conftest resets it, so no earlier test's warning shows here."""
+    ok, result = run_module(nvidia_gpu_facts, node("t4-vm"))
+    assert ok and result["ansible_facts"]["nvidia_gpu"]["recommended_branch"]
+    assert get_warning_messages() == ()
+
+
 def test_missing_sysfs_root_fails_naming_it(run_module, tmp_path):
     args = {"sysfs_root": str(tmp_path / "nope"), "proc_root": str(tmp_path)}
     ok, result = run_module(nvidia_gpu_facts, args)

@@ -1,6 +1,6 @@
 """Code that runs on managed nodes loads on this Python.
 
-`make unit` runs this file on every target Python (3.8 to 3.13) with only
+`make unit` runs this file on every target Python (3.8 to 3.14) with only
 ``ansible.module_utils`` importable, as AnsiballZ gives a node: every module
 and module_utils file must import there (a ``list[str]`` or ``X | None``
 evaluated at import, a ``match`` statement or a standard-library module the

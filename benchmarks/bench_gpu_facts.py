@@ -2,7 +2,7 @@
 """How long nvidia_gpu_facts' work takes on the simulated HGX H100 tree.
 
 Builds the tree from tests/simnode/specs/hgx-h100.yml in a temporary directory,
-then times module_utils.nvidia_gpu.gather() (sysfs walk, pci.ids names, driver
+then times module_utils/gpunode/driver/gpu.py gather() (sysfs walk, pci.ids names, driver
 version, branch choice): the median of N runs, once with the project's small
 test pci.ids and, where the system has one, with the system's full pci.ids.
 Target: under 50 ms. A benchmark, not a test: it prints, it does not assert.
@@ -28,7 +28,7 @@ def _import_module_utils():
     import ansible.module_utils  # noqa: PLC0415 - after the path set-up in main()
 
     ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
-    from ansible.module_utils import nvidia_gpu  # noqa: PLC0415
+    from ansible.module_utils.gpunode.driver import gpu as nvidia_gpu  # noqa: PLC0415
 
     return nvidia_gpu
 

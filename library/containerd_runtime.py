@@ -192,7 +192,12 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
-from ansible.module_utils.containerd_config import (
+from ansible.module_utils.gpunode.common import values
+from ansible.module_utils.gpunode.common.daemon_state import running_state
+from ansible.module_utils.gpunode.common.file_backup import DEFAULT_BACKUP_DIR, backup_copy
+from ansible.module_utils.gpunode.common.text_file import read_text, shown_path, write_text
+from ansible.module_utils.gpunode.common.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
+from ansible.module_utils.gpunode.runtime.containerd_config import (
     DEFAULT_CONFIG,
     DEFAULT_DROPIN,
     ContainerdConfigError,
@@ -200,11 +205,6 @@ from ansible.module_utils.containerd_config import (
     other_imports,
     plan,
 )
-from ansible.module_utils.daemon_state import running_state
-from ansible.module_utils.file_backup import DEFAULT_BACKUP_DIR, backup_copy
-from ansible.module_utils.gpunode.common import values
-from ansible.module_utils.text_file import read_text, shown_path, write_text
-from ansible.module_utils.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
 
 ARGUMENT_SPEC = {
     "config_path": {"type": "path", "default": DEFAULT_CONFIG},

@@ -281,7 +281,10 @@ dra:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpu_cluster_addons import (
+from ansible.module_utils.gpunode.addons import device_plugin_config as dpc
+from ansible.module_utils.gpunode.addons import dra
+from ansible.module_utils.gpunode.addons import hami as hami_utils
+from ansible.module_utils.gpunode.addons.cluster import (
     DISTRIBUTIONS,
     MODES,
     RESOURCE_BY_MODE,
@@ -295,9 +298,6 @@ from ansible.module_utils.gpu_cluster_addons import (
     manifest_plan,
     pod_runtime_class,
 )
-from ansible.module_utils.gpunode.addons import device_plugin_config as dpc
-from ansible.module_utils.gpunode.addons import dra
-from ansible.module_utils.gpunode.addons import hami as hami_utils
 from ansible.module_utils.gpunode.addons.inputs import ValueSyntaxError, check_inputs, check_node_names
 
 

@@ -88,7 +88,7 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpu_cluster_addons import (
+from ansible.module_utils.gpunode.addons.cluster import (
     MODES,
     RESOURCE_BY_MODE,
     WORKLOADS_BY_MODE,

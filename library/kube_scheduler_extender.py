@@ -335,7 +335,16 @@ import time
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.gpunode.common import k8s_names, values
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.kube_scheduler import (
+from ansible.module_utils.gpunode.common.service_health import probe_url
+from ansible.module_utils.gpunode.common.text_file import (
+    check_removable,
+    fsync_directory,
+    resolved_path,
+    shown_path,
+    write_text,
+)
+from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
+from ansible.module_utils.gpunode.scheduler.config import (
     DEFAULT_MANIFEST,
     DEFAULT_RKE2_CONFIG,
     KubeSchedulerError,
@@ -348,7 +357,14 @@ from ansible.module_utils.kube_scheduler import (
     rke_state_path,
     rke_up_pending,
 )
-from ansible.module_utils.kube_scheduler_node import (
+from ansible.module_utils.gpunode.scheduler.kubeadm_config import (
+    CONFIGMAP,
+    KEY,
+    plan_record,
+    read_configmap,
+    write_configmap,
+)
+from ansible.module_utils.gpunode.scheduler.node import (
     RKE2_BINARIES,
     binary_version,
     change_lines,
@@ -361,22 +377,6 @@ from ansible.module_utils.kube_scheduler_node import (
     scheduler_facts,
     tag_version,
 )
-from ansible.module_utils.kubeadm_config import (
-    CONFIGMAP,
-    KEY,
-    plan_record,
-    read_configmap,
-    write_configmap,
-)
-from ansible.module_utils.service_health import probe_url
-from ansible.module_utils.text_file import (
-    check_removable,
-    fsync_directory,
-    resolved_path,
-    shown_path,
-    write_text,
-)
-from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
 
 EXTENDER_SPEC = {
     "url_prefix": {"type": "str", "default": "http://127.0.0.1:32766/gpushare-scheduler"},

@@ -16,7 +16,7 @@ description:
     C(--config) file (YAML or JSON, which stays JSON), else to its C(--feature-gates) flag at the
     assignment that really reaches C(ExecStart) by systemd's rules (C(EnvironmentFile=) wins over
     C(Environment=); a variable C(ExecStart) never expands reaches nothing).
-  - Checks each gate against a table of gate histories (module_utils/kubelet_gates.py, with sources)
+  - Checks each gate against a table of gate histories (module_utils/gpunode/kubelet/gates.py, with sources)
     for the kubelet's version. A gate this version does not know, or a value it cannot take (a GA gate
     locked to its default), fails with the reason and nothing is written. On a kubelet newer than the
     table, gates are written as they stood in the table's last version, with a warning that names it.
@@ -316,9 +316,15 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.kubelet_plan import MissingRequirement, PlanError, plan
-from ansible.module_utils.text_file import check_removable, fsync_directory, read_text, shown_path, write_text
-from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR
+from ansible.module_utils.gpunode.common.text_file import (
+    check_removable,
+    fsync_directory,
+    read_text,
+    shown_path,
+    write_text,
+)
+from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
+from ansible.module_utils.gpunode.kubelet.plan import MissingRequirement, PlanError, plan
 
 TARGET_PATHS = ("config_file", "flags_file", "rke_cluster_yml", "rke2_config")
 

@@ -222,21 +222,21 @@ import platform
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.container_runtime_state import NodeReader, Planner, RuntimeStateError
-from ansible.module_utils.containerd_config import (
+from ansible.module_utils.gpunode.common import values
+from ansible.module_utils.gpunode.common.daemon_state import process_start, stale_files, units_state
+from ansible.module_utils.gpunode.common.json_config import JSONConfigError
+from ansible.module_utils.gpunode.common.json_config import parse as parse_json
+from ansible.module_utils.gpunode.common.json_config import plan as json_plan
+from ansible.module_utils.gpunode.common.text_file import read_text
+from ansible.module_utils.gpunode.common.toml_reader import TOML_PACKAGES, TOML_PARSER
+from ansible.module_utils.gpunode.runtime.containerd_config import (
     DEFAULT_CONFIG,
     DEFAULT_DROPIN,
     containerd_facts,
     other_imports,
 )
-from ansible.module_utils.containerd_config import plan as containerd_plan
-from ansible.module_utils.daemon_state import process_start, stale_files, units_state
-from ansible.module_utils.gpunode.common import values
-from ansible.module_utils.json_config import JSONConfigError
-from ansible.module_utils.json_config import parse as parse_json
-from ansible.module_utils.json_config import plan as json_plan
-from ansible.module_utils.text_file import read_text
-from ansible.module_utils.toml_reader import TOML_PACKAGES, TOML_PARSER
+from ansible.module_utils.gpunode.runtime.containerd_config import plan as containerd_plan
+from ansible.module_utils.gpunode.runtime.state import NodeReader, Planner, RuntimeStateError
 
 try:
     import yaml

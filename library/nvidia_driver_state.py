@@ -499,11 +499,16 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.sys_info import get_distribution, get_distribution_version
-from ansible.module_utils.dpkg_database import DpkgError, interrupted, parse_dpkg_query, parse_madison
 from ansible.module_utils.gpunode.common import values
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
+from ansible.module_utils.gpunode.common.dpkg_database import (
+    DpkgError,
+    interrupted,
+    parse_dpkg_query,
+    parse_madison,
+)
 from ansible.module_utils.gpunode.driver import ubuntu_signed
-from ansible.module_utils.nvidia_driver import (
+from ansible.module_utils.gpunode.driver.driver import (
     FABRICMANAGER,
     PERSISTENCED,
     SECURE_BOOT_EFIVAR,
@@ -528,7 +533,7 @@ from ansible.module_utils.nvidia_driver import (
     userspace_version_from_names,
     version_matches,
 )
-from ansible.module_utils.nvidia_gpu import GpuDetectError, detect, read_loaded
+from ansible.module_utils.gpunode.driver.gpu import GpuDetectError, detect, read_loaded
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
 INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))

@@ -212,7 +212,7 @@ ansible_facts:
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nvidia_gpu import GpuDetectError, detect
+from ansible.module_utils.gpunode.driver.gpu import GpuDetectError, detect
 
 ARGUMENT_SPEC = {
     "sysfs_root": {"type": "path", "default": "/sys"},

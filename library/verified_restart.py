@@ -158,7 +158,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.service_health import (
+from ansible.module_utils.gpunode.common.service_health import (
     HealthCheckError,
     command_problem,
     compile_expectations,
@@ -166,7 +166,7 @@ from ansible.module_utils.service_health import (
     probe_url,
     wait_until,
 )
-from ansible.module_utils.text_file import fsync_directory, resolved_path, shown_path
+from ansible.module_utils.gpunode.common.text_file import fsync_directory, resolved_path, shown_path
 
 
 def build_module():

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate module_utils/nvidia_branches.py from its sources.
+"""Generate module_utils/gpunode/driver/branches.py from its sources.
 
 Usage:
     scripts/gen-branch-table.py [--data DIR] [--output FILE] [--check]
@@ -45,7 +45,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "nvidia-detect-ids")
-DEFAULT_OUTPUT = os.path.join(ROOT, "module_utils", "nvidia_branches.py")
+DEFAULT_OUTPUT = os.path.join(ROOT, "module_utils", "gpunode", "driver", "branches.py")
 
 SUPPORT_MATRIX = "https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html"
 OPEN_MODULES_BLOG = ("https://developer.nvidia.com/blog/"

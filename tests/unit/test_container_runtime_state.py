@@ -5,9 +5,9 @@ import copy
 import nvidia_container_runtime_state
 import pytest
 import yaml
-from ansible.module_utils import container_runtime_state as crs
-from ansible.module_utils.containerd_config import plan as containerd_plan
-from ansible.module_utils.json_config import plan as json_plan
+from ansible.module_utils.gpunode.common.json_config import plan as json_plan
+from ansible.module_utils.gpunode.runtime import state as crs
+from ansible.module_utils.gpunode.runtime.containerd_config import plan as containerd_plan
 from conftest import FIXTURES
 
 OWN = FIXTURES / "docker"

@@ -6,7 +6,7 @@ import time
 import containerd_runtime
 import pytest
 import yaml
-from ansible.module_utils import daemon_state, toml_reader
+from ansible.module_utils.gpunode.common import daemon_state, toml_reader
 from conftest import FIXTURES
 from symlinks import ELSEWHERE, LAYOUTS, Link, backup_text, snapshot
 

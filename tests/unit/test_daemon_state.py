@@ -3,8 +3,8 @@
 import os
 import time
 
-from ansible.module_utils import daemon_state
-from ansible.module_utils.file_backup import backup_copy
+from ansible.module_utils.gpunode.common import daemon_state
+from ansible.module_utils.gpunode.common.file_backup import backup_copy
 
 SHOW = """\
 Id=docker.service

@@ -1,4 +1,4 @@
-"""Decisions of the gpu_cluster_addons role (module_utils/gpu_cluster_addons.py, gpu_cluster_addons_plan)."""
+"""Decisions of the gpu_cluster_addons role (module_utils/gpunode/addons/cluster.py, the plan module)."""
 
 import pathlib
 import re
@@ -6,7 +6,7 @@ import re
 import gpu_cluster_addons_plan
 import pytest
 import yaml
-from ansible.module_utils import gpu_cluster_addons as ga
+from ansible.module_utils.gpunode.addons import cluster as ga
 from ansible.module_utils.gpunode.addons import device_plugin_config as dpc
 from conftest import shared_files
 

@@ -9,9 +9,9 @@ import gpu_cluster_addons_plan
 import pytest
 import yaml
 from ansible.module_utils import basic
-from ansible.module_utils.gpu_cluster_addons import GpuAddonsError
 from ansible.module_utils.gpunode.addons import device_plugin_config as dpc
 from ansible.module_utils.gpunode.addons import hami
+from ansible.module_utils.gpunode.addons.cluster import GpuAddonsError
 
 V = "gpu_cluster_addons_device_plugin_config"
 NAMED = "gpu_cluster_addons_device_plugin_configs.a100-ts"

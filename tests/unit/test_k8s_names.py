@@ -10,7 +10,7 @@ repr and states the rule.
 """
 
 import pytest
-from ansible.module_utils import gpu_cluster_addons
+from ansible.module_utils.gpunode.addons import cluster as gpu_cluster_addons
 from ansible.module_utils.gpunode.common import k8s_names as k8s
 from ansible.module_utils.gpunode.common import values
 from ansible.module_utils.gpunode.common.values import ValueSyntaxError

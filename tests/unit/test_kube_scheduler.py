@@ -6,7 +6,7 @@ import re
 
 import pytest
 import yaml
-from ansible.module_utils import kube_scheduler as ks
+from ansible.module_utils.gpunode.scheduler import config as ks
 from conftest import FIXTURES, shared_files
 
 OWN = FIXTURES / "kube-scheduler"

@@ -11,7 +11,7 @@ import kube_scheduler_extender as module
 import pytest
 import test_verified_restart
 import yaml
-from ansible.module_utils import kube_scheduler as ks
+from ansible.module_utils.gpunode.scheduler import config as ks
 from conftest import FIXTURES, ROOT, shared_files
 from fake_proc import KUBEADM_SCHEDULER_ARGV as MANIFEST_ARGV
 from fake_proc import FakeProc

@@ -3,7 +3,7 @@
 import subprocess
 
 import pytest
-from ansible.module_utils import kube_scheduler_node as kn
+from ansible.module_utils.gpunode.scheduler import node as kn
 from fake_proc import KUBEADM_SCHEDULER_ARGV, FakeProc
 
 MANIFEST = "/etc/kubernetes/manifests/kube-scheduler.yaml"

@@ -4,8 +4,8 @@ import json
 
 import pytest
 import yaml
-from ansible.module_utils import kubeadm_config as kc
-from ansible.module_utils.kube_scheduler import KubeSchedulerError
+from ansible.module_utils.gpunode.scheduler import kubeadm_config as kc
+from ansible.module_utils.gpunode.scheduler.config import KubeSchedulerError
 from conftest import FIXTURES
 
 CONFIGMAPS = sorted((FIXTURES / "kubeadm-config").glob("configmap-*.json"))

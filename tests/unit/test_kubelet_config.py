@@ -4,13 +4,13 @@ import json
 
 import pytest
 import yaml
-from ansible.module_utils.kubelet_compat import (
+from ansible.module_utils.gpunode.kubelet.compat import (
     cgroup_v1_refusal,
     cgroup_version,
     config_dir_read,
     removed_flags,
 )
-from ansible.module_utils.kubelet_config import (
+from ansible.module_utils.gpunode.kubelet.config import (
     ConfigError,
     dropin_files,
     effective,

@@ -8,7 +8,7 @@ import stat
 import kubelet_feature_gates
 import pytest
 import yaml
-from ansible.module_utils.rke_kubelet_args import read_rke2_gates, rke2_files, rke2_items
+from ansible.module_utils.gpunode.kubelet.rke_args import read_rke2_gates, rke2_files, rke2_items
 from conftest import FIXTURES, shared_files
 
 

@@ -3,7 +3,7 @@
 import string
 
 import pytest
-from ansible.module_utils.kubelet_flags import (
+from ansible.module_utils.gpunode.kubelet.flags import (
     FlagsError,
     detect_format,
     flag_containers,

@@ -1,7 +1,7 @@
 """kubelet_gates: the gate table over the version matrix, and the merge rules."""
 
 import pytest
-from ansible.module_utils.kubelet_gates import (
+from ansible.module_utils.gpunode.kubelet.gates import (
     GATES,
     TABLE_LAST_VERSION,
     GateError,

@@ -11,9 +11,9 @@ import os
 
 import kubelet_feature_gates
 import pytest
-from ansible.module_utils import kubelet_plan
+from ansible.module_utils.gpunode.kubelet import plan as kubelet_plan
+from ansible.module_utils.gpunode.kubelet.gates import GateError, check_gate_name, decide
 from ansible.module_utils.gpunode.kubelet.inputs import InputError, check_params
-from ansible.module_utils.kubelet_gates import GateError, check_gate_name, decide
 
 LOOKALIKE = "DynamicResourceAllocat\u0456on"  # CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I
 

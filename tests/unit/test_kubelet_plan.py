@@ -14,8 +14,9 @@ import time
 import kubelet_feature_gates
 import pytest
 import yaml
-from ansible.module_utils import kubelet_config, kubelet_plan
-from ansible.module_utils.kubelet_node import kubelet_processes, parse_systemctl_show, unit_of_cgroup
+from ansible.module_utils.gpunode.kubelet import config as kubelet_config
+from ansible.module_utils.gpunode.kubelet import plan as kubelet_plan
+from ansible.module_utils.gpunode.kubelet.node import kubelet_processes, parse_systemctl_show, unit_of_cgroup
 
 MOUNT_V2 = "24 1 0:22 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n"
 MOUNT_V1 = (

@@ -6,14 +6,14 @@ gpunode in their shape, see tests/fixtures/kubelet/SOURCE.txt).
 """
 
 import pytest
-from ansible.module_utils.kubelet_flags import (
+from ansible.module_utils.gpunode.common.systemd_exec import UnitError, resolve
+from ansible.module_utils.gpunode.kubelet.flags import (
     FlagsError,
     check_reaches_kubelet,
     gates_in_args,
     plan_edit,
     set_gate_string,
 )
-from ansible.module_utils.systemd_exec import UnitError, resolve
 from conftest import FIXTURES, ROOT, shared_files
 
 RPM = FIXTURES / "kubelet" / "rpm-layout"

@@ -1,4 +1,4 @@
-"""module_utils/manifest_files.py and the module manifest_files."""
+"""module_utils/gpunode/addons/manifest_files.py and the module manifest_files."""
 
 import os
 import pathlib
@@ -7,7 +7,7 @@ import stat
 import manifest_files as module
 import pytest
 import yaml
-from ansible.module_utils.manifest_files import ManifestFilesError, check_name, plan
+from ansible.module_utils.gpunode.addons.manifest_files import ManifestFilesError, check_name, plan
 from symlinks import LAYOUTS, Link, backup_text, snapshot
 
 SA = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n"

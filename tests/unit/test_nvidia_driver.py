@@ -1,11 +1,11 @@
-"""Pure logic of module_utils/nvidia_driver.py, over real and project fixtures."""
+"""Pure logic of module_utils/gpunode/driver/driver.py, over real and project fixtures."""
 
 import pathlib
 import re
 
 import pytest
-from ansible.module_utils.dpkg_database import parse_dpkg_query
-from ansible.module_utils.nvidia_driver import (
+from ansible.module_utils.gpunode.common.dpkg_database import parse_dpkg_query
+from ansible.module_utils.gpunode.driver.driver import (
     SOURCES_HEADER,
     DriverError,
     blacklist_complete,

@@ -1,4 +1,4 @@
-"""module_utils/nvidia_gpu.py over simulated trees, hand-built edge cases and real-world outputs."""
+"""module_utils/gpunode/driver/gpu.py over simulated trees, hand-built edge cases and real-world outputs."""
 
 import gzip
 import json
@@ -7,8 +7,8 @@ import re
 
 import pytest
 import yaml
-from ansible.module_utils import nvidia_branches
-from ansible.module_utils.nvidia_gpu import (
+from ansible.module_utils.gpunode.driver import branches as nvidia_branches
+from ansible.module_utils.gpunode.driver.gpu import (
     FALLBACK_LABEL,
     GpuDetectError,
     branches_for,

@@ -1,9 +1,9 @@
-"""The committed branch table (module_utils/nvidia_branches.py) and branch choice."""
+"""The committed branch table (module_utils/gpunode/driver/branches.py) and branch choice."""
 
 
 import pytest
-from ansible.module_utils import nvidia_branches
-from ansible.module_utils.nvidia_gpu import branches_for, choose_branches
+from ansible.module_utils.gpunode.driver import branches as nvidia_branches
+from ansible.module_utils.gpunode.driver.gpu import branches_for, choose_branches
 from conftest import ROOT, load_file, shared_path
 
 gen = load_file(ROOT / "scripts" / "gen-branch-table.py", "gen_branch_table")
@@ -11,7 +11,7 @@ gen = load_file(ROOT / "scripts" / "gen-branch-table.py", "gen_branch_table")
 
 def test_committed_table_is_what_the_generator_makes_from_the_data(tmp_path):
     data = shared_path("data", "nvidia-detect-ids")
-    assert gen.main(["--data", str(data), "--output", str(ROOT / "module_utils" / "nvidia_branches.py"),
+    assert gen.main(["--data", str(data), "--output", str(ROOT / "module_utils" / "gpunode" / "driver" / "branches.py"),
                      "--check"]) == 0
 
 

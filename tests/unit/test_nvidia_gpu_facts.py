@@ -4,8 +4,8 @@
 import nvidia_gpu_facts
 import pytest
 import yaml
-from ansible.module_utils import nvidia_gpu as gpu_utils
 from ansible.module_utils.common.warnings import get_warning_messages
+from ansible.module_utils.gpunode.driver import gpu as gpu_utils
 from conftest import FIXTURES, ROOT, load_file
 
 PCI_IDS = str(FIXTURES / "pci-ids" / "pci.ids")

@@ -5,8 +5,8 @@ import re
 import stat
 
 import pytest
-from ansible.module_utils.file_backup import backup_copy
-from ansible.module_utils.text_file import (
+from ansible.module_utils.gpunode.common.file_backup import backup_copy
+from ansible.module_utils.gpunode.common.text_file import (
     check_removable,
     fsync_directory,
     read_text,

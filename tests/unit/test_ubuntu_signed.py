@@ -1,10 +1,10 @@
 """Ubuntu's signed NVIDIA modules (module_utils/gpunode/driver/ubuntu_signed.py) and the
-planner's ubuntu-signed method (module_utils/nvidia_driver.py): names, refusals, switches."""
+planner's ubuntu-signed method (module_utils/gpunode/driver/driver.py): names, refusals, switches."""
 
 import pytest
-from ansible.module_utils.dpkg_database import parse_dpkg_query
+from ansible.module_utils.gpunode.common.dpkg_database import parse_dpkg_query
 from ansible.module_utils.gpunode.driver import ubuntu_signed as us
-from ansible.module_utils.nvidia_driver import (
+from ansible.module_utils.gpunode.driver.driver import (
     DriverError,
     build_request,
     plan,

@@ -8,7 +8,7 @@ import docker_daemon_config
 import pytest
 import verified_restart
 from ansible.module_utils import basic
-from ansible.module_utils.service_health import (
+from ansible.module_utils.gpunode.common.service_health import (
     HealthCheckError,
     command_problem,
     compile_expectations,

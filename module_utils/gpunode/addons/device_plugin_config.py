@@ -21,7 +21,7 @@ Every error names the key path, e.g.
 
 import re
 
-from ansible.module_utils.gpu_cluster_addons import GpuAddonsError
+from ansible.module_utils.gpunode.addons.cluster import GpuAddonsError
 
 MIG_STRATEGIES = ("none", "single", "mixed")
 DEFAULT_NAME = "default"

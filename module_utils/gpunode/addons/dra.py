@@ -38,7 +38,7 @@ Sources (read, not copied):
 - [API] resource.k8s.io: v1beta1 from 1.32, v1beta2 from 1.33, v1 GA and
   served by default from 1.34 (kubernetes.io DRA concept page, "DRA is GA in
   1.34"); ``DeviceClass.spec.extendedResourceName`` is the DRAExtendedResource
-  feature: alpha 1.34, beta 1.36, GA (locked on) 1.37 (module_utils/kubelet_gates.py).
+  feature: alpha 1.34, beta 1.36, GA (locked on) 1.37 (module_utils/gpunode/kubelet/gates.py).
 
 ComputeDomains (multi-node NVLink, IMEX) are not rendered: they need MNNVL
 hardware, GPU feature discovery's clique labels and their CRDs and controller
@@ -50,8 +50,8 @@ Errors are raised as ``DraError`` (a ValueError) naming the host or variable.
 Python 3.8+, standard library only.
 """
 
-from ansible.module_utils.kube_version import parse as parse_kube_version
-from ansible.module_utils.kubelet_gates import GateError, refused_in_file
+from ansible.module_utils.gpunode.common.kube_version import parse as parse_kube_version
+from ansible.module_utils.gpunode.kubelet.gates import GateError, refused_in_file
 
 DRIVER_NAME = "gpu.nvidia.com"
 NAME = "dra-driver-nvidia-gpu"

@@ -25,8 +25,8 @@ Standard library only; Python 3.8+ (runs on target hosts).
 """
 
 from ansible.module_utils.gpunode.common import values
-from ansible.module_utils.kubelet_gates import GateError, parse_bool
-from ansible.module_utils.kubelet_gates import check_gate_name as _check_gate_name
+from ansible.module_utils.gpunode.kubelet.gates import GateError, parse_bool
+from ansible.module_utils.gpunode.kubelet.gates import check_gate_name as _check_gate_name
 
 PATH_OPTIONS = ("config_file", "flags_file", "rke_cluster_yml", "rke2_config", "kubelet_path", "proc_root")
 NOTHING_DONE = "; nothing read, nothing written"

@@ -36,7 +36,7 @@ Standard library and PyYAML only (runs on target hosts).
 
 import json
 
-from ansible.module_utils.kube_scheduler import (
+from ansible.module_utils.gpunode.scheduler.config import (
     VOLUME_NAME,
     KubeSchedulerError,
     edit_text,

@@ -55,14 +55,14 @@ import json
 import os
 import re
 
-from ansible.module_utils.containerd_config import (
+from ansible.module_utils.gpunode.runtime.containerd_config import (
     ContainerdConfigError,
     containerd_release,
     cri_disabled,
     root_version,
     version_from_output,
 )
-from ansible.module_utils.containerd_config import parse as parse_toml
+from ansible.module_utils.gpunode.runtime.containerd_config import parse as parse_toml
 
 ENGINE_UNITS = {"docker": "docker.service", "containerd": "containerd.service"}
 RANCHER = {

@@ -22,11 +22,17 @@ callers check ``YAML_IMPORT_ERROR`` first). Python 3.8+ (this runs on target hos
 import json
 import os
 
-from ansible.module_utils.json_config import JSONConfigError, detect_indent
-from ansible.module_utils.json_config import parse as parse_json
-from ansible.module_utils.kubelet_compat import DROPIN_EXTENSION
-from ansible.module_utils.kubelet_gates import GateError
-from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR, YamlEditError, get, remove_key, set_scalar
+from ansible.module_utils.gpunode.common.json_config import JSONConfigError, detect_indent
+from ansible.module_utils.gpunode.common.json_config import parse as parse_json
+from ansible.module_utils.gpunode.common.yaml_edit import (
+    YAML_IMPORT_ERROR,
+    YamlEditError,
+    get,
+    remove_key,
+    set_scalar,
+)
+from ansible.module_utils.gpunode.kubelet.compat import DROPIN_EXTENSION
+from ansible.module_utils.gpunode.kubelet.gates import GateError
 
 KIND = "KubeletConfiguration"
 DEFAULT_API_VERSION = "kubelet.config.k8s.io/v1beta1"

@@ -23,7 +23,7 @@ import gzip
 import os
 import re
 
-from ansible.module_utils import nvidia_branches
+from ansible.module_utils.gpunode.driver import branches as nvidia_branches
 
 NVIDIA_VENDOR = "10de"
 

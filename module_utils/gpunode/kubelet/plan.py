@@ -36,15 +36,17 @@ Python 3.8+, standard library (and PyYAML for YAML files): runs on targets.
 import os
 import re
 
-from ansible.module_utils.gpunode.kubelet.inputs import InputError, check_params
-from ansible.module_utils.kube_version import text as version_text
-from ansible.module_utils.kubelet_compat import (
+from ansible.module_utils.gpunode.common.kube_version import text as version_text
+from ansible.module_utils.gpunode.common.systemd_exec import UnitError, resolve
+from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR, YamlEditError
+from ansible.module_utils.gpunode.common.yaml_edit import get as yaml_get
+from ansible.module_utils.gpunode.kubelet.compat import (
     cgroup_v1_refusal,
     cgroup_version,
     config_dir_read,
     removed_flags,
 )
-from ansible.module_utils.kubelet_config import (
+from ansible.module_utils.gpunode.kubelet.config import (
     DROPIN_NAME,
     ConfigError,
     MissingYaml,
@@ -52,9 +54,9 @@ from ansible.module_utils.kubelet_config import (
     effective,
     render_dropin,
 )
-from ansible.module_utils.kubelet_config import read as read_config
-from ansible.module_utils.kubelet_config import write_gates as write_config_gates
-from ansible.module_utils.kubelet_flags import (
+from ansible.module_utils.gpunode.kubelet.config import read as read_config
+from ansible.module_utils.gpunode.kubelet.config import write_gates as write_config_gates
+from ansible.module_utils.gpunode.kubelet.flags import (
     FlagsError,
     check_reaches_kubelet,
     detect_format,
@@ -66,7 +68,7 @@ from ansible.module_utils.kubelet_flags import (
     read_gate_values,
     set_gate_string,
 )
-from ansible.module_utils.kubelet_gates import (
+from ansible.module_utils.gpunode.kubelet.gates import (
     GateError,
     decide,
     format_gate_string,
@@ -76,7 +78,8 @@ from ansible.module_utils.kubelet_gates import (
     parse_version,
     refused_in_file,
 )
-from ansible.module_utils.kubelet_node import (
+from ansible.module_utils.gpunode.kubelet.inputs import InputError, check_params
+from ansible.module_utils.gpunode.kubelet.node import (
     SHOW_PROPERTIES,
     kubelet_processes,
     loaded,
@@ -84,7 +87,7 @@ from ansible.module_utils.kubelet_node import (
     unit_files,
     wall_time,
 )
-from ansible.module_utils.rke_kubelet_args import (
+from ansible.module_utils.gpunode.kubelet.rke_args import (
     read_rke1_gates,
     read_rke2_gates,
     rke2_files,
@@ -93,9 +96,6 @@ from ansible.module_utils.rke_kubelet_args import (
     write_rke1_gates,
     write_rke2_gates,
 )
-from ansible.module_utils.systemd_exec import UnitError, resolve
-from ansible.module_utils.yaml_edit import YAML_IMPORT_ERROR, YamlEditError
-from ansible.module_utils.yaml_edit import get as yaml_get
 
 TARGET_PATHS = ("config_file", "flags_file", "rke_cluster_yml", "rke2_config")
 KUBELET_UNIT = "kubelet.service"

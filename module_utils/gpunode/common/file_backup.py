@@ -21,7 +21,7 @@ import os
 import shutil
 import time
 
-from ansible.module_utils.text_file import resolved_path
+from ansible.module_utils.gpunode.common.text_file import resolved_path
 
 DEFAULT_BACKUP_DIR = "/var/backups/gpunode"
 

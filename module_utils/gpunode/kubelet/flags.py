@@ -29,8 +29,7 @@ Standard library only: this runs on target hosts (Python 3.8+).
 import re
 from collections import namedtuple
 
-from ansible.module_utils.kubelet_gates import GateError, format_gate_string, parse_gate_string
-from ansible.module_utils.systemd_exec import (
+from ansible.module_utils.gpunode.common.systemd_exec import (
     ENVIRONMENT,
     ENVIRONMENT_FILE,
     Arg,
@@ -42,6 +41,7 @@ from ansible.module_utils.systemd_exec import (
     scan_unit,
     split_words,
 )
+from ansible.module_utils.gpunode.kubelet.gates import GateError, format_gate_string, parse_gate_string
 
 FlagsError = UnitError
 

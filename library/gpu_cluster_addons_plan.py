@@ -231,7 +231,7 @@ nvidia_device_plugin_config:
 nvidia_device_plugin:
   description:
     - The device plugin's configs - C(configs) (name -> config, C(default) included), C(default) (its name),
-      C(named) (several: the config-manager picks one by node label), C(mig) (some config has a MIG strategy
+      C(named) (several - the config-manager picks one by node label), C(mig) (some config has a MIG strategy
       other than none), C(mps) (some config shares by MPS).
   returned: always
   type: dict

@@ -218,7 +218,7 @@ ansible_facts:
       returned: when the host has an NVIDIA GPU
       type: dict
     nvidia_gpu:
-      description: The detection facts, as M(nvidia_gpu_facts) returns them.
+      description: The detection facts, as the module C(nvidia_gpu_facts) returns them.
       returned: when the module detected the GPUs
       type: dict
 request:

@@ -59,11 +59,15 @@ options:
       - nvidia-dcgm.service
       - nvidia-persistenced.service
       - nvidia-fabricmanager.service
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: full
+  platform:
+    platforms: posix
 author:
   - gpunode maintainers (@gpunode)
 """

@@ -11,8 +11,8 @@ gen = load_file(ROOT / "scripts" / "gen-branch-table.py", "gen_branch_table")
 
 def test_committed_table_is_what_the_generator_makes_from_the_data(tmp_path):
     data = shared_path("data", "nvidia-detect-ids")
-    assert gen.main(["--data", str(data), "--output", str(ROOT / "module_utils" / "gpunode" / "driver" / "branches.py"),
-                     "--check"]) == 0
+    table = ROOT / "module_utils" / "gpunode" / "driver" / "branches.py"
+    assert gen.main(["--data", str(data), "--output", str(table), "--check"]) == 0
 
 
 def test_generator_writes_then_reports_unchanged(tmp_path, capsys):

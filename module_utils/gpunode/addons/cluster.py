@@ -538,7 +538,7 @@ def manifest_plan(mode, kubernetes_version, runtime_class=True, options=()):
             present.extend(_OPTIONAL.get(key, ()))
     everything = [entry for files in _CATALOGUE.values() for entry in files]
     everything += [entry for files in _OPTIONAL.values() for entry in files]
-    names = {f for f, _ in present}
+    names = {entry[0] for entry in present}
     absent = sorted({entry for entry in everything if entry[0] not in names})
     if runtime_class and apis["runtimeclass"]:
         present.append(_RUNTIMECLASS)

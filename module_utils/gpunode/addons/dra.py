@@ -241,7 +241,7 @@ def _driver_check(gpu, found):
         found.refusals.append("no NVIDIA driver loaded (nvidia_gpu.loaded_driver_version is null)")
         return
     try:
-        branch = int(str(loaded).split(".")[0])
+        branch = int(str(loaded).split(".", maxsplit=1)[0])
     except ValueError:
         found.unknowns.append(f"cannot read the loaded NVIDIA driver version {loaded!r}")
         return

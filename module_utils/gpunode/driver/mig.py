@@ -53,8 +53,9 @@ def _check_keys(value, known, path):
 def _devices(value, path):
     if value == "all":
         return "all"
-    if isinstance(value, list) and value and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0
-                                                   for i in value):
+    indices = isinstance(value, list) and value and all(
+        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value)
+    if indices:
         return sorted(set(value))
     raise MigError(f"{path}: must be 'all' or a list of GPU indices, got {value!r}")
 
@@ -291,6 +292,7 @@ def gpu_plan(gpu, entry, state):
 def create_order(wanted, profiles):
     """Profile ids for ``-cgi``, largest first (as mig-parted orders them) so placements fit."""
     names = []
+
     def size(name):
         match = PROFILE_RE.match(name)
         return (-int(match.group(1)), -int(match.group(2)), name)

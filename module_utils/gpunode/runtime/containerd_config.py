@@ -158,8 +158,6 @@ def root_version(config, path):
     return version or 1
 
 
-
-
 def containerd_facts(module, wanted_version):
     """(version, `containerd config default` text or None) of the node's containerd.
 

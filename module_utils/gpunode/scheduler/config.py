@@ -461,8 +461,10 @@ def strip_config(path, text, extender, *, rewrite=False, warnings):
         return None
     if not drop:
         return text
-    ops = [("remove", ["extenders"])] if not rest else [("remove", ["extenders", n])
-                                                         for n in sorted(drop, reverse=True)]
+    if rest:
+        ops = [("remove", ["extenders", n]) for n in sorted(drop, reverse=True)]
+    else:
+        ops = [("remove", ["extenders"])]
     return edit_text(path, text, ops, fmt=fmt, rewrite=rewrite, warnings=warnings)
 
 

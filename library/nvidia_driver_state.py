@@ -493,50 +493,17 @@ state:
       returned: when the host has an NVIDIA GPU
 """
 
-import glob
 import os
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.sys_info import get_distribution, get_distribution_version
 from ansible.module_utils.gpunode.common import values
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.gpunode.common.dpkg_database import (
-    DpkgError,
-    interrupted,
-    parse_dpkg_query,
-    parse_madison,
-)
-from ansible.module_utils.gpunode.driver import ubuntu_signed
-from ansible.module_utils.gpunode.driver.driver import (
-    FABRICMANAGER,
-    PERSISTENCED,
-    SECURE_BOOT_EFIVAR,
-    DriverError,
-    blacklist_complete,
-    build_request,
-    change_lines,
-    driver_facts,
-    index_lookups,
-    module_from_modinfo,
-    needs_dkms_status,
-    parse_dkms_status,
-    parse_efi_secure_boot,
-    parse_mokutil_sb_state,
-    parse_smi_query,
-    parse_systemctl_show,
-    pending_reboot,
-    plan,
-    service_exists,
-    signed_fallback,
-    signed_request,
-    userspace_version_from_names,
-    version_matches,
-)
-from ansible.module_utils.gpunode.driver.gpu import GpuDetectError, detect, read_loaded
-
-LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
-INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))
+from ansible.module_utils.gpunode.common.dpkg_database import DpkgError
+from ansible.module_utils.gpunode.driver.driver import DriverError
+from ansible.module_utils.gpunode.driver.gpu import GpuDetectError, detect
+from ansible.module_utils.gpunode.driver.host import LIB_DIRS, Host
+from ansible.module_utils.gpunode.driver.stages import evaluate
 
 
 def build_module():
@@ -586,189 +553,14 @@ def build_module():
     )
 
 
-def _read(path, mode="r"):
-    try:
-        with open(path, mode) as handle:
-            return handle.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-
-
-def _run(module, argv, **kwargs):
-    return module.run_command(argv, environ_update=C_LOCALE, **kwargs)
-
-
-def read_module_on_disk(module, kernel):
-    modinfo = module.get_bin_path("modinfo")
-    if not modinfo:
-        module.fail_json(msg="modinfo not found: install kmod")
-    rc, out, _err = _run(module, [modinfo, "-k", kernel, "nvidia"])
-    if rc != 0:
-        return None
-    try:
-        return module_from_modinfo(out)
-    except DriverError as exc:
-        module.fail_json(msg=f"modinfo -k {kernel} nvidia: {exc}")
-    return None
-
-
-def read_dkms(module):
-    dkms = module.get_bin_path("dkms")
-    if not dkms:
-        return []
-    rc, out, err = _run(module, [dkms, "status", "nvidia"])
-    if rc != 0:
-        module.fail_json(msg=f"dkms status nvidia failed: {err.strip() or out.strip()}")
-    return [e for e in parse_dkms_status(out) if e["module"] == "nvidia"]
-
-
-def read_userspace(lib_dirs):
-    names = []
-    for directory in lib_dirs:
-        for pattern in ("libnvidia-ml.so.*", "*/libnvidia-ml.so.*"):
-            names.extend(os.path.basename(p) for p in glob.glob(os.path.join(directory, pattern)))
-    return userspace_version_from_names(names)
-
-
-def read_packages(module, admindir):
-    """dpkg's packages and the reasons a ``dpkg --configure -a`` is needed; (None, []) without dpkg."""
-    query = module.get_bin_path("dpkg-query")
-    if not query:
-        return None, []
-    fields = "${Package}\t${Version}\t${Status}\n"
-    rc, out, err = _run(module, [query, f"--admindir={admindir}", "-W", "-f", fields])
-    if rc != 0:
-        module.fail_json(msg=f"dpkg-query -W failed (rc {rc}): {err.strip()}")
-    packages = parse_dpkg_query(out)
-    return packages, interrupted(packages, admindir)
-
-
-def read_services(module):
-    systemctl = module.get_bin_path("systemctl")
-    if not systemctl:
-        return {}
-    _rc, out, _err = _run(module, [systemctl, "show", "-p", "Id,LoadState,ActiveState,UnitFileState",
-                                   f"{PERSISTENCED}.service", f"{FABRICMANAGER}.service"])
-    return parse_systemctl_show(out)
-
-
-def read_secure_boot(module, sysfs_root):
-    efi = os.path.join(sysfs_root, "firmware", "efi")
-    data = _read(os.path.join(efi, "efivars", SECURE_BOOT_EFIVAR), "rb")
-    if data is not None:
-        try:
-            return parse_efi_secure_boot(data)
-        except DriverError as exc:
-            module.fail_json(msg=f"{efi}/efivars/{SECURE_BOOT_EFIVAR}: {exc}")
-    if not os.path.isdir(efi):
-        return False  # booted by BIOS: no Secure Boot
-    mokutil = module.get_bin_path("mokutil")
-    if mokutil:
-        _rc, out, err = _run(module, [mokutil, "--sb-state"])
-        return parse_mokutil_sb_state(out + err)
-    return None
-
-
-def read_smi(module):
-    smi = module.get_bin_path("nvidia-smi")
-    if not smi:
-        return {"error": "nvidia-smi not found", "driver_versions": [], "persistence_mode": []}
-    rc, out, err = _run(module, [smi, "--query-gpu=driver_version,persistence_mode", "--format=csv,noheader"])
-    if rc != 0:
-        error = out.strip() or err.strip() or f"rc {rc}"
-        return {"error": error, "driver_versions": [], "persistence_mode": []}
-    try:
-        result = parse_smi_query(out)
-    except DriverError as exc:
-        return {"error": str(exc), "driver_versions": [], "persistence_mode": []}
-    result["error"] = None
-    return result
-
-
-def read_index(module, names):
-    madison = module.get_bin_path("apt-cache")
-    if not madison or not names:
-        return None
-    _rc, out, _err = _run(module, [madison, "madison", *names])
-    return parse_madison(out)
-
-
-def read_signed_archive(module, request, state):
-    """The ``linux-modules-nvidia-*`` names apt knows, and the driver of the candidates."""
-    cache = module.get_bin_path("apt-cache")
-    if not cache:
-        return {"names": [], "drivers": {}}
-    _rc, out, _err = _run(module, [cache, "pkgnames", ubuntu_signed.MODULES_PREFIX])
-    names = sorted(set(out.split()))
-    known = set(names)
-    candidates = ubuntu_signed.candidates(request["branch"], request["module_type"], state["kernel"],
-                                          state["packages"])
-    asked = [name for name in candidates if name in known]
-    drivers = {}
-    if asked:
-        _rc, out, _err = _run(module, [cache, "show", "--no-all-versions", *asked])
-        drivers = ubuntu_signed.parse_show(out)
-    return {"names": names, "drivers": drivers}
-
-
-def initramfs_command(module):
-    for tool, args in INITRAMFS_TOOLS:
-        path = module.get_bin_path(tool)
-        if path:
-            return [path, *args]
-    return None
-
-
-def read_state(module, request):
-    """Everything the plan needs, in as few commands as the host allows."""
-    params = module.params
-    kernel = params["kernel"] or os.uname().release
-    packages, dpkg_interrupted = read_packages(module, params["admindir"])
-    services = read_services(module)
-    state = {
-        "kernel": kernel,
-        "headers_present": os.path.isdir(os.path.join(params["modules_dir"], kernel, "build")),
-        "module_on_disk": read_module_on_disk(module, kernel),
-        "dkms": None,
-        "loaded": read_loaded(params["sysfs_root"], params["proc_root"]),
-        "userspace_version": read_userspace(params["lib_dirs"]),
-        "packages": packages,
-        "dpkg_interrupted": dpkg_interrupted,
-        "services": services,
-        "persistenced_unit": service_exists(services, PERSISTENCED),
-        "blacklist_complete": blacklist_complete(_read(params["blacklist_path"])),
-        "secure_boot": read_secure_boot(module, params["sysfs_root"]),
-        "signing_files_missing": [p for p in (params["signing_key"], params["signing_cert"])
-                                  if p and not os.path.exists(p)],
-        "index": None,
-        "smi": None,
-        "initramfs_command": initramfs_command(module),
+def os_info(params):
+    """The node's distribution, architecture and kernel: the arguments, else as fact gathering reads them."""
+    return {
+        "distribution": params["distribution"] or get_distribution(),
+        "distribution_version": params["distribution_version"] or get_distribution_version(),
+        "architecture": params["architecture"] or platform.machine(),
+        "kernel": params["kernel"] or os.uname().release,
     }
-    if needs_dkms_status(state, request):
-        state["dkms"] = read_dkms(module)
-    return state
-
-
-def verify(module, state, request, stage):
-    """Fail when the run did not leave what it was asked for."""
-    on_disk = (state["module_on_disk"] or {}).get("version")
-    if not version_matches(on_disk, request["wanted"]) or not version_matches(state["userspace_version"],
-                                                                              request["wanted"]):
-        module.fail_json(msg=f"after installing, the driver for kernel {state['kernel']} is "
-                             f"{on_disk or 'absent'} (userspace {state['userspace_version'] or 'absent'}), "
-                             f"wanted {request['wanted']}", state=_public(state))
-    if stage != "final" or pending_reboot(state) or not state["loaded"]["version"]:
-        return
-    smi = state["smi"] or {}
-    gpus = sum(1 for d in module.params["gpu"]["devices"] if d.get("kind") == "gpu")
-    if smi.get("error") or len(smi.get("driver_versions") or []) != gpus \
-            or set(smi["driver_versions"]) != {state["userspace_version"]}:
-        module.fail_json(msg=f"nvidia-smi: {smi.get('error') or smi.get('driver_versions')}; wanted "
-                             f"{state['userspace_version']} on {gpus} GPU(s)", state=_public(state))
-
-
-def _public(state):
-    return {k: v for k, v in state.items() if k not in ("packages", "index")}
 
 
 def run(module):
@@ -785,42 +577,8 @@ def run(module):
     if not gpu.get("present"):
         return {"changed": False, "ansible_facts": facts, "msg": "no NVIDIA GPU: nothing to do",
                 "plan": {"converged": True, "disruptive": False, "reasons": []}}
-    os_info = {
-        "distribution": params["distribution"] or get_distribution(),
-        "distribution_version": params["distribution_version"] or get_distribution_version(),
-        "architecture": params["architecture"] or platform.machine(),
-        "kernel": params["kernel"] or os.uname().release,
-    }
-    request = build_request(params, gpu, os_info)
-    state = read_state(module, request)
-    state.update((key, os_info[key]) for key in ("distribution", "distribution_version", "architecture"))
-    request = signed_fallback(state, request)
-    if request["method"] == "ubuntu-signed":
-        archive = read_signed_archive(module, request, state)
-        request = signed_request(request, state, archive, params["refreshed"])
-    for warning in request["warnings"]:
-        module.warn(warning)
-    steps = plan(state, request)
-    lookups = index_lookups(steps, request)
-    if lookups:
-        state["index"] = read_index(module, lookups) or {}
-        steps = plan(state, request)
-    loaded = state["loaded"]["version"]
-    if params["query_smi"] and loaded and (params["stage"] == "final" or steps["converged"]):
-        state["smi"] = read_smi(module)
-        if params["stage"] == "plan" and state["smi"]["error"]:
-            module.warn(f"nvidia-smi does not answer with the driver {loaded} loaded: "
-                        f"{state['smi']['error']}")
-    before = driver_facts(state, request)
-    result = {"changed": False, "request": request, "plan": steps, "before": before, "state": _public(state)}
-    if params["stage"] == "plan":
-        facts["nvidia_driver"] = driver_facts(state, request, steps)
-        result["changes"] = [] if steps["converged"] else change_lines(steps, before, facts["nvidia_driver"])
-    else:
-        verify(module, state, request, params["stage"])
-        facts["nvidia_driver"] = before
-        if params["stage"] == "final" and params["ran"] and params["before"]:
-            result["changes"] = change_lines(params["ran"], params["before"], before)
+    result = evaluate(Host(module), params, gpu, os_info(params))
+    facts.update(result["ansible_facts"])
     result["ansible_facts"] = facts
     return result
 
@@ -838,16 +596,21 @@ VALUE_RULES = {
 }
 
 
-def main():
-    module = build_module()
+def checked(module):
+    """The module, once every value in VALUE_RULES has its syntax (before anything is read)."""
     try:
         values.check(module.params, VALUE_RULES)
     except values.ValueSyntaxError as exc:
-        module.fail_json(msg=f"{exc}; nothing was read or written")
+        raise DriverError(f"{exc}; nothing was read or written") from exc
+    return module
+
+
+def main():
+    module = build_module()
     try:
-        result = run(module)
+        result = run(checked(module))
     except (DriverError, GpuDetectError, DpkgError) as exc:
-        module.fail_json(msg=str(exc))
+        module.fail_json(msg=str(exc), **getattr(exc, "result", {}))
     module.exit_json(**result)
 
 

@@ -1,0 +1,223 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What ``nvidia_driver_state`` reads from a node: packages, services, the module on
+disk, DKMS, Secure Boot, nvidia-smi, the apt index and the initramfs tool.
+
+Commands go through a :class:`Host` (the module's ``get_bin_path`` and
+``run_command``, always with the C locale), so tests script them; files are read
+under the roots given. A reading that cannot be trusted raises
+:class:`~ansible.module_utils.gpunode.driver.driver.DriverError`.
+"""
+
+import glob
+import os
+
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
+from ansible.module_utils.gpunode.common.dpkg_database import interrupted, parse_dpkg_query, parse_madison
+from ansible.module_utils.gpunode.common.text_file import read_text
+from ansible.module_utils.gpunode.driver import ubuntu_signed
+from ansible.module_utils.gpunode.driver.driver import (
+    FABRICMANAGER,
+    PERSISTENCED,
+    SECURE_BOOT_EFIVAR,
+    DriverError,
+    blacklist_complete,
+    module_from_modinfo,
+    needs_dkms_status,
+    parse_dkms_status,
+    parse_efi_secure_boot,
+    parse_mokutil_sb_state,
+    parse_smi_query,
+    parse_systemctl_show,
+    service_exists,
+    userspace_version_from_names,
+)
+from ansible.module_utils.gpunode.driver.gpu import read_loaded
+
+LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
+INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))
+
+
+class Host:
+    """The node as the module sees it: programs found on PATH, commands run in the C
+    locale, warnings shown to the user (all through the ``AnsibleModule``)."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def which(self, name):
+        """The path of program ``name``, or None."""
+        return self._module.get_bin_path(name)
+
+    def run(self, argv):
+        """``(rc, stdout, stderr)`` of ``argv``."""
+        return self._module.run_command(argv, environ_update=C_LOCALE)
+
+    def warn(self, message):
+        self._module.warn(message)
+
+
+def _read_bytes(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def read_module_on_disk(host, kernel):
+    modinfo = host.which("modinfo")
+    if not modinfo:
+        raise DriverError("modinfo not found: install kmod")
+    rc, out, _err = host.run([modinfo, "-k", kernel, "nvidia"])
+    if rc != 0:
+        return None
+    try:
+        return module_from_modinfo(out)
+    except DriverError as exc:
+        raise DriverError(f"modinfo -k {kernel} nvidia: {exc}") from exc
+
+
+def read_dkms(host):
+    dkms = host.which("dkms")
+    if not dkms:
+        return []
+    rc, out, err = host.run([dkms, "status", "nvidia"])
+    if rc != 0:
+        raise DriverError(f"dkms status nvidia failed: {err.strip() or out.strip()}")
+    return [e for e in parse_dkms_status(out) if e["module"] == "nvidia"]
+
+
+def read_userspace(lib_dirs):
+    names = []
+    for directory in lib_dirs:
+        for pattern in ("libnvidia-ml.so.*", "*/libnvidia-ml.so.*"):
+            names.extend(os.path.basename(p) for p in glob.glob(os.path.join(directory, pattern)))
+    return userspace_version_from_names(names)
+
+
+def read_packages(host, admindir):
+    """dpkg's packages and the reasons a ``dpkg --configure -a`` is needed; (None, []) without dpkg."""
+    query = host.which("dpkg-query")
+    if not query:
+        return None, []
+    fields = "${Package}\t${Version}\t${Status}\n"
+    rc, out, err = host.run([query, f"--admindir={admindir}", "-W", "-f", fields])
+    if rc != 0:
+        raise DriverError(f"dpkg-query -W failed (rc {rc}): {err.strip()}")
+    packages = parse_dpkg_query(out)
+    return packages, interrupted(packages, admindir)
+
+
+def read_services(host):
+    systemctl = host.which("systemctl")
+    if not systemctl:
+        return {}
+    _rc, out, _err = host.run([systemctl, "show", "-p", "Id,LoadState,ActiveState,UnitFileState",
+                               f"{PERSISTENCED}.service", f"{FABRICMANAGER}.service"])
+    return parse_systemctl_show(out)
+
+
+def read_secure_boot(host, sysfs_root):
+    """True or False, or None when neither the EFI variable nor ``mokutil`` tells."""
+    efi = os.path.join(sysfs_root, "firmware", "efi")
+    data = _read_bytes(os.path.join(efi, "efivars", SECURE_BOOT_EFIVAR))
+    if data is not None:
+        try:
+            return parse_efi_secure_boot(data)
+        except DriverError as exc:
+            raise DriverError(f"{efi}/efivars/{SECURE_BOOT_EFIVAR}: {exc}") from exc
+    if not os.path.isdir(efi):
+        return False  # booted by BIOS: no Secure Boot
+    mokutil = host.which("mokutil")
+    if mokutil:
+        _rc, out, err = host.run([mokutil, "--sb-state"])
+        return parse_mokutil_sb_state(out + err)
+    return None
+
+
+def read_smi(host):
+    """The driver version and persistence mode per GPU, with ``error`` when nvidia-smi does not answer."""
+    smi = host.which("nvidia-smi")
+    if not smi:
+        return {"error": "nvidia-smi not found", "driver_versions": [], "persistence_mode": []}
+    rc, out, err = host.run([smi, "--query-gpu=driver_version,persistence_mode", "--format=csv,noheader"])
+    if rc != 0:
+        error = out.strip() or err.strip() or f"rc {rc}"
+        return {"error": error, "driver_versions": [], "persistence_mode": []}
+    try:
+        result = parse_smi_query(out)
+    except DriverError as exc:
+        return {"error": str(exc), "driver_versions": [], "persistence_mode": []}
+    result["error"] = None
+    return result
+
+
+def read_index(host, names):
+    """``apt-cache madison`` of ``names``: what the package index knows, or None without apt."""
+    madison = host.which("apt-cache")
+    if not madison or not names:
+        return None
+    _rc, out, _err = host.run([madison, "madison", *names])
+    return parse_madison(out)
+
+
+def read_signed_archive(host, request, state):
+    """The ``linux-modules-nvidia-*`` names apt knows, and the driver of the candidates."""
+    cache = host.which("apt-cache")
+    if not cache:
+        return {"names": [], "drivers": {}}
+    _rc, out, _err = host.run([cache, "pkgnames", ubuntu_signed.MODULES_PREFIX])
+    names = sorted(set(out.split()))
+    known = set(names)
+    candidates = ubuntu_signed.candidates(request["branch"], request["module_type"], state["kernel"],
+                                          state["packages"])
+    asked = [name for name in candidates if name in known]
+    drivers = {}
+    if asked:
+        _rc, out, _err = host.run([cache, "show", "--no-all-versions", *asked])
+        drivers = ubuntu_signed.parse_show(out)
+    return {"names": names, "drivers": drivers}
+
+
+def initramfs_command(host):
+    for tool, args in INITRAMFS_TOOLS:
+        path = host.which(tool)
+        if path:
+            return [path, *args]
+    return None
+
+
+def read_state(host, params, os_info, request):
+    """Everything the plan needs, in as few commands as the host allows.
+
+    ``params``: the module's (roots, paths, signing files); ``os_info``: ``kernel``,
+    ``distribution``, ``distribution_version``, ``architecture``.
+    """
+    kernel = os_info["kernel"]
+    packages, dpkg_interrupted = read_packages(host, params["admindir"])
+    services = read_services(host)
+    state = {
+        "kernel": kernel,
+        "headers_present": os.path.isdir(os.path.join(params["modules_dir"], kernel, "build")),
+        "module_on_disk": read_module_on_disk(host, kernel),
+        "dkms": None,
+        "loaded": read_loaded(params["sysfs_root"], params["proc_root"]),
+        "userspace_version": read_userspace(params["lib_dirs"]),
+        "packages": packages,
+        "dpkg_interrupted": dpkg_interrupted,
+        "services": services,
+        "persistenced_unit": service_exists(services, PERSISTENCED),
+        "blacklist_complete": blacklist_complete(read_text(params["blacklist_path"], DriverError)),
+        "secure_boot": read_secure_boot(host, params["sysfs_root"]),
+        "signing_files_missing": [p for p in (params["signing_key"], params["signing_cert"])
+                                  if p and not os.path.exists(p)],
+        "index": None,
+        "smi": None,
+        "initramfs_command": initramfs_command(host),
+    }
+    if needs_dkms_status(state, request):
+        state["dkms"] = read_dkms(host)
+    state.update((key, os_info[key]) for key in ("distribution", "distribution_version", "architecture"))
+    return state

@@ -1,0 +1,109 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The three calls of ``nvidia_driver_state``: the plan, and the checks after the install
+(``installed``) and after the whole role (``final``).
+
+:func:`evaluate` reads the node through a :class:`~ansible.module_utils.gpunode.driver.host.Host`,
+builds the request, plans, and for the later stages verifies; a run that did not leave
+what it was asked for raises :class:`VerifyError`, which carries the state read.
+"""
+
+from ansible.module_utils.gpunode.driver.driver import (
+    DriverError,
+    build_request,
+    change_lines,
+    driver_facts,
+    index_lookups,
+    pending_reboot,
+    plan,
+    signed_fallback,
+    signed_request,
+    version_matches,
+)
+from ansible.module_utils.gpunode.driver.host import read_index, read_signed_archive, read_smi, read_state
+
+
+class VerifyError(DriverError):
+    """The driver on the node is not the one asked for; ``result`` goes into the failure."""
+
+    def __init__(self, message, state):
+        super().__init__(message)
+        self.result = {"state": public(state)}
+
+
+def public(state):
+    """The state as returned: without dpkg's packages and the apt index."""
+    return {k: v for k, v in state.items() if k not in ("packages", "index")}
+
+
+def verify(state, request, stage, gpu):
+    """Raise :class:`VerifyError` when the run did not leave what it was asked for."""
+    on_disk = (state["module_on_disk"] or {}).get("version")
+    if not version_matches(on_disk, request["wanted"]) or not version_matches(state["userspace_version"],
+                                                                              request["wanted"]):
+        raise VerifyError(f"after installing, the driver for kernel {state['kernel']} is "
+                          f"{on_disk or 'absent'} (userspace {state['userspace_version'] or 'absent'}), "
+                          f"wanted {request['wanted']}", state)
+    if stage != "final" or pending_reboot(state) or not state["loaded"]["version"]:
+        return
+    smi = state["smi"] or {}
+    gpus = sum(1 for d in gpu["devices"] if d.get("kind") == "gpu")
+    if smi.get("error") or len(smi.get("driver_versions") or []) != gpus \
+            or set(smi["driver_versions"]) != {state["userspace_version"]}:
+        raise VerifyError(f"nvidia-smi: {smi.get('error') or smi.get('driver_versions')}; wanted "
+                          f"{state['userspace_version']} on {gpus} GPU(s)", state)
+
+
+def read_request(host, params, gpu, os_info):
+    """``(request, state)``: the request as the node allows it (Ubuntu's signed modules
+    under Secure Boot, their packages from the archive) and the node's state."""
+    request = build_request(params, gpu, os_info)
+    state = read_state(host, params, os_info, request)
+    request = signed_fallback(state, request)
+    if request["method"] == "ubuntu-signed":
+        archive = read_signed_archive(host, request, state)
+        request = signed_request(request, state, archive, params["refreshed"])
+    for warning in request["warnings"]:
+        host.warn(warning)
+    return request, state
+
+
+def planned(host, state, request):
+    """The plan; planned again with the apt index when it depends on packages it names."""
+    steps = plan(state, request)
+    lookups = index_lookups(steps, request)
+    if lookups:
+        state["index"] = read_index(host, lookups) or {}
+        steps = plan(state, request)
+    return steps
+
+
+def read_smi_when_needed(host, params, state, steps):
+    """nvidia-smi's answer on a loaded driver, in the final check or on a converged node."""
+    loaded = state["loaded"]["version"]
+    if params["query_smi"] and loaded and (params["stage"] == "final" or steps["converged"]):
+        state["smi"] = read_smi(host)
+        if params["stage"] == "plan" and state["smi"]["error"]:
+            host.warn(f"nvidia-smi does not answer with the driver {loaded} loaded: {state['smi']['error']}")
+
+
+def evaluate(host, params, gpu, os_info):
+    """The module's result for ``params["stage"]`` on a node with NVIDIA GPUs ``gpu``:
+    ``changed``, ``request``, ``plan``, ``before``, ``state``, ``changes`` (where known) and
+    ``ansible_facts`` (``nvidia_driver``)."""
+    request, state = read_request(host, params, gpu, os_info)
+    steps = planned(host, state, request)
+    read_smi_when_needed(host, params, state, steps)
+    before = driver_facts(state, request)
+    result = {"changed": False, "request": request, "plan": steps, "before": before, "state": public(state)}
+    if params["stage"] == "plan":
+        after = driver_facts(state, request, steps)
+        result["changes"] = [] if steps["converged"] else change_lines(steps, before, after)
+    else:
+        verify(state, request, params["stage"], gpu)
+        after = before
+        if params["stage"] == "final" and params["ran"] and params["before"]:
+            result["changes"] = change_lines(params["ran"], params["before"], before)
+    result["ansible_facts"] = {"nvidia_driver": after}
+    return result

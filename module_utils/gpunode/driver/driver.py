@@ -509,6 +509,12 @@ def index_lookups(plan_result, request):
     return names
 
 
+#: The keys of a plan's steps, in their order in the result (then ``converged``, ``disruptive``, ``reasons``).
+PLAN_KEYS = ("repair_dpkg", "install", "install_packages", "refresh_index", "prerequisites", "dkms_build",
+             "dkms_version", "unhold", "hold", "remove", "kernel_modules", "blacklist_nouveau", "unload",
+             "load", "reboot_required", "persistence", "fabricmanager")
+
+
 def plan(state, request):
     """What to do to get ``request`` on a host in ``state``; never reads anything.
 
@@ -522,20 +528,50 @@ def plan(state, request):
     and Ubuntu's signed modules, and the signed modules of kernels that boot next), with
     ``converged`` (nothing to do),
     ``disruptive`` (the GPUs stop: install, unload or reboot) and ``reasons``.
+
+    The steps are :data:`PLAN_STEPS`, in order; their reasons are the plan's, in that order.
     """
-    wanted = request["wanted"]
-    packages = state.get("packages")
-    loaded = state.get("loaded") or {}
-    loaded_version = loaded.get("version")
-    userspace = state.get("userspace_version")
+    parts, reasons = {}, []
+    for step in PLAN_STEPS:
+        part, why = step(state, request, parts)
+        parts.update(part)
+        reasons.extend(why)
+    steps = {key: parts[key] for key in PLAN_KEYS}
+    steps["converged"] = not any(value for key, value in steps.items()
+                                 if key not in ("dkms_version", "reboot_required", "install_packages"))
+    steps["disruptive"] = steps["install"] or steps["unload"] or steps["reboot_required"]
+    steps["reasons"] = reasons
+    return steps
+
+
+# The steps of :func:`plan`, in order. Each is ``step(state, request, steps)`` over the plan so
+# far (the parts of the steps before it) and returns ``(its part of the plan, its reasons)``.
+
+
+def _building(steps):
+    """Whether the run installs the driver or builds its module."""
+    return steps["install"] or steps["dkms_build"]
+
+
+def _builds(request, steps):
+    """Whether the run builds a module (Canonical's signed modules are built and signed already)."""
+    return _building(steps) and request["method"] != "ubuntu-signed"
+
+
+def plan_install(state, request, _steps):
+    """``install`` (and its apt requests), or ``dkms_build`` of a registered version."""
     install, dkms_build, dkms_version, reasons = install_step(state, request)
     if install and request.get("signed_auto"):
         reasons.append("Secure Boot is on and no signing key is set: Canonical's signed NVIDIA modules "
                        "(nvidia_driver_method: ubuntu-signed)")
+    specs = _install_specs(request, state.get("packages")) if install and request["packages"] else []
+    return {"install": install, "install_packages": specs, "dkms_build": dkms_build,
+            "dkms_version": dkms_version}, reasons
 
-    building = install or dkms_build
-    # Canonical's signed modules are built and signed already: nothing to build, nothing to sign
-    builds = building and request["method"] != "ubuntu-signed"
+
+def plan_signing(state, request, steps):
+    """Nothing; refuses a build that Secure Boot would not load, or signing files that are missing."""
+    builds = _builds(request, steps)
     if builds and state.get("secure_boot") and not request["signing"]:
         raise DriverError(
             "Secure Boot is on and the NVIDIA kernel module would be unsigned, so the kernel would refuse "
@@ -546,17 +582,30 @@ def plan(state, request):
     if builds and missing_keys:
         raise DriverError(f"{', '.join(missing_keys)} (module signing) does not exist on this host; "
                           "nothing was changed")
+    return {}, []
 
-    repair_dpkg = bool(state.get("dpkg_interrupted"))
-    if repair_dpkg:
-        reasons.extend(state["dpkg_interrupted"])
 
+def plan_dpkg(state, _request, _steps):
+    """``repair_dpkg``: an interrupted dpkg run to finish first."""
+    interrupted_by = state.get("dpkg_interrupted")
+    return {"repair_dpkg": bool(interrupted_by)}, list(interrupted_by or [])
+
+
+def plan_prerequisites(state, request, steps):
+    """``prerequisites``: the kernel headers and build tools a module build needs."""
+    packages = state.get("packages")
     prerequisites = []
-    if builds and request["install_prerequisites"] and packages is not None:
+    if _builds(request, steps) and request["install_prerequisites"] and packages is not None:
         if not state.get("headers_present"):
             prerequisites.append(request["headers_package"])
         prerequisites += [p for p in nvidia_packages.BUILD_PREREQUISITES if not installed(packages, p)]
+    return {"prerequisites": prerequisites}, []
 
+
+def plan_hold(state, request, steps):
+    """``unhold`` and ``hold``: the driver's packages released for an install, held after it."""
+    packages = state.get("packages")
+    install = steps["install"]
     held = _held(packages)
     hold_targets = list((request["packages"] or {}).get("hold") or [])
     if request["fabricmanager"] and request["fabricmanager_package"] and request["method"] in PACKAGE_METHODS:
@@ -569,11 +618,19 @@ def plan(state, request):
             hold = [p for p in hold_targets if install or p not in held]
         else:
             unhold = sorted(set(unhold) | {p for p in hold_targets if p in held})
-    if hold and not install:
-        reasons.append(f"not held: {', '.join(hold)}")
+    reasons = [f"not held: {', '.join(hold)}"] if hold and not install else []
+    return {"unhold": unhold, "hold": hold}, reasons
 
-    modules = loaded.get("modules") or []
-    nouveau = "nouveau" in modules
+
+def plan_module(state, request, steps):
+    """``unload``, ``load`` and ``reboot_required``: the kernel module to run the wanted driver."""
+    wanted = request["wanted"]
+    loaded = state.get("loaded") or {}
+    loaded_version = loaded.get("version")
+    userspace = state.get("userspace_version")
+    install = steps["install"]
+    reasons = []
+    nouveau = "nouveau" in (loaded.get("modules") or [])
     installed_exact = userspace if not install and version_matches(userspace, wanted) else None
     stale = bool(installed_exact) and not version_matches(loaded_version, installed_exact)
     flavor_change = bool(loaded_version) and bool(loaded.get("module_type")) \
@@ -582,17 +639,22 @@ def plan(state, request):
                                        or flavor_change)
     if unload:
         reasons.append(f"loaded module {loaded_version} must be unloaded")
-    reboot_required = nouveau
     if nouveau:
         reasons.append("nouveau is loaded: a reboot is needed to load nvidia")
     load = not nouveau and (unload or not loaded_version)
-    if load and not unload and not building:
+    if load and not unload and not _building(steps):
         reasons.append("the nvidia module is not loaded")
+    return {"unload": unload, "load": load, "reboot_required": nouveau}, reasons
 
+
+def plan_blacklist(state, request, _steps):
+    """``blacklist_nouveau``: the modprobe.d file that keeps nouveau off the GPUs."""
     blacklist = request["blacklist_nouveau"] and not state.get("blacklist_complete")
-    if blacklist:
-        reasons.append("nouveau is not blacklisted")
+    return {"blacklist_nouveau": blacklist}, ["nouveau is not blacklisted"] if blacklist else []
 
+
+def plan_persistence(state, request, steps):
+    """``persistence``: nvidia-persistenced's unit (runfile), enable, start."""
     services = state.get("services") or {}
     persistence = []
     if request["persistence"]:
@@ -600,75 +662,70 @@ def plan(state, request):
             persistence.append("unit")
         if not service_enabled(services, PERSISTENCED):
             persistence.append("enable")
-        if not service_running(services, PERSISTENCED) and not reboot_required:
+        if not service_running(services, PERSISTENCED) and not steps["reboot_required"]:
             persistence.append("start")
-    if persistence and not building:
-        reasons.append(f"{PERSISTENCED}: {', '.join(persistence)}")
+    reasons = [f"{PERSISTENCED}: {', '.join(persistence)}"] if persistence and not _building(steps) else []
+    return {"persistence": persistence}, reasons
 
-    fabricmanager = None
-    if request["fabricmanager"]:
-        fm_package = request["fabricmanager_package"]
-        fm_version = installed(packages or {}, fm_package)
-        fm_install = install or not fm_version \
-            or not version_matches(fm_version.split("-")[0], userspace or "0")
-        fabricmanager = {
-            "package": fm_package,
-            "version": request["version"] if install else userspace,
-            "install": fm_install,
-            "enable": not service_enabled(services, FABRICMANAGER),
-            "start": not reboot_required
-            and (fm_install or unload or not service_running(services, FABRICMANAGER)),
-        }
-        if not any((fm_install, fabricmanager["enable"], fabricmanager["start"])):
-            fabricmanager = None
-        elif not building:
-            reasons.append(f"fabric manager {fm_package}: "
-                           + ", ".join(k for k in ("install", "enable", "start") if fabricmanager[k]))
 
-    remove, kernel_modules = switch_steps(state, request, install)
+def plan_fabricmanager(state, request, steps):
+    """``fabricmanager``: its package at the driver's version, enabled and started (None: nothing)."""
+    if not request["fabricmanager"]:
+        return {"fabricmanager": None}, []
+    services = state.get("services") or {}
+    userspace = state.get("userspace_version")
+    install = steps["install"]
+    fm_package = request["fabricmanager_package"]
+    fm_version = installed(state.get("packages") or {}, fm_package)
+    fm_install = install or not fm_version \
+        or not version_matches(fm_version.split("-")[0], userspace or "0")
+    fabricmanager = {
+        "package": fm_package,
+        "version": request["version"] if install else userspace,
+        "install": fm_install,
+        "enable": not service_enabled(services, FABRICMANAGER),
+        "start": not steps["reboot_required"]
+        and (fm_install or steps["unload"] or not service_running(services, FABRICMANAGER)),
+    }
+    if not any((fm_install, fabricmanager["enable"], fabricmanager["start"])):
+        return {"fabricmanager": None}, []
+    if _building(steps):
+        return {"fabricmanager": fabricmanager}, []
+    todo = ", ".join(k for k in ("install", "enable", "start") if fabricmanager[k])
+    return {"fabricmanager": fabricmanager}, [f"fabric manager {fm_package}: {todo}"]
+
+
+def plan_switch(state, request, steps):
+    """``remove`` and ``kernel_modules`` (see :func:`switch_steps`)."""
+    remove, kernel_modules = switch_steps(state, request, steps["install"])
+    reasons = []
     if kernel_modules:
         reasons.append(f"signed modules for the kernel(s) that boot next: {', '.join(kernel_modules)}")
+    return {"remove": remove, "kernel_modules": kernel_modules}, reasons
 
+
+def plan_index(state, request, steps):
+    """``refresh_index``: ``apt update`` first, when the index does not know a package the plan installs."""
     refresh_index = bool((request["packages"] or {}).get("provisional"))
-    if state.get("index") is not None:
-        unversioned = (request["packages"] or {}).get("unversioned") or ()
-        needed = [(p, None) for p in prerequisites + kernel_modules]
-        if install and request["packages"]:
-            needed += [(p, None if p in unversioned else request["version"])
-                       for p in request["packages"]["install"]]
-            if request["packages"]["pin"]:
-                needed.append((request["packages"]["pin"], None))
-        if fabricmanager and fabricmanager["install"]:
-            needed.append((fabricmanager["package"], fabricmanager["version"]))
-        unknown = [p for p, v in needed if not version_known(state["index"], p, v)]
-        refresh_index = refresh_index or bool(unknown)
-        if unknown:
-            reasons.append(f"the package index does not know {', '.join(unknown)}")
+    if state.get("index") is None:
+        return {"refresh_index": refresh_index}, []
+    unversioned = (request["packages"] or {}).get("unversioned") or ()
+    needed = [(p, None) for p in steps["prerequisites"] + steps["kernel_modules"]]
+    if steps["install"] and request["packages"]:
+        needed += [(p, None if p in unversioned else request["version"])
+                   for p in request["packages"]["install"]]
+        if request["packages"]["pin"]:
+            needed.append((request["packages"]["pin"], None))
+    fabricmanager = steps["fabricmanager"]
+    if fabricmanager and fabricmanager["install"]:
+        needed.append((fabricmanager["package"], fabricmanager["version"]))
+    unknown = [p for p, v in needed if not version_known(state["index"], p, v)]
+    reasons = [f"the package index does not know {', '.join(unknown)}"] if unknown else []
+    return {"refresh_index": refresh_index or bool(unknown)}, reasons
 
-    steps = {
-        "repair_dpkg": repair_dpkg,
-        "install": install,
-        "install_packages": _install_specs(request, packages) if install and request["packages"] else [],
-        "refresh_index": refresh_index,
-        "prerequisites": prerequisites,
-        "dkms_build": dkms_build,
-        "dkms_version": dkms_version,
-        "unhold": unhold,
-        "hold": hold,
-        "remove": remove,
-        "kernel_modules": kernel_modules,
-        "blacklist_nouveau": blacklist,
-        "unload": unload,
-        "load": load,
-        "reboot_required": reboot_required,
-        "persistence": persistence,
-        "fabricmanager": fabricmanager,
-    }
-    steps["converged"] = not any(value for key, value in steps.items()
-                                 if key not in ("dkms_version", "reboot_required", "install_packages"))
-    steps["disruptive"] = install or unload or reboot_required
-    steps["reasons"] = reasons
-    return steps
+
+PLAN_STEPS = (plan_install, plan_signing, plan_dpkg, plan_prerequisites, plan_hold, plan_module,
+              plan_blacklist, plan_persistence, plan_fabricmanager, plan_switch, plan_index)
 
 
 def install_step(state, request):

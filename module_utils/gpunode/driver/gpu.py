@@ -463,21 +463,16 @@ def summary_line(facts):
 # --------------------------------------------------------------------------
 
 
-def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86_64"):
-    """The ``nvidia_gpu`` facts of a host. Returns ``(facts, warnings)``.
-
-    ``pci_ids_path`` None means "no names from pci.ids" (the caller looks for
-    the system's one). A missing sysfs_root or proc_root is an error: it is
-    almost always a wrong inventory variable, and answering "no GPU" would
-    hide it.
-    """
+def _check_roots(sysfs_root, proc_root):
     for label, path in (("sysfs_root", sysfs_root), ("proc_root", proc_root)):
         if not os.path.isabs(path):
             raise GpuDetectError(f"{label} {path}: not an absolute path")
         if not os.path.isdir(path):
             raise GpuDetectError(f"{label} {path}: no such directory")
-    raw, warnings = read_pci_devices(sysfs_root)
-    pci_ids = load_pci_ids(pci_ids_path) if pci_ids_path else {}
+
+
+def named_devices(raw, pci_ids):
+    """The ``devices`` facts of the PCI devices ``raw`` (:func:`read_pci_devices`): classified and named."""
     devices = []
     for dev in raw:
         kind = classify(dev["class_id"])
@@ -495,6 +490,20 @@ def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86
             "bound_driver": dev["bound_driver"],
             "numa_node": dev["numa_node"],
         })
+    return devices
+
+
+def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86_64"):
+    """The ``nvidia_gpu`` facts of a host. Returns ``(facts, warnings)``.
+
+    ``pci_ids_path`` None means "no names from pci.ids" (the caller looks for
+    the system's one). A missing sysfs_root or proc_root is an error: it is
+    almost always a wrong inventory variable, and answering "no GPU" would
+    hide it.
+    """
+    _check_roots(sysfs_root, proc_root)
+    raw, warnings = read_pci_devices(sysfs_root)
+    devices = named_devices(raw, load_pci_ids(pci_ids_path) if pci_ids_path else {})
     gpus = [d for d in devices if d["kind"] == "gpu"]
     models = []
     for gpu in gpus:

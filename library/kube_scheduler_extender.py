@@ -331,7 +331,7 @@ import copy
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.gpunode.common import k8s_names, values
 from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
-from ansible.module_utils.gpunode.scheduler.apply import JOURNAL, Node, decide, write  # noqa: F401 (JOURNAL: tests)
+from ansible.module_utils.gpunode.scheduler import apply
 from ansible.module_utils.gpunode.scheduler.config import (
     DEFAULT_MANIFEST,
     DEFAULT_RKE2_CONFIG,
@@ -395,6 +395,10 @@ VALUE_RULES = {
     "proc_root": values.path,
 }
 PACKAGES = {"PyYAML": "python3-yaml"}
+# The host side (files, processes, commands) and the record of a change not yet seen running
+# healthy (in backup_dir): module_utils/gpunode/scheduler/apply.py
+Node = apply.Node
+JOURNAL = apply.JOURNAL
 
 
 def build_module():
@@ -410,11 +414,11 @@ def run(module):
     except values.ValueSyntaxError as exc:
         raise KubeSchedulerError(f"{exc}; nothing was read or written") from exc
     node = Node(module, read=read_file)
-    decision = decide(node)
+    decision = apply.decide(node)
     for warning in decision.warnings:
         module.warn(warning)
     if not module.check_mode:
-        write(node, decision)
+        apply.write(node, decision)
     return decision.out
 
 

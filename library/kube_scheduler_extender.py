@@ -327,55 +327,16 @@ diff:
 """
 
 import copy
-import json
-import os
-import shutil
-import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.gpunode.common import k8s_names, values
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.gpunode.common.service_health import probe_url
-from ansible.module_utils.gpunode.common.text_file import (
-    check_removable,
-    fsync_directory,
-    resolved_path,
-    shown_path,
-    write_text,
-)
 from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
+from ansible.module_utils.gpunode.scheduler import apply
 from ansible.module_utils.gpunode.scheduler.config import (
     DEFAULT_MANIFEST,
     DEFAULT_RKE2_CONFIG,
     KubeSchedulerError,
-    load_yaml,
-    parse_manifest,
-    plan,
     read_file,
-    resolve_params,
-    rke2_files,
-    rke_state_path,
-    rke_up_pending,
-)
-from ansible.module_utils.gpunode.scheduler.kubeadm_config import (
-    CONFIGMAP,
-    KEY,
-    plan_record,
-    read_configmap,
-    write_configmap,
-)
-from ansible.module_utils.gpunode.scheduler.node import (
-    RKE2_BINARIES,
-    binary_version,
-    change_lines,
-    detect_flavor,
-    detect_version,
-    digest,
-    journal_entries,
-    processes,
-    restart_plan,
-    scheduler_facts,
-    tag_version,
 )
 
 EXTENDER_SPEC = {
@@ -433,8 +394,11 @@ VALUE_RULES = {
     "health_url": values.optional(values.http_url),
     "proc_root": values.path,
 }
-JOURNAL = "gpunode-scheduler-unverified.json"
 PACKAGES = {"PyYAML": "python3-yaml"}
+# The host side (files, processes, commands) and the record of a change not yet seen running
+# healthy (in backup_dir): module_utils/gpunode/scheduler/apply.py
+Node = apply.Node
+JOURNAL = apply.JOURNAL
 
 
 def build_module():
@@ -443,320 +407,19 @@ def build_module():
     return AnsibleModule(argument_spec=copy.deepcopy(ARGUMENT_SPEC), supports_check_mode=True)
 
 
-def _inside(path, directory):
-    path, directory = os.path.realpath(path), os.path.realpath(directory)
-    return path == directory or path.startswith(directory.rstrip("/") + "/")
-
-
-def backup_dir_for(params):
-    if params["backup_dir"]:
-        return params["backup_dir"]
-    if params["flavor"] == "rke2":
-        return "/etc/rancher/rke2/gpunode-backups"
-    if params["flavor"] == "rke" and params["cluster_yml"]:
-        return os.path.dirname(os.path.abspath(params["cluster_yml"]))
-    return "/etc/kubernetes/gpunode-backups"
-
-
-def make_backup(path, directory):
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    target = os.path.join(directory, f"{os.path.basename(path)}.{stamp}~")
-    n = 1
-    while os.path.exists(target):
-        n += 1
-        target = os.path.join(directory, f"{os.path.basename(path)}.{stamp}.{n}~")
-    shutil.copy2(resolved_path(path), target)  # a link: its target's content, never a link
-    return target
-
-
-def _listdir(path):
-    try:
-        return os.listdir(path)
-    except OSError:
-        return []
-
-
-def _mtime(path):
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return None
-
-
-class Node:
-    """The host side: files, processes, commands."""
-
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-
-    def run(self, argv, data=None):
-        return self.module.run_command(argv, environ_update=C_LOCALE, data=data, binary_data=data is not None)
-
-    def schedulers(self):
-        return processes("kube-scheduler", self.params["proc_root"])
-
-    def rke2_server(self):
-        servers = [p for p in processes("rke2", self.params["proc_root"]) if p.argv[1:2] == ["server"]]
-        return servers[0] if servers else None
-
-    def rke2_version(self):
-        binary = self.module.get_bin_path("rke2", opt_dirs=[os.path.dirname(b) for b in RKE2_BINARIES])
-        if not binary:
-            return None
-        rc, out, _err = self.run([binary, "--version"])
-        return out if rc == 0 else None
-
-    def kubectl(self):
-        return self.params["kubectl"] or self.module.get_bin_path("kubectl")
-
-    def get_kubeadm_config(self):
-        """((configmap, ClusterConfiguration text), None), or (None, why it cannot be read)."""
-        kubectl, admin = self.kubectl(), self.params["admin_kubeconfig"]
-        if not kubectl:
-            return None, "kubectl is not installed"
-        if not os.path.exists(admin):
-            return None, f"{admin} does not exist"
-        rc, out, err = self.run([kubectl, "--kubeconfig", admin, "--namespace", "kube-system",
-                                 "get", "configmap", "kubeadm-config", "--output", "json"])
-        if rc != 0:
-            return None, f"kubectl get configmap kubeadm-config: {(err or out).strip()}"
-        try:
-            return read_configmap(out), None
-        except KubeSchedulerError as exc:
-            return None, str(exc)
-
-    def replace_kubeadm_config(self, configmap, text):
-        kubectl, admin = self.kubectl(), self.params["admin_kubeconfig"]
-        body = write_configmap(configmap, text)
-        rc, out, err = self.run([kubectl, "--kubeconfig", admin, "replace", "--filename", "-"], data=body)
-        if rc != 0:
-            raise KubeSchedulerError(f"{CONFIGMAP}: kubectl replace failed: "
-                                     f"{(err or out).strip()}")
-
-
-# ---------------------------------------------------------------- decisions
-
-def _flavor(module):
-    params = module.params
-    if params["flavor"] != "auto":
-        return params["flavor"]
-    flavor = detect_flavor(os.path.exists, params["manifest_path"], params["rke2_config"],
-                           params["cluster_yml"])
-    if flavor is None:
-        module.fail_json(msg=f"cannot tell how kube-scheduler runs here: no {params['manifest_path']} "
-                             f"(kubeadm), no {os.path.dirname(params['rke2_config'])} (RKE2), no RKE "
-                             "scheduler kubeconfig (RKE1); set flavor")
-    return flavor
-
-
-def _version(node, flavor, manifest, schedulers, cluster_configuration):
-    """(version, source, warnings) from what this host has, best source first."""
-    params = node.params
-    if params["kubernetes_version"]:
-        return params["kubernetes_version"], "kubernetes_version", []
-    running = [binary_version(p, node.run, params["proc_root"]) or (None, f"kube-scheduler PID {p.pid}")
-               for p in schedulers[-1:]]
-    candidates = []
-    if flavor == "kubeadm" and manifest:
-        data, ci = manifest
-        image = str(data["spec"]["containers"][ci].get("image") or "")
-        candidates.append((tag_version(image), f"the image tag in {params['manifest_path']} ({image})"))
-        candidates += running
-        if cluster_configuration:
-            recorded = load_yaml(CONFIGMAP, cluster_configuration) or {}
-            version = recorded.get("kubernetesVersion") if isinstance(recorded, dict) else None
-            candidates.append((version, f"{CONFIGMAP} ClusterConfiguration.kubernetesVersion"))
-        # kubespray keeps the configuration it gave kubeadm next to the manifests' folder
-        kube_dir = os.path.dirname(os.path.dirname(params["manifest_path"]))
-        records_path = os.path.join(kube_dir, "kubeadm-config.yaml")
-        for document in (read_file(records_path) or "").split("\n---"):
-            record = load_yaml(records_path, document) or {}
-            if isinstance(record, dict) and record.get("kubernetesVersion"):
-                candidates.append((record["kubernetesVersion"], records_path))
-    elif flavor == "rke2":
-        candidates.append((node.rke2_version(), "rke2 --version"))
-        candidates += running
-    elif params["cluster_yml"]:
-        text = read_file(params["cluster_yml"])
-        version = (load_yaml(params["cluster_yml"], text) or {}).get("kubernetes_version") if text else None
-        candidates.append((version, f"kubernetes_version in {params['cluster_yml']}"))
-    else:
-        candidates += running
-    version, source, warnings = detect_version(candidates)
-    if version is None:
-        tried = "; ".join(s for _v, s in candidates) or "no kube-scheduler process, no file that records it"
-        raise KubeSchedulerError(f"cannot tell the Kubernetes version ({flavor}); looked at: {tried}; "
-                                 "set kubernetes_version")
-    return version, source, warnings
-
-
-def _journal_path(params, flavor):
-    return os.path.join(backup_dir_for(dict(params, flavor=flavor)), JOURNAL)
-
-
-def _read_journal(path):
-    text = read_file(path)
-    try:
-        return json.loads(text) if text else None
-    except ValueError:
-        return None
-
-
 def run(module):
-    params = module.params
+    """Check the values, decide (module_utils/gpunode/scheduler/apply.py), write unless in check mode."""
     try:
-        values.check(params, VALUE_RULES)
+        values.check(module.params, VALUE_RULES)
     except values.ValueSyntaxError as exc:
-        module.fail_json(msg=f"{exc}; nothing was read or written")
-    node = Node(module)
-    flavor = _flavor(module)
-    params = dict(params, flavor=flavor)
-    static_dir = os.path.dirname(params["manifest_path"])
-    backup_dir = backup_dir_for(params)
-    if flavor == "kubeadm" and _inside(backup_dir, static_dir):
-        module.fail_json(msg=f"backup_dir {backup_dir}: inside the static pod directory {static_dir}; "
-                             "the kubelet would run a backup as a pod")
-    admin = flavor == "rke" and bool(params["cluster_yml"])
-    schedulers = [] if admin else node.schedulers()
-    manifest = None
-    if flavor == "kubeadm":
-        text = read_file(params["manifest_path"])
-        manifest = parse_manifest(params["manifest_path"], text) if text is not None else None
-    kubeadm_cm = (None, "not a kubeadm control plane")
-    if flavor == "kubeadm" and params["kubeadm_config"] != "skip":
-        kubeadm_cm = node.get_kubeadm_config()
-    cluster_configuration = kubeadm_cm[0][1] if kubeadm_cm[0] else None
-    version, source, version_warnings = _version(node, flavor, manifest, schedulers, cluster_configuration)
-    result = plan(dict(params, kubernetes_version=version), read_file, _listdir)
-    result["warnings"] = version_warnings + result["warnings"]
-    files = result["files"]
-    shown = _shown_paths(files)
-    resolved = resolve_params(params)
-
-    # the running scheduler against the files
-    restart = None
-    if not admin:
-        restart = _restart(node, flavor, resolved, result, schedulers=schedulers)
-    # kubeadm-config: only once the scheduler runs the change (or predicted in check mode)
-    kubeadm_facts, kubeadm_new = None, None
-    if flavor == "kubeadm":
-        verified = module.check_mode or (restart is None and params["manifest_path"] not in files)
-        kubeadm_new, kubeadm_facts = plan_record(
-            params["kubeadm_config"], params["state"], cluster_configuration,
-            kubeadm_cm[1], wiring=result["wiring"], config_path=result["config_path"], verified=verified,
-            rewrite=params["allow_rewrite"], warnings=result["warnings"])
-        if kubeadm_facts["state"] == "unknown" and params["state"] == "present":
-            result["warnings"].append(f"{CONFIGMAP} not checked ({kubeadm_facts['reason']}): "
-                                      "kubeadm upgrade would drop the kube-scheduler change")
-    out = {"changed": bool(files) or kubeadm_new is not None, "api_version": result["api_version"],
-           "files": sorted(files), "config_path": result["config_path"], "backup_files": {},
-           "flavor": flavor, "kubernetes_version": version, "version_source": source, "restart": restart,
-           "restart_required": bool(restart) and not restart.get("pending"),
-           "changes": change_lines(params, result, kubeadm_new, restart)}
-    if kubeadm_facts is not None:
-        out["kubeadm_config"] = kubeadm_facts
-    if admin:
-        state_path = rke_state_path(params["cluster_yml"])
-        cluster_text = files[params["cluster_yml"]][1] if params["cluster_yml"] in files \
-            else read_file(params["cluster_yml"])
-        out["rke_up_pending"] = rke_up_pending(params["cluster_yml"], cluster_text, read_file(state_path))
-    for warning in result["warnings"]:
+        raise KubeSchedulerError(f"{exc}; nothing was read or written") from exc
+    node = Node(module, read=read_file)
+    decision = apply.decide(node)
+    for warning in decision.warnings:
         module.warn(warning)
-    if module._diff:
-        out["diff"] = [{"before_header": shown[path], "after_header": shown[path], "before": old or "",
-                        "after": new or ""} for path, (old, new) in files.items()]
-        if kubeadm_new is not None:
-            where = f"{CONFIGMAP} ({KEY})"
-            out["diff"].append({"before_header": where, "after_header": where,
-                                "before": cluster_configuration, "after": kubeadm_new})
-    out["ansible_facts"] = {"gpushare_scheduler": scheduler_facts(params, out)}
-    if module.check_mode:
-        return out
-    _write(module, params, files, out, backup_dir=backup_dir, static_dir=static_dir, flavor=flavor)
-    if kubeadm_new is not None:
-        node.replace_kubeadm_config(kubeadm_cm[0][0], kubeadm_new)
-    return out
-
-
-def _shown_paths(files):
-    """path -> its diff header (``link -> target``); refuses a link loop, or an operator's link to remove."""
-    for path in (path for path, (_old, new) in files.items() if new is None):
-        check_removable(path, KubeSchedulerError)
-    return {path: shown_path(path, KubeSchedulerError) for path in files}
-
-
-def _restart(node, flavor, params, result, *, schedulers):
-    """The restart plan, with what to roll back, and the health check when nothing else is due."""
-    files = result["files"]
-    manifest_argv = None
-    config_flag = None
-    if flavor == "kubeadm":
-        text = files[params["manifest_path"]][1] if params["manifest_path"] in files \
-            else read_file(params["manifest_path"])
-        if text:
-            data, ci = parse_manifest(params["manifest_path"], text)
-            manifest_argv = [str(a) for a in list(data["spec"]["containers"][ci].get("command") or [])
-                             + list(data["spec"]["containers"][ci].get("args") or [])]
-    elif params["state"] == "present" and result["api_version"]:
-        flag = "policy-config-file" if result["api_version"] == "Policy" else "config"
-        config_flag = f"--{flag}={result['config_path']}"
-    rke2_paths = rke2_files(params["rke2_config"], _listdir) if flavor == "rke2" else []
-    source = result["config_path"]
-    mtimes = {path: _mtime(path) for path in [params["manifest_path"], source, *rke2_paths]}
-    plan_ = restart_plan(flavor, changed=files, manifest_path=params["manifest_path"],
-                         manifest_argv=manifest_argv, config_source=source, config_flag=config_flag,
-                         schedulers=schedulers, rke2_server=node.rke2_server() if flavor == "rke2" else None,
-                         rke2_files=rke2_paths, mtimes=mtimes)
-    journal_path = _journal_path(params, flavor)
-    if plan_ is None and not files and params["health_url"] and (schedulers or params["state"] == "present"):
-        problem = probe_url(params["health_url"], params["health_validate_certs"])
-        if problem:
-            plan_ = restart_plan(flavor, changed={}, health_problem=problem)
-        elif not node.module.check_mode and os.path.exists(journal_path):
-            os.unlink(journal_path)  # the last change runs and is healthy: nothing left to roll back
-    if plan_ is None or plan_["pending"]:
-        return plan_
-    journal = _read_journal(journal_path) if not files else None
-    current = {path: digest(read_file(path)) for path in (journal or {}).get("files", {})}
-    plan_["restore"] = journal_entries(journal, current)
-    return plan_
-
-
-def _write(module, params, files, out, *, backup_dir, static_dir, flavor):
-    """Back up, record the change as unverified, write: config before manifest (present) or after."""
-    if not files:
-        return
-    manifest = params["manifest_path"]
-    # present: the config exists before the scheduler is pointed at it; absent: the reverse
-    order = sorted(files, key=lambda p: (p == manifest) == (params["state"] == "present"))
-    journal = {"files": {}}
-    for path in order:
-        old, new = files[path]
-        backup = make_backup(path, backup_dir) if params["backup"] and old is not None else None
-        if backup:
-            out["backup_files"][path] = backup
-        journal["files"][path] = {"backup": backup, "sha256": digest(new)}
-    if params["backup"] and not (flavor == "rke" and params["cluster_yml"]):
-        os.makedirs(backup_dir, mode=0o700, exist_ok=True)
-        write_text(os.path.join(backup_dir, JOURNAL), json.dumps(journal, indent=2) + "\n",
-                   new_file_mode=0o600)
-    if out["restart"] is not None and params["backup"]:
-        # put back in the reverse order of the writes: the manifest before the file it points at
-        out["restart"]["restore"] = [{"path": path, "backup": journal["files"][path]["backup"]}
-                                     for path in reversed(order)]
-    for path in order:
-        new = files[path][1]
-        if new is None:
-            os.unlink(path)
-            fsync_directory(path)
-            continue
-        tmp_dir, target = None, resolved_path(path)  # a link: its target is written, the link kept
-        if _inside(os.path.dirname(target), static_dir):
-            # never a temp file inside the static pod directory: make it one level up
-            tmp_dir = os.path.dirname(os.path.dirname(os.path.abspath(target)))
-        write_text(path, new, new_file_mode=0o600, tmp_dir=tmp_dir, replace=module.atomic_move)
+    if not module.check_mode:
+        apply.write(node, decision)
+    return decision.out
 
 
 def main():

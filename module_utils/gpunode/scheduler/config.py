@@ -884,9 +884,8 @@ def _rke2_mounts(items):
     return out
 
 
-def plan_rke2(params, version, read, warnings, listdir):
-    config_file, config_path = params["rke2_config"], params["config_path"]
-    rewrite = params.get("allow_rewrite", False)
+def _rke2_texts(config_file, read, listdir):
+    """(texts, config_exists): each RKE2 configuration file's text ("" for a missing config.yaml)."""
     texts = {}
     config_exists = True
     for path in rke2_files(config_file, listdir):
@@ -895,57 +894,88 @@ def plan_rke2(params, version, read, warnings, listdir):
             config_exists = False
         if text is not None or path == config_file:
             texts[path] = text or ""
-    arg_owner, args = rke2_effective(texts, RKE2_ARG)
-    mount_owner, mounts = rke2_effective(texts, RKE2_MOUNT)
+    return texts, config_exists
+
+
+def _rke2_config_arg(config_file, args):
+    """The one kube-scheduler-arg item that sets the scheduler's config, or None; two are refused."""
     flags = ("config=", "policy-config-file=", "--config=", "--policy-config-file=")
     existing = [item for item in args if item[3].startswith(flags)]
     if len(existing) > 1:
         raise KubeSchedulerError(f"{config_file}: {RKE2_ARG} sets the scheduler config {len(existing)} times "
                                  f"({', '.join(item[0] for item in existing)}); left unchanged")
-    found = existing[0] if existing else None
-    container_path = found[3].split("=", 1)[1] if found else None
-    source = _rke2_mounts(mounts).get(container_path, container_path) if found else None
+    return existing[0] if existing else None
+
+
+def _absent_rke2(params, _version, read, rke2, *, rewrite, warnings):
+    """state=absent: the extender out of the file in use; its flag and mount out when the file goes."""
+    found, source, container_path = rke2["found"], rke2["source"], rke2["container_path"]
     files = {}
-    if params["state"] == "absent":
-        if found:
-            old = read(source)
-            if old is not None:
-                new = strip_config(source, old, params["extender"], rewrite=rewrite, warnings=warnings)
-                files[source] = (old, new)
-                if new is None:
-                    files.update(_rke2_unwire(texts, [found, *(m for m in mounts if m[3].startswith(
-                        f"{source}:{container_path}"))], rewrite=rewrite, warnings=warnings))
-        return files, None, container_path or config_path
     if found:
-        if "policy-config-file" in found[3] and version >= POLICY_REMOVED:
-            raise KubeSchedulerError(f"{found[0]}: {RKE2_ARG} {found[3]}: the Policy API was removed in "
-                                     "Kubernetes 1.23; left unchanged")
         old = read(source)
-        if old is None:
-            raise KubeSchedulerError(f"{source}: not found, but {found[0]} starts kube-scheduler with it; "
-                                     "left unchanged")
-        new, api = ensure_config(source, old, version=version, extender=params["extender"],
-                                 kubeconfig=params["kubeconfig"], adopt=True, rewrite=rewrite,
-                                 warnings=warnings)
-        files[source] = (old, new)
-        return files, api, source
+        if old is not None:
+            new = strip_config(source, old, params["extender"], rewrite=rewrite, warnings=warnings)
+            files[source] = (old, new)
+            if new is None:
+                ours = [found, *(m for m in rke2["mounts"] if m[3].startswith(f"{source}:{container_path}"))]
+                files.update(_rke2_unwire(rke2["texts"], ours, rewrite=rewrite, warnings=warnings))
+    return files, None, container_path or params["config_path"]
+
+
+def _adopt_rke2(params, version, read, rke2, *, rewrite, warnings):
+    """kube-scheduler already has a config file: the extender is merged into it."""
+    found, source = rke2["found"], rke2["source"]
+    if "policy-config-file" in found[3] and version >= POLICY_REMOVED:
+        raise KubeSchedulerError(f"{found[0]}: {RKE2_ARG} {found[3]}: the Policy API was removed in "
+                                 "Kubernetes 1.23; left unchanged")
+    old = read(source)
+    if old is None:
+        raise KubeSchedulerError(f"{source}: not found, but {found[0]} starts kube-scheduler with it; "
+                                 "left unchanged")
+    new, api = ensure_config(source, old, version=version, extender=params["extender"],
+                             kubeconfig=params["kubeconfig"], adopt=True, rewrite=rewrite,
+                             warnings=warnings)
+    return {source: (old, new)}, api, source
+
+
+def _wire_rke2(params, version, read, rke2, *, rewrite, warnings):
+    """A new config file, its flag in kube-scheduler-arg and its mount, where each list is in effect."""
+    config_file, config_path = params["rke2_config"], params["config_path"]
+    texts = rke2["texts"]
     fmt = preferred_api(version)
     old_config = read(config_path)
     new_cfg, api = ensure_config(config_path, old_config, version=version, extender=params["extender"],
                                  kubeconfig=params["kubeconfig"],
                                  carried=carried_settings(FLAVOR_FLAGS["rke2"], fmt), rewrite=rewrite,
                                  warnings=warnings)
-    files[config_path] = (old_config, new_cfg)
+    files = {config_path: (old_config, new_cfg)}
     flag = "policy-config-file" if fmt == POLICY else "config"
     edits = {}
-    edits.setdefault(arg_owner or config_file, []).append(("append", [RKE2_ARG], f"{flag}={config_path}"))
-    if _rke2_mounts(mounts).get(config_path) != config_path:
-        edits.setdefault(mount_owner or config_file, []).append(
+    edits.setdefault(rke2["arg_owner"] or config_file, []).append(
+        ("append", [RKE2_ARG], f"{flag}={config_path}"))
+    if _rke2_mounts(rke2["mounts"]).get(config_path) != config_path:
+        edits.setdefault(rke2["mount_owner"] or config_file, []).append(
             ("append", [RKE2_MOUNT], f"{config_path}:{config_path}:ro"))
     for path, ops in edits.items():
-        old = texts[path] if path != config_file or config_exists else None
+        old = texts[path] if path != config_file or rke2["config_exists"] else None
         files[path] = (old, edit_text(path, texts[path], ops, rewrite=rewrite, warnings=warnings))
     return files, api, config_path
+
+
+def plan_rke2(params, version, read, warnings, listdir):
+    """RKE2 server: (files, api_version, config_path) from config.yaml and its drop-ins."""
+    config_file = params["rke2_config"]
+    texts, config_exists = _rke2_texts(config_file, read, listdir)
+    arg_owner, args = rke2_effective(texts, RKE2_ARG)
+    mount_owner, mounts = rke2_effective(texts, RKE2_MOUNT)
+    found = _rke2_config_arg(config_file, args)
+    container_path = found[3].split("=", 1)[1] if found else None
+    source = _rke2_mounts(mounts).get(container_path, container_path) if found else None
+    rke2 = {"texts": texts, "config_exists": config_exists, "arg_owner": arg_owner,
+            "mount_owner": mount_owner, "mounts": mounts, "found": found,
+            "container_path": container_path, "source": source}
+    step = _absent_rke2 if params["state"] == "absent" else _adopt_rke2 if found else _wire_rke2
+    return step(params, version, read, rke2, rewrite=params.get("allow_rewrite", False), warnings=warnings)
 
 
 def _rke2_unwire(texts, ours, *, rewrite, warnings):

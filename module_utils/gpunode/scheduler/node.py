@@ -195,6 +195,77 @@ def _stale_reasons(process, files, mtimes):
             if mtimes.get(path) is not None and mtimes[path] > process.started]
 
 
+def _pids(processes_):
+    return [p.pid for p in processes_]
+
+
+def _kubeadm_restart(plan, ours, seen):
+    """The kubelet replaces a static pod whose manifest changed; a changed --config file needs a stop."""
+    pids, manifest_path, config_source = _pids(ours), seen["manifest_path"], seen["config_source"]
+    if manifest_path in seen["changed"]:
+        return dict(plan, reason=f"{manifest_path} changed; the kubelet replaces kube-scheduler",
+                    wait_for_exit=pids)
+    if config_source in seen["changed"]:
+        return dict(plan, reason=f"{config_source} changed", stop=pids, wait_for_exit=pids)
+    current = [p for p in ours if p.argv == seen["manifest_argv"]]
+    if ours and not current:
+        return dict(plan, wait_for_exit=pids,
+                    reason=f"kube-scheduler (PID {', '.join(map(str, pids))}) runs with other flags than "
+                           f"{manifest_path}: the kubelet has not replaced it yet")
+    stale = [r for p in current for r in _stale_reasons(p, [manifest_path], seen["mtimes"])]
+    if stale:
+        return dict(plan, wait_for_exit=pids,
+                    reason=f"kube-scheduler is older than its manifest: {stale[0]}")
+    stale = [r for p in current for r in _stale_reasons(p, [config_source], seen["mtimes"])]
+    if stale:
+        return dict(plan, stop=pids, wait_for_exit=pids, reason=f"kube-scheduler runs an older "
+                    f"configuration: {stale[0]}")
+    return None
+
+
+def _rke2_restart(plan, ours, seen):
+    """rke2-server regenerates kube-scheduler from config.yaml only when it restarts."""
+    pids, config_source, config_flag = _pids(ours), seen["config_source"], seen["config_flag"]
+    config_files = [path for path in seen["rke2_files"] if path in seen["changed"]]
+    if config_files:
+        return dict(plan, unit="rke2-server", wait_for_exit=pids,
+                    reason=f"{', '.join(config_files)} changed; rke2-server regenerates kube-scheduler")
+    if config_source in seen["changed"]:
+        return dict(plan, reason=f"{config_source} changed", stop=pids, wait_for_exit=pids)
+    server = seen["rke2_server"]
+    stale = _stale_reasons(server, seen["rke2_files"], seen["mtimes"]) if server else []
+    if stale or (config_flag and ours and not any(config_flag in p.argv for p in ours)):
+        why = stale[0] if stale else f"kube-scheduler runs without {config_flag}"
+        return dict(plan, unit="rke2-server", wait_for_exit=pids, reason=f"rke2-server runs an older "
+                    f"configuration: {why}")
+    stale = [r for p in ours for r in _stale_reasons(p, [config_source], seen["mtimes"])]
+    if stale:
+        return dict(plan, stop=pids, wait_for_exit=pids, reason=f"kube-scheduler runs an older "
+                    f"configuration: {stale[0]}")
+    return None
+
+
+def _rke_restart(plan, _ours, seen):
+    """RKE1: cluster.yml reaches the scheduler through `rke up`; Docker restarts a stopped one."""
+    config_source, config_flag = seen["config_source"], seen["config_flag"]
+    flagged = [p for p in seen["schedulers"] if config_flag and config_flag in p.argv]
+    if config_flag and not flagged:
+        return dict(plan, pending="rke up", reason=f"kube-scheduler runs without {config_flag}: "
+                    "cluster.yml is applied by `rke up`")
+    flagged_pids = _pids(flagged)
+    if config_source in seen["changed"]:
+        return dict(plan, reason=f"{config_source} changed", stop=flagged_pids,
+                    wait_for_exit=flagged_pids)
+    stale = [r for p in flagged for r in _stale_reasons(p, [config_source], seen["mtimes"])]
+    if stale:
+        return dict(plan, stop=flagged_pids, wait_for_exit=flagged_pids,
+                    reason=f"kube-scheduler runs an older configuration: {stale[0]}")
+    return None
+
+
+RESTART_STEPS = {"kubeadm": _kubeadm_restart, "rke2": _rke2_restart, "rke": _rke_restart}
+
+
 def restart_plan(flavor, *, changed, manifest_path=None, manifest_argv=None, config_source=None,
                  config_flag=None, schedulers=(), rke2_server=None, rke2_files=(), mtimes=None,
                  health_problem=None):
@@ -206,60 +277,19 @@ def restart_plan(flavor, *, changed, manifest_path=None, manifest_argv=None, con
     Returns None (nothing to do) or dict(reason, unit (a systemd unit to
     restart or None), stop (PIDs to stop: what runs them starts them again),
     wait_for_exit (PIDs that must be gone before health counts), pending (a
-    change that waits for someone else: ``rke up``)).
+    change that waits for someone else: ``rke up``)). The flavor's step
+    (``RESTART_STEPS``) decides first; the health problem counts only when it
+    finds nothing.
     """
-    mtimes = mtimes or {}
+    seen = {"changed": changed, "manifest_path": manifest_path, "manifest_argv": manifest_argv,
+            "config_source": config_source, "config_flag": config_flag, "schedulers": schedulers,
+            "rke2_server": rke2_server, "rke2_files": rke2_files, "mtimes": mtimes or {}}
     ours = [p for p in schedulers if manifest_argv is None or same_scheduler(p, manifest_argv)]
-    pids = [p.pid for p in ours]
     plan = {"reason": None, "unit": None, "stop": [], "wait_for_exit": [], "pending": None}
-    if flavor == "kubeadm":
-        if manifest_path in changed:
-            return dict(plan, reason=f"{manifest_path} changed; the kubelet replaces kube-scheduler",
-                        wait_for_exit=pids)
-        if config_source in changed:
-            return dict(plan, reason=f"{config_source} changed", stop=pids, wait_for_exit=pids)
-        current = [p for p in ours if p.argv == manifest_argv]
-        if ours and not current:
-            return dict(plan, wait_for_exit=pids,
-                        reason=f"kube-scheduler (PID {', '.join(map(str, pids))}) runs with other flags than "
-                               f"{manifest_path}: the kubelet has not replaced it yet")
-        stale = [r for p in current for r in _stale_reasons(p, [manifest_path], mtimes)]
-        if stale:
-            return dict(plan, wait_for_exit=pids,
-                        reason=f"kube-scheduler is older than its manifest: {stale[0]}")
-        stale = [r for p in current for r in _stale_reasons(p, [config_source], mtimes)]
-        if stale:
-            return dict(plan, stop=pids, wait_for_exit=pids, reason=f"kube-scheduler runs an older "
-                        f"configuration: {stale[0]}")
-    elif flavor == "rke2":
-        config_files = [path for path in rke2_files if path in changed]
-        if config_files:
-            return dict(plan, unit="rke2-server", wait_for_exit=pids,
-                        reason=f"{', '.join(config_files)} changed; rke2-server regenerates kube-scheduler")
-        if config_source in changed:
-            return dict(plan, reason=f"{config_source} changed", stop=pids, wait_for_exit=pids)
-        stale = _stale_reasons(rke2_server, rke2_files, mtimes) if rke2_server else []
-        if stale or (config_flag and ours and not any(config_flag in p.argv for p in ours)):
-            why = stale[0] if stale else f"kube-scheduler runs without {config_flag}"
-            return dict(plan, unit="rke2-server", wait_for_exit=pids, reason=f"rke2-server runs an older "
-                        f"configuration: {why}")
-        stale = [r for p in ours for r in _stale_reasons(p, [config_source], mtimes)]
-        if stale:
-            return dict(plan, stop=pids, wait_for_exit=pids, reason=f"kube-scheduler runs an older "
-                        f"configuration: {stale[0]}")
-    elif flavor == "rke":
-        flagged = [p for p in schedulers if config_flag and config_flag in p.argv]
-        if config_flag and not flagged:
-            return dict(plan, pending="rke up", reason=f"kube-scheduler runs without {config_flag}: "
-                        "cluster.yml is applied by `rke up`")
-        flagged_pids = [p.pid for p in flagged]
-        if config_source in changed:
-            return dict(plan, reason=f"{config_source} changed", stop=flagged_pids,
-                        wait_for_exit=flagged_pids)
-        stale = [r for p in flagged for r in _stale_reasons(p, [config_source], mtimes)]
-        if stale:
-            return dict(plan, stop=flagged_pids, wait_for_exit=flagged_pids,
-                        reason=f"kube-scheduler runs an older configuration: {stale[0]}")
+    step = RESTART_STEPS.get(flavor)
+    found = step(plan, ours, seen) if step else None
+    if found is not None:
+        return found
     if health_problem:
         return dict(plan, reason=f"kube-scheduler is not healthy: {health_problem}")
     return None

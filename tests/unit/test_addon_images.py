@@ -52,7 +52,8 @@ def test_registry_prefix_accepts_registry_hosts(good):
 
 @pytest.mark.parametrize("bad", ["mirror", "mirror/gpu", "registry.local:5000/", "registry.local:5000/Mirror",
                                  "registry.local:5000/mirror:v1", "https://registry.local",
-                                 "registry.local/a b", "registry.local\n", "registry.local/a//b", "", 5000, None])
+                                 "registry.local/a b", "registry.local\n", "registry.local/a//b", "",
+                                 5000, None])
 def test_registry_prefix_refuses_what_is_no_registry(bad):
     with pytest.raises(ValueSyntaxError) as error:
         images.registry_prefix("gpu_cluster_addons_image_registry", bad)

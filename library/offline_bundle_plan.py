@@ -133,26 +133,23 @@ from ansible.module_utils.gpunode.common import offline_bundle
 from ansible.module_utils.gpunode.common.values import ValueSyntaxError
 from ansible.module_utils.text_file import read_text
 
+ARGUMENT_SPEC = {
+    "nodes": {"type": "list", "elements": "dict", "default": []},
+    "host_facts": {"type": "dict", "default": {}},
+    "host_vars": {"type": "dict", "default": {}},
+    "toolkit_repo_url": {"type": "str", "default": "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"},
+    "toolkit_version": {"type": "str", "default": ""},
+    "cuda_repo_base": {"type": "str", "default": ""},
+    "mode": {"type": "str", "choices": ["nvidia", "gpushare", "hami", "dra", "none"], "default": "nvidia"},
+    "addon_values": {"type": "dict", "default": {}},
+    "kubernetes_version": {"type": "str", "default": ""},
+    "dest": {"type": "path", "required": True},
+    "indexes": {"type": "dict", "default": {}},
+}
+
 
 def build_module():
-    return AnsibleModule(
-        argument_spec={
-            "nodes": {"type": "list", "elements": "dict", "default": []},
-            "host_facts": {"type": "dict", "default": {}},
-            "host_vars": {"type": "dict", "default": {}},
-            "toolkit_repo_url": {"type": "str",
-                                 "default": "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"},
-            "toolkit_version": {"type": "str", "default": ""},
-            "cuda_repo_base": {"type": "str", "default": ""},
-            "mode": {"type": "str", "choices": ["nvidia", "gpushare", "hami", "dra", "none"],
-                     "default": "nvidia"},
-            "addon_values": {"type": "dict", "default": {}},
-            "kubernetes_version": {"type": "str", "default": ""},
-            "dest": {"type": "path", "required": True},
-            "indexes": {"type": "dict", "default": {}},
-        },
-        supports_check_mode=True,
-    )
+    return AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
 
 
 def nodes_of(params):

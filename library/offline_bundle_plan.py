@@ -17,8 +17,6 @@ description:
   - Given the downloaded C(Packages) indexes (O(indexes)), it also picks the exact C(.deb) files, with
     the dependencies found in the same index and the SHA256 the index gives for each.
   - Changes nothing; the playbook downloads.
-version_added: "1.0.0"
-author: gpunode maintainers
 options:
   nodes:
     description:
@@ -74,11 +72,17 @@ options:
     description: Repository name (RV(repositories[].name)) to the path of its downloaded C(Packages) index.
     type: dict
     default: {}
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:
     support: none
+author:
+  - gpunode maintainers (@gpunode)
 """
 
 EXAMPLES = r"""

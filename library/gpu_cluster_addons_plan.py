@@ -126,6 +126,8 @@ options:
       - The role's variables by name (C(gpu_cluster_addons_*)). Those the templates write into a manifest
         (images, tags, resources, tolerations, ports) are checked against Kubernetes' syntax before anything
         is rendered; the others are ignored. Options above that land in a manifest are checked the same way.
+      - C(gpu_cluster_addons_image_registry), when set, replaces the registry host of every add-on image
+        (RV(images), the DRA driver's and its examples') - see module_utils/gpunode/addons/images.py.
     type: dict
     default: {}
   allocations:
@@ -140,8 +142,8 @@ options:
     default: {}
   dra:
     description:
-      - Settings of the DRA driver's objects - namespace, image, version, pull_policy, driver_root,
-        kubelet_root, cdi_root, log_verbosity, extended_resource, labels, tolerations, resources,
+      - Settings of the DRA driver's objects - namespace, image, version, example_image, pull_policy,
+        driver_root, kubelet_root, cdi_root, log_verbosity, extended_resource, labels, tolerations, resources,
         init_resources.
         Empty values keep the defaults.
     type: dict
@@ -242,6 +244,14 @@ hami:
       kube-scheduler) and C(device_config).
   returned: always
   type: dict
+images:
+  description:
+    - The add-on images the role's templates write, by name (nvidia_device_plugin, gpushare_device_plugin,
+      gpushare_extender, hami, hami_kube_scheduler, dra, dra_example), each C(repository:tag) with the
+      registry prefix C(gpu_cluster_addons_image_registry) applied. Those whose variables are missing from
+      O(role_values) are left out (dra and dra_example never are).
+  returned: always
+  type: dict
 allocations:
   description: Per GPU host, C(device-plugin) or C(dra).
   returned: always
@@ -272,7 +282,10 @@ dra:
       type: list
       elements: str
     image:
-      description: The DRA driver's image.
+      description: The DRA driver's image (mirrored, see RV(images)).
+      type: str
+    example_image:
+      description: The examples' image (mirrored).
       type: str
     unchecked:
       description: What the DRA preflight could not check on a DRA host, for a missing fact (also warnings).
@@ -284,6 +297,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.addons import device_plugin_config as dpc
 from ansible.module_utils.gpunode.addons import dra
 from ansible.module_utils.gpunode.addons import hami as hami_utils
+from ansible.module_utils.gpunode.addons import images as addon_images
 from ansible.module_utils.gpunode.addons.cluster import (
     DISTRIBUTIONS,
     MODES,
@@ -451,7 +465,7 @@ def run(module):
             f"the device plugin pods ask for the RuntimeClass {runtime['name']}, which gpunode does not "
             "manage (gpu_cluster_addons_runtime_class is false): it must exist in the cluster"
         )
-    dra_plan = dra.plan(mode, version, by_host, params["dra"])
+    images, dra_plan = images_and_dra(params, mode, version, by_host)
     dra_plan["unchecked"] = dra.preflight(
         [dict(r, allocation=by_host[r["host"]]) for r in hosts], version, dra_cdi_root(params)
     )
@@ -485,7 +499,17 @@ def run(module):
         "hami": hami_plan,
         "allocations": by_host,
         "dra": dra_plan,
+        "images": images,
     }
+
+
+def images_and_dra(params, mode, version, by_host):
+    """The add-on images (mirrored by gpu_cluster_addons_image_registry) and the DRA half of the plan."""
+    images = addon_images.addon_images(params["role_values"], version)
+    settings = addon_images.dra_settings(params["role_values"], params["dra"])
+    dra_plan = dra.plan(mode, version, by_host, settings)
+    images.update(dra=dra_plan["image"], dra_example=dra_plan["example_image"])
+    return images, dra_plan
 
 
 def dra_cdi_root(params):

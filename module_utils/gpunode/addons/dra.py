@@ -382,6 +382,8 @@ DEFAULT_SETTINGS = {
     # [CHART] values.yaml image.repository; tag v<appVersion>
     "image": "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu",
     "version": "v0.5.0",
+    # the examples' pods (examples/, never applied): nvidia-smi comes from the host driver, by CDI
+    "example_image": "ubuntu:24.04",
     "pull_policy": "IfNotPresent",
     "driver_root": "/",
     "kubelet_root": "/var/lib/kubelet",
@@ -632,7 +634,7 @@ def removal(kubernetes_version, given=None):
 # Examples for users (rendered into examples/, never applied by the role)
 # --------------------------------------------------------------------------
 
-EXAMPLE_IMAGE = "ubuntu:24.04"  # nvidia-smi comes from the host driver, by CDI
+EXAMPLE_IMAGE = DEFAULT_SETTINGS["example_image"]
 MIG_PROFILE = "1g.10gb"  # A100 80GB, H100 80GB, H200: the smallest slice
 
 
@@ -648,10 +650,10 @@ def _claim_template(api, name, device_class, selector=None):
     }
 
 
-def _pod(name, spec_extra, container_extra):
+def _pod(name, spec_extra, container_extra, image=EXAMPLE_IMAGE):
     container = {
         "name": "ctr",
-        "image": EXAMPLE_IMAGE,
+        "image": image,
         "command": ["nvidia-smi", "-L"],  # lists the GPU or MIG device the claim gave it, then ends
     }
     container.update(container_extra)
@@ -670,29 +672,30 @@ def _pod(name, spec_extra, container_extra):
     }
 
 
-def _claimed_pod(name, template):
+def _claimed_pod(name, template, image):
     return _pod(
         name,
         {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]},
         {"resources": {"claims": [{"name": "gpu"}]}},
+        image,
     )
 
 
-def examples(kubernetes_version):
+def examples(kubernetes_version, image=EXAMPLE_IMAGE):
     """``{file: object}``: one GPU by a claim, one MIG slice, and from 1.37 ``nvidia.com/gpu`` by DRA."""
     api = resource_api(kubernetes_version)
     mig = f"device.attributes['{DRIVER_NAME}'].profile == '{MIG_PROFILE}'"
     result = {
         "10-resourceclaimtemplate-single-gpu.yaml": _claim_template(api, "single-gpu", "gpu.nvidia.com"),
-        "11-pod-single-gpu.yaml": _claimed_pod("single-gpu", "single-gpu"),
+        "11-pod-single-gpu.yaml": _claimed_pod("single-gpu", "single-gpu", image),
         "20-resourceclaimtemplate-mig-1g-10gb.yaml": _claim_template(
             api, "mig-1g-10gb", "mig.nvidia.com", mig
         ),
-        "21-pod-mig-1g-10gb.yaml": _claimed_pod("mig-1g-10gb", "mig-1g-10gb"),
+        "21-pod-mig-1g-10gb.yaml": _claimed_pod("mig-1g-10gb", "mig-1g-10gb", image),
     }
     if _version(kubernetes_version)[:2] >= EXTENDED_RESOURCE_SINCE:
         limits = {"resources": {"limits": {"nvidia.com/gpu": "1"}}}
-        result["30-pod-extended-resource-gpu.yaml"] = _pod("extended-resource-gpu", {}, limits)
+        result["30-pod-extended-resource-gpu.yaml"] = _pod("extended-resource-gpu", {}, limits, image)
     return result
 
 
@@ -734,9 +737,11 @@ def plan(mode, kubernetes_version, by_host, given=None):
         "examples": {},
         "example_files": sorted(examples(kubernetes_version)) if served else [],
         "image": image_of(settings),
+        "example_image": settings["example_image"],
     }
     if halves["dra"]:
-        result.update(manifests=manifests(kubernetes_version, given), examples=examples(kubernetes_version))
+        result.update(manifests=manifests(kubernetes_version, given),
+                      examples=examples(kubernetes_version, settings["example_image"]))
     else:
         result["removed"] = removal(kubernetes_version, given)
     return result

@@ -1,0 +1,207 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Ansible module offline_bundle_plan: what an inventory needs carried to a site without internet."""
+
+DOCUMENTATION = r"""
+---
+module: offline_bundle_plan
+short_description: Decide what an offline bundle holds (packages, runfiles, images)
+description:
+  - Runs where playbooks/offline_bundle.yml runs (the machine with access). From each GPU node's
+    distribution, release, architecture and driver choice it lists the flat apt repositories to read
+    (NVIDIA's CUDA repository for the C(cuda) package source, the container toolkit's) and the packages
+    wanted from each, the packages that come from the distribution's own archive, the C(.run)
+    installers and the add-on images of the add-on mode.
+  - Given the downloaded C(Packages) indexes (O(indexes)), it also picks the exact C(.deb) files, with
+    the dependencies found in the same index and the SHA256 the index gives for each.
+  - Changes nothing; the playbook downloads.
+options:
+  nodes:
+    description:
+      - The GPU nodes as the operator gives them (offline_bundle_nodes), each with C(host),
+        C(distribution), C(distribution_version), C(architecture), and optionally C(method),
+        C(package_source), C(branch), C(version), C(module_type), C(fabricmanager), C(runfile_url),
+        C(runfile_checksum), C(kernel). They win over O(host_facts) for the same host.
+    type: list
+    elements: dict
+    default: []
+  host_facts:
+    description: Host to its C(ansible_facts) (distribution, nvidia_driver, nvidia_gpu), for hosts not in
+      O(nodes).
+    type: dict
+    default: {}
+  host_vars:
+    description:
+      - Each driver variable (method, package_source, branch, version, module_type, runfile_url,
+        runfile_checksum - the nvidia_driver_* names without the prefix) as a list of the values of the
+        hosts of O(host_facts), in the order of its keys as given; empty values mean the role's default.
+    type: dict
+    default: {}
+  toolkit_repo_url:
+    description: The container toolkit's repository (C($(ARCH)) is the Debian architecture).
+    type: str
+    default: "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"
+  toolkit_version:
+    description: The toolkit package's version (empty - the newest in the index).
+    type: str
+    default: ""
+  cuda_repo_base:
+    description: Where NVIDIA's CUDA repositories are read from (empty - NVIDIA's server).
+    type: str
+    default: ""
+  mode:
+    description: The add-on mode whose images go into the bundle; C(none) - no images.
+    type: str
+    choices: [nvidia, gpushare, hami, dra, none]
+    default: nvidia
+  addon_values:
+    description: The gpu_cluster_addons variables (images, versions, HAMi's scheduler placement).
+    type: dict
+    default: {}
+  kubernetes_version:
+    description: The cluster's Kubernetes version (the tag of HAMi's kube-scheduler image).
+    type: str
+    default: ""
+  dest:
+    description: The bundle's directory (paths in the result are under it).
+    type: path
+    required: true
+  indexes:
+    description: Repository name (RV(repositories[].name)) to the path of its downloaded C(Packages) index.
+    type: dict
+    default: {}
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  platform:
+    platforms: posix
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+author:
+  - gpunode maintainers (@gpunode)
+"""
+
+EXAMPLES = r"""
+- name: What the bundle holds
+  offline_bundle_plan:
+    nodes:
+      - {host: gpu-01, distribution: Ubuntu, distribution_version: "24.04", architecture: x86_64,
+         package_source: cuda, branch: "580"}
+    dest: /srv/gpunode-bundle
+  register: bundle
+"""
+
+RETURN = r"""
+repositories:
+  description: The flat apt repositories to read - name, url, index (the Packages file's URL), arch, packages.
+  returned: always
+  type: list
+  elements: dict
+distro_packages:
+  description: Per release (C(ubuntu-24.04)), the packages that come from the distribution's archive.
+  returned: always
+  type: dict
+runfiles:
+  description: The C(.run) installers - name, url, checksum (empty when not given).
+  returned: always
+  type: list
+  elements: dict
+images:
+  description: The add-on images as pinned - name, image, archive (the OCI archive's path in the bundle),
+    path (its place under gpu_cluster_addons_image_registry).
+  returned: always
+  type: list
+  elements: dict
+debs:
+  description: The C(.deb) files to download (package, version, url, dest, checksum), from O(indexes).
+  returned: always
+  type: list
+  elements: dict
+external:
+  description: Per repository, the dependencies its index lacks (the distribution's archive has them).
+  returned: always
+  type: dict
+warnings_found:
+  description: What the bundle leaves out or cannot verify.
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpunode.common import offline_bundle
+from ansible.module_utils.gpunode.common.text_file import read_text
+from ansible.module_utils.gpunode.common.values import ValueSyntaxError
+
+ARGUMENT_SPEC = {
+    "nodes": {"type": "list", "elements": "dict", "default": []},
+    "host_facts": {"type": "dict", "default": {}},
+    "host_vars": {"type": "dict", "default": {}},
+    "toolkit_repo_url": {"type": "str", "default": "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"},
+    "toolkit_version": {"type": "str", "default": ""},
+    "cuda_repo_base": {"type": "str", "default": ""},
+    "mode": {"type": "str", "choices": ["nvidia", "gpushare", "hami", "dra", "none"], "default": "nvidia"},
+    "addon_values": {"type": "dict", "default": {}},
+    "kubernetes_version": {"type": "str", "default": ""},
+    "dest": {"type": "path", "required": True},
+    "indexes": {"type": "dict", "default": {}},
+}
+
+
+def build_module():
+    return AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+
+
+def nodes_of(params):
+    """The operator's nodes first, then every host with facts that the operator did not name."""
+    given = {str(n.get("host") or ""): n for n in params["nodes"]}
+    if "" in given:
+        raise offline_bundle.BundleError("offline_bundle_nodes: every node needs a host name")
+    records = [offline_bundle.node_record(host, {}, node) for host, node in given.items()]
+    for index, host in enumerate(params["host_facts"]):
+        if host not in given:
+            driver = {name: values[index] for name, values in params["host_vars"].items()
+                      if isinstance(values, list) and index < len(values) and values[index]}
+            records.append(offline_bundle.node_record(host, params["host_facts"][host] or {}, driver))
+    if not records:
+        raise offline_bundle.BundleError("no GPU nodes: give offline_bundle_nodes, or run the bundle with "
+                                         "the inventory's gpu_nodes reachable")
+    return records
+
+
+def run(module):
+    params = module.params
+    result = offline_bundle.plan(
+        nodes_of(params), params["toolkit_repo_url"], toolkit_version=params["toolkit_version"],
+        mode=params["mode"], addon_values=params["addon_values"],
+        kubernetes_version=params["kubernetes_version"], cuda_repo_base=params["cuda_repo_base"])
+    debs, external = [], {}
+    for repository in result["repositories"]:
+        path = params["indexes"].get(repository["name"])
+        if path:
+            text = read_text(path, offline_bundle.BundleError)
+            if text is None:
+                raise offline_bundle.BundleError(f"{path}: the index of {repository['name']} is missing")
+            found, external[repository["name"]] = offline_bundle.downloads(repository, text, params["dest"])
+            debs.extend(found)
+    return dict(result, changed=False, debs=debs, external=external,
+                warnings_found=result.pop("warnings"))
+
+
+def main():
+    module = build_module()
+    try:
+        result = run(module)
+    except (offline_bundle.BundleError, ValueSyntaxError) as exc:
+        module.fail_json(msg=str(exc))
+    for warning in result["warnings_found"]:
+        module.warn(warning)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""module_utils/gpunode/addons/images.py: the add-ons' images and the one registry prefix for a mirror."""
+
+import pytest
+from ansible.module_utils.gpunode.addons import dra, images
+from ansible.module_utils.gpunode.common.values import ValueSyntaxError
+
+PREFIX = "registry.local:5000/mirror"
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+
+@pytest.mark.parametrize(("reference", "expected"), [
+    # the registry host goes, path and tag stay
+    ("nvcr.io/nvidia/k8s-device-plugin:v0.20.0", f"{PREFIX}/nvidia/k8s-device-plugin:v0.20.0"),
+    ("registry.k8s.io/kube-scheduler:v1.33.1", f"{PREFIX}/kube-scheduler:v1.33.1"),
+    ("registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu",
+     f"{PREFIX}/dra-driver-nvidia/dra-driver-nvidia-gpu"),
+    ("registry.cn-hangzhou.aliyuncs.com/acs/k8s-gpushare-plugin:v2-1.11-aff8a23",
+     f"{PREFIX}/acs/k8s-gpushare-plugin:v2-1.11-aff8a23"),
+    # Docker Hub: explicit or implicit, official images under library/
+    ("docker.io/projecthami/hami:v2.10.0", f"{PREFIX}/projecthami/hami:v2.10.0"),
+    ("projecthami/hami:v2.10.0", f"{PREFIX}/projecthami/hami:v2.10.0"),
+    ("ubuntu:24.04", f"{PREFIX}/library/ubuntu:24.04"),
+    ("docker.io/ubuntu", f"{PREFIX}/library/ubuntu"),
+    ("index.docker.io/library/busybox:1", f"{PREFIX}/library/busybox:1"),
+    # hosts with ports, localhost, IPv6; a digest is kept
+    ("registry.local:5000/team/app:1", f"{PREFIX}/team/app:1"),
+    ("localhost:5000/app", f"{PREFIX}/app"),
+    ("localhost/app", f"{PREFIX}/app"),
+    ("[::1]:5000/app:1", f"{PREFIX}/app:1"),
+    (f"nvcr.io/nvidia/k8s-device-plugin:v0.20.0@{DIGEST}",
+     f"{PREFIX}/nvidia/k8s-device-plugin:v0.20.0@{DIGEST}"),
+    # a first component without '.', ':' or localhost is a Docker Hub user, not a host
+    ("nvidia/cuda:12.4.1-base-ubuntu22.04", f"{PREFIX}/nvidia/cuda:12.4.1-base-ubuntu22.04"),
+])
+def test_mirrored_replaces_the_registry_host(reference, expected):
+    assert images.mirrored(PREFIX, reference) == expected
+    assert images.mirrored("", reference) == reference  # no prefix: as pinned
+    assert images.mirrored("mirror.example.com", reference) == expected.replace(PREFIX, "mirror.example.com")
+
+
+def test_split_registry():
+    assert images.split_registry("nvcr.io/nvidia/x:1") == ("nvcr.io", "nvidia/x:1")
+    assert images.split_registry("ubuntu") == (None, "library/ubuntu")
+    assert images.split_registry("docker.io/a/b") == (None, "a/b")
+
+
+@pytest.mark.parametrize("good", ["registry.local:5000", "registry.local:5000/mirror", "localhost:5000",
+                                  "localhost", "mirror.example.com/gpu/images", "10.0.0.5:5000/m"])
+def test_registry_prefix_accepts_registry_hosts(good):
+    assert images.registry_prefix("p", good) == good
+
+
+@pytest.mark.parametrize("bad", ["mirror", "mirror/gpu", "registry.local:5000/", "registry.local:5000/Mirror",
+                                 "registry.local:5000/mirror:v1", "https://registry.local",
+                                 "registry.local/a b", "registry.local\n", "registry.local/a//b", "",
+                                 5000, None])
+def test_registry_prefix_refuses_what_is_no_registry(bad):
+    with pytest.raises(ValueSyntaxError) as error:
+        images.registry_prefix("gpu_cluster_addons_image_registry", bad)
+    assert str(error.value).startswith(
+        f"gpu_cluster_addons_image_registry: {bad!r} is not an image registry prefix")
+
+
+ROLE_VALUES = {
+    "gpu_cluster_addons_nvidia_device_plugin_image": "nvcr.io/nvidia/k8s-device-plugin",
+    "gpu_cluster_addons_nvidia_device_plugin_version": "v0.20.0",
+    "gpu_cluster_addons_hami_image": "docker.io/projecthami/hami",
+    "gpu_cluster_addons_hami_version": "v2.10.0",
+    "gpu_cluster_addons_hami_kube_scheduler_image": "registry.k8s.io/kube-scheduler",
+}
+
+
+def test_addon_images_as_pinned_and_mirrored():
+    assert images.addon_images(ROLE_VALUES, "1.33.1") == {
+        "nvidia_device_plugin": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
+        "hami": "docker.io/projecthami/hami:v2.10.0",
+        "hami_kube_scheduler": "registry.k8s.io/kube-scheduler:v1.33.1",
+    }
+    mirrored = images.addon_images(dict(ROLE_VALUES, gpu_cluster_addons_image_registry=PREFIX), "1.33.1")
+    assert mirrored == {
+        "nvidia_device_plugin": f"{PREFIX}/nvidia/k8s-device-plugin:v0.20.0",
+        "hami": f"{PREFIX}/projecthami/hami:v2.10.0",
+        "hami_kube_scheduler": f"{PREFIX}/kube-scheduler:v1.33.1",
+    }
+
+
+def test_a_mirrored_reference_that_gets_too_long_is_refused_naming_both_variables():
+    values = dict(ROLE_VALUES, gpu_cluster_addons_image_registry="r.io/" + "a" * 240)
+    with pytest.raises(ValueSyntaxError) as error:
+        images.addon_images(values, "1.33.1")
+    assert "gpu_cluster_addons_nvidia_device_plugin_image with gpu_cluster_addons_image_registry" in str(
+        error.value)
+
+
+def test_dra_settings_are_mirrored_examples_included():
+    given = {"namespace": "gpu"}
+    settings = images.dra_settings({"gpu_cluster_addons_image_registry": PREFIX}, given)
+    assert settings["image"] == f"{PREFIX}/dra-driver-nvidia/dra-driver-nvidia-gpu"
+    assert settings["example_image"] == f"{PREFIX}/library/ubuntu:24.04"
+    assert given == {"namespace": "gpu"}  # not modified
+    plan = dra.plan("dra", "1.34.2", {"n": "dra"}, settings)
+    assert plan["image"] == f"{PREFIX}/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.5.0"
+    pods = [o for o in plan["examples"].values() if o["kind"] == "Pod"]
+    containers = [c for p in pods for c in p["spec"]["containers"]]
+    assert pods and all(c["image"] == f"{PREFIX}/library/ubuntu:24.04" for c in containers)
+    assert images.dra_settings({}, {})["image"] == dra.DEFAULT_SETTINGS["image"]

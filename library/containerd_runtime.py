@@ -188,22 +188,18 @@ diff:
   elements: dict
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.gpunode.common import values
 from ansible.module_utils.gpunode.common.daemon_state import running_state
-from ansible.module_utils.gpunode.common.file_backup import DEFAULT_BACKUP_DIR, backup_copy
-from ansible.module_utils.gpunode.common.text_file import read_text, shown_path, write_text
+from ansible.module_utils.gpunode.common.file_backup import DEFAULT_BACKUP_DIR
+from ansible.module_utils.gpunode.common.text_file import read_text
 from ansible.module_utils.gpunode.common.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
+from ansible.module_utils.gpunode.runtime import containerd_dropin as steps
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     DEFAULT_CONFIG,
     DEFAULT_DROPIN,
     ContainerdConfigError,
     containerd_facts,
-    other_imports,
-    plan,
 )
 
 ARGUMENT_SPEC = {
@@ -239,17 +235,9 @@ def build_module():
 
 
 def run(module):
+    """The steps of module_utils/gpunode/runtime/containerd_dropin.py; each error fails here, once."""
     params = module.params
-    config_path, dropin_path = params["config_path"], params["dropin_path"]
-    result = {
-        "changed": False,
-        "files": [],
-        "backup_files": {},
-        "diff": [],
-        "restart_required": False,
-        "stale_files": [],
-        "restore": [],
-    }
+    result = steps.empty_result()
     try:
         values.check(params, VALUE_RULES)
     except values.ValueSyntaxError as exc:
@@ -257,68 +245,20 @@ def run(module):
     if TOML_PARSER is None:
         module.fail_json(msg=missing_required_lib(TOML_REQUIREMENT), exception=TOML_IMPORT_ERROR, **result)
     try:
-        shown = {path: shown_path(path, ContainerdConfigError) for path in (config_path, dropin_path)}
-        config_text = read_text(config_path, ContainerdConfigError)
-        dropin_text = read_text(dropin_path, ContainerdConfigError)
-        version, defaults = containerd_facts(module, params["containerd_version"])
-        imported = other_imports(config_text, config_path, dropin_path, read_text)
-        outcome = plan(
-            config_text,
-            config_path=config_path,
-            dropin_path=dropin_path,
-            name=params["name"],
-            binary_name=params["binary_name"],
-            runtime_type=params["runtime_type"],
-            systemd_cgroup=params["systemd_cgroup"],
-            set_default=params["set_default"],
-            enable_cdi=params["enable_cdi"],
-            containerd_version=version,
-            default_config_text=defaults,
-            systemd_pid1=os.path.isdir("/run/systemd/system"),
-            other_imports=imported,
-        )
+        node = steps.read_node(module, params, read_text, containerd_facts)
+        outcome = steps.plan_files(params, node)
     except ContainerdConfigError as exc:
         module.fail_json(msg=f"{exc}; left unchanged", **result)
     for warning in outcome["warnings"]:
         module.warn(warning)
-    result.update(
-        schema_version=outcome["schema_version"],
-        systemd_cgroup=outcome["systemd_cgroup"],
-        containerd_version=version,
-        full_cri_table=outcome["full_cri_table"],
-        effective=outcome["effective"],
-    )
-    writes = []
-    for path, before, after in (
-        (dropin_path, dropin_text, outcome["dropin_text"]),
-        (config_path, config_text, outcome["config_text"]),
-    ):
-        if before != after:
-            writes.append((path, before, after))
-            result["diff"].append(
-                {"before_header": shown[path], "after_header": shown[path],
-                 "before": before or "", "after": after}
-            )
-    result["files"] = [write[0] for write in writes]
-    result["changed"] = bool(writes)
-    read_files = [config_path, dropin_path, *(entry[0] for entry in imported)]
-    unit, stale = running_state(module, params["service"], read_files)
-    result["stale_files"] = stale
-    if unit is None:
-        result["restart_required"] = result["changed"]
-    else:
-        result["restart_required"] = unit["active"] and (result["changed"] or bool(stale))
+    writes = steps.changes(result, params, node, outcome)
+    steps.restart(result, *running_state(module, params["service"], steps.read_files(params, node)))
     if module.check_mode:
         return result
-    for path, before, after in writes:
-        try:
-            if params["backup"] and before is not None:
-                result["backup_files"][path] = backup_copy(path, params["backup_dir"])
-            write_text(path, after, replace=module.atomic_move)
-        except OSError as exc:
-            module.fail_json(msg=f"{path}: cannot write: {to_native(exc)}", **result)
-        if path in result["backup_files"] or before is None:
-            result["restore"].append({"path": path, "backup": result["backup_files"].get(path)})
+    try:
+        steps.write(writes, params, result, module.atomic_move)
+    except steps.WriteError as exc:
+        module.fail_json(msg=str(exc), **result)
     return result
 
 

@@ -294,25 +294,15 @@ dra:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpunode.addons import device_plugin_config as dpc
 from ansible.module_utils.gpunode.addons import dra
-from ansible.module_utils.gpunode.addons import hami as hami_utils
-from ansible.module_utils.gpunode.addons import images as addon_images
 from ansible.module_utils.gpunode.addons.cluster import (
     DISTRIBUTIONS,
     MODES,
-    RESOURCE_BY_MODE,
     RUNTIME_CLASS_CHOICES,
-    WORKLOADS_BY_MODE,
     GpuAddonsError,
-    api_versions,
-    control_plane,
-    gpu_nodes,
-    kube_version,
-    manifest_plan,
-    pod_runtime_class,
 )
-from ansible.module_utils.gpunode.addons.inputs import ValueSyntaxError, check_inputs, check_node_names
+from ansible.module_utils.gpunode.addons.inputs import ValueSyntaxError
+from ansible.module_utils.gpunode.addons.plan import plan
 
 
 def build_module():
@@ -348,172 +338,9 @@ def build_module():
     )
 
 
-def host_records(hosts, host_facts, node_names):
-    """What the decisions need of each GPU host, from the facts the play gathered on it."""
-    records = []
-    for host in hosts:
-        facts = host_facts.get(host) or {}
-        records.append(
-            {
-                "host": host,
-                "node_name": node_names.get(host) or "",
-                "nodename": facts.get("nodename") or "",
-                "nvidia_gpu": facts.get("nvidia_gpu"),
-                "container_runtime": facts.get("nvidia_container_runtime"),
-                "kubelet": facts.get("kubelet_gpu"),
-            }
-        )
-    return records
-
-
-def device_plugin(params):
-    """The device plugin's configs, checked: dpc.plugin_configs plus what the manifests need to know."""
-    short = {
-        "mig": params["nvidia_mig_strategy"],
-        "replicas": params["nvidia_time_slicing_replicas"],
-        "rename": params["nvidia_time_slicing_rename"],
-        "fail_requests_greater_than_one": params["nvidia_time_slicing_fail_requests_greater_than_one"],
-    }
-    resolved = dpc.plugin_configs(params["device_plugin_config"], params["device_plugin_configs"], short)
-    configs = resolved["configs"].values()
-    resolved["mig"] = any(dpc.mig_strategy(c) != "none" for c in configs)
-    resolved["mps"] = any(dpc.sharing_method(c) == "mps" for c in configs)
-    return resolved
-
-
-def plugin_labels(records, names, resolved, mode):
-    """Each host's config label (nvidia mode); warnings where its MIG state contradicts its config."""
-    warnings = []
-    for record in records:
-        name = dpc.host_config(record["host"], names.get(record["host"]), resolved)
-        config = resolved["configs"][name]
-        method = dpc.sharing_method(config)
-        record["plugin_labels"] = {
-            dpc.CONFIG_LABEL: None if name == resolved["default"] else name,
-            "nvidia.com/mps.capable": "true" if method == "mps" else None,
-        }
-        record["sharing"] = dpc.describe(config) if mode == "nvidia" else mode
-        if mode == "nvidia":
-            warnings.extend(dpc.mig_report(record["host"], record["nvidia_gpu"], dpc.mig_strategy(config)))
-    return warnings
-
-
-def hami(settings, version):
-    """HAMi's scheduler placement and the configuration texts of both placements."""
-    placement = settings.get("scheduler") or "deployment"
-    if placement not in hami_utils.PLACEMENTS:
-        raise GpuAddonsError(
-            f"gpu_cluster_addons_hami_scheduler: {placement!r} is not deployment or extender")
-    minor = tuple(int(x) for x in version.split(".")[:2])
-    node_url = "http://127.0.0.1:{}".format(int(settings.get("node_port") or hami_utils.NODE_PORT))
-    pod_url = "http://127.0.0.1:{}".format(int(settings.get("port") or 8080))
-    return {
-        "scheduler": placement,
-        # before 1.19 kube-scheduler reads a Policy (--policy-config-file) instead
-        "policy": minor < (1, 19),
-        "url_prefix": node_url,
-        "kube_scheduler_config": hami_utils.scheduler_config(minor, node_url),
-        "own_scheduler_config": hami_utils.scheduler_config(
-            minor, pod_url, profile=hami_utils.SCHEDULER_NAME),
-        "device_config": hami_utils.device_config(
-            settings.get("device_split_count", 10),
-            settings.get("device_memory_scaling", 1),
-            settings.get("device_core_scaling", 1),
-        ),
-    }
-
-
-def options(mode, resolved, hami_plan):
-    """The optional files of the mode (see gpu_cluster_addons.manifest_plan)."""
-    keys = set()
-    if resolved["named"]:
-        keys.add("nvidia-named")
-    if resolved["mps"]:
-        keys.add("nvidia-mps")
-    keys.add("hami-" + hami_plan["scheduler"])
-    return sorted(k for k in keys if k.startswith(mode + "-"))
-
-
 def run(module):
-    params = module.params
-    check_inputs(params)
-    mode = params["mode"]
-    version = kube_version(params["kubernetes_version"])
-    api = api_versions(version)
-    if not api["critical_priority_any_namespace"] and params["namespace"] != "kube-system":
-        raise GpuAddonsError(
-            f"Kubernetes {version} admits the system-node-critical priority class in kube-system only "
-            f"(before 1.17): gpu_cluster_addons_namespace is {params['namespace']}"
-        )
-    resolved = device_plugin(params)
-    hosts = host_records(params["gpu_hosts"], params["host_facts"], params["node_names"])
-    if params["require_gpu_hosts"] and not hosts:
-        raise GpuAddonsError(
-            "applying needs GPU hosts to label and wait for (gpu_cluster_addons_gpu_hosts, by default the "
-            "inventory group gpu_nodes)"
-        )
-    by_host = dra.allocations(params["gpu_hosts"], mode, params["allocations"])
-    plugin_mode = "nvidia" if mode == "dra" else mode
-    warnings = plugin_labels(hosts, params["device_plugin_config_names"], resolved, plugin_mode)
-    for record in hosts:
-        if by_host.get(record["host"]) == "dra":
-            record["sharing"] = "dra"
-    hami_plan = hami(params["hami"], version)
-    runtime = pod_runtime_class(hosts, params["pod_runtime_class"], params["runtime_class_handler"])
-    if runtime["name"] and not params["runtime_class"]:
-        warnings.append(
-            f"the device plugin pods ask for the RuntimeClass {runtime['name']}, which gpunode does not "
-            "manage (gpu_cluster_addons_runtime_class is false): it must exist in the cluster"
-        )
-    images, dra_plan = images_and_dra(params, mode, version, by_host)
-    dra_plan["unchecked"] = dra.preflight(
-        [dict(r, allocation=by_host[r["host"]]) for r in hosts], version, dra_cdi_root(params)
-    )
-    warnings += dra_plan["unchecked"]
-    cp = control_plane(params["nodes"], params["distribution"], version, params["control_plane_label"])
-    nodes = gpu_nodes(hosts, mode, params["extra_node_labels"])
-    check_node_names(nodes)
-    for warning in warnings + (cp["warnings"] if mode in ("gpushare", "hami") else []):
-        module.warn(warning)
-    labelled = dra.label_nodes(nodes, mode, by_host)
-    return {
-        "changed": False,
-        "ansible_facts": {"gpu_cluster_addons": {"mode": mode, "offers": dra.offers(labelled)}},
-        "version": version,
-        "api": api,
-        "control_plane": cp,
-        "gpu_nodes": labelled,
-        "manifests": dra.template_plan(
-            mode,
-            dra_plan["halves"],
-            manifest_plan(
-                plugin_mode, version, params["runtime_class"], options(plugin_mode, resolved, hami_plan)
-            ),
-        ),
-        "runtime_class_name": runtime["name"],
-        "runtime_class_reasons": runtime["reasons"],
-        "resource": RESOURCE_BY_MODE.get(plugin_mode),
-        "workloads": dra.workloads(WORKLOADS_BY_MODE.get(plugin_mode, ()), dra_plan["halves"]),
-        "nvidia_device_plugin_config": resolved["configs"][resolved["default"]],
-        "nvidia_device_plugin": resolved,
-        "hami": hami_plan,
-        "allocations": by_host,
-        "dra": dra_plan,
-        "images": images,
-    }
-
-
-def images_and_dra(params, mode, version, by_host):
-    """The add-on images (mirrored by gpu_cluster_addons_image_registry) and the DRA half of the plan."""
-    images = addon_images.addon_images(params["role_values"], version)
-    settings = addon_images.dra_settings(params["role_values"], params["dra"])
-    dra_plan = dra.plan(mode, version, by_host, settings)
-    images.update(dra=dra_plan["image"], dra_example=dra_plan["example_image"])
-    return images, dra_plan
-
-
-def dra_cdi_root(params):
-    return (params["dra"] or {}).get("cdi_root") or dra.DEFAULT_SETTINGS["cdi_root"]
+    """The plan (module_utils/gpunode/addons/plan.py); its warnings become the module's."""
+    return plan(module.params, module.warn)
 
 
 def main():

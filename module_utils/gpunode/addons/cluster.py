@@ -239,6 +239,67 @@ def _distribution_labels(distribution, version):
     return list(CONTROL_PLANE_LABELS)
 
 
+def _placement(keys, taints, source, warnings=None):
+    """The answer of control_plane: label keys, tolerations of ``taints``, where it came from."""
+    return {
+        "label_keys": keys,
+        "tolerations": _tolerations(taints),
+        "source": source,
+        "warnings": warnings or [],
+    }
+
+
+def _all_control_plane_taints():
+    return _TAINTS_BY_LABEL[LABEL_CONTROL_PLANE] + _TAINTS_BY_LABEL[LABEL_RKE1] + (_TAINT_UNINITIALIZED,)
+
+
+def _taints_of_labels(keys):
+    taints = [_TAINT_UNINITIALIZED]
+    for key in keys:
+        taints.extend(_TAINTS_BY_LABEL[key])
+    return taints
+
+
+def _placement_from_label(label):
+    """An explicit node label key (the role variable) wins over what nodes and distribution say."""
+    label = str(label).split("=", 1)[0].strip()
+    if not label:
+        raise GpuAddonsError("gpu_cluster_addons_control_plane_label: empty label key")
+    taints = (*_TAINTS_BY_LABEL.get(label, _all_control_plane_taints()), _TAINT_UNINITIALIZED)
+    return _placement([label], taints, "variable")
+
+
+def _placement_from_nodes(nodes):
+    """Where the extender runs, from the labels and taints of the cluster's nodes."""
+    if not isinstance(nodes, list):
+        raise GpuAddonsError("control_plane: nodes must be the list of Node objects from k8s_info")
+    all_taints = _all_control_plane_taints()
+    present = [key for key in CONTROL_PLANE_LABELS if any(key in _labels_of(n) for n in nodes)]
+    if len(nodes) == 1:
+        # Single-node cluster: the extender must run on the only node,
+        # whatever it is labelled and however it is tainted.
+        return _placement([], all_taints, "single-node")
+    if not present:
+        warning = (
+            "no node carries a control-plane label ({}); the scheduler extender may run on any node: "
+            "kube-scheduler must reach it through the node port".format(", ".join(CONTROL_PLANE_LABELS))
+        )
+        return _placement([], all_taints, "detected", [warning])
+    # kubeadm 1.20-1.23 sets both control-plane and master: one is enough.
+    keys = [LABEL_CONTROL_PLANE] if LABEL_CONTROL_PLANE in present else present
+    if LABEL_RKE1 in present and LABEL_RKE1 not in keys:
+        keys.append(LABEL_RKE1)
+    taints = _taints_of_labels(keys)
+    # And whatever known control-plane taint the selected nodes really carry.
+    known = {t[0] for t in all_taints}
+    for node in nodes:
+        if any(k in _labels_of(node) for k in keys):
+            for taint in (node.get("spec") or {}).get("taints") or []:
+                if taint.get("key") in known:
+                    taints.append((taint["key"], taint.get("effect")))
+    return _placement(keys, taints, "detected")
+
+
 def control_plane(nodes=None, distribution="auto", kubernetes_version=None, label=None):
     """Where the scheduler extender runs, and what it tolerates there.
 
@@ -256,81 +317,13 @@ def control_plane(nodes=None, distribution="auto", kubernetes_version=None, labe
         raise GpuAddonsError(
             f"gpu_cluster_addons_distribution: {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}"
         )
-    warnings = []
-    all_taints = (
-        _TAINTS_BY_LABEL[LABEL_CONTROL_PLANE] + _TAINTS_BY_LABEL[LABEL_RKE1] + (_TAINT_UNINITIALIZED,)
-    )
-
     if label:
-        label = str(label).split("=", 1)[0].strip()
-        if not label:
-            raise GpuAddonsError("gpu_cluster_addons_control_plane_label: empty label key")
-        taints = (*_TAINTS_BY_LABEL.get(label, all_taints), _TAINT_UNINITIALIZED)
-        return {
-            "label_keys": [label],
-            "tolerations": _tolerations(taints),
-            "source": "variable",
-            "warnings": warnings,
-        }
-
+        return _placement_from_label(label)
     if nodes:
-        if not isinstance(nodes, list):
-            raise GpuAddonsError("control_plane: nodes must be the list of Node objects from k8s_info")
-        present = [key for key in CONTROL_PLANE_LABELS if any(key in _labels_of(n) for n in nodes)]
-        if len(nodes) == 1:
-            # Single-node cluster: the extender must run on the only node,
-            # whatever it is labelled and however it is tainted.
-            return {
-                "label_keys": [],
-                "tolerations": _tolerations(all_taints),
-                "source": "single-node",
-                "warnings": warnings,
-            }
-        if not present:
-            warnings.append(
-                "no node carries a control-plane label ({}); the scheduler extender may run on any node: "
-                "kube-scheduler must reach it through the node port".format(", ".join(CONTROL_PLANE_LABELS))
-            )
-            return {
-                "label_keys": [],
-                "tolerations": _tolerations(all_taints),
-                "source": "detected",
-                "warnings": warnings,
-            }
-        # kubeadm 1.20-1.23 sets both control-plane and master: one is enough.
-        keys = [LABEL_CONTROL_PLANE] if LABEL_CONTROL_PLANE in present else present
-        if LABEL_RKE1 in present and LABEL_RKE1 not in keys:
-            keys.append(LABEL_RKE1)
-        taints = [_TAINT_UNINITIALIZED]
-        for key in keys:
-            taints.extend(_TAINTS_BY_LABEL[key])
-        # And whatever known control-plane taint the selected nodes really carry.
-        known = {t[0] for t in all_taints}
-        for node in nodes:
-            if any(k in _labels_of(node) for k in keys):
-                for taint in (node.get("spec") or {}).get("taints") or []:
-                    if taint.get("key") in known:
-                        taints.append((taint["key"], taint.get("effect")))
-        return {
-            "label_keys": keys,
-            "tolerations": _tolerations(taints),
-            "source": "detected",
-            "warnings": warnings,
-        }
-
+        return _placement_from_nodes(nodes)
     keys = _distribution_labels(distribution, kubernetes_version)
-    if distribution == "auto":
-        taints = all_taints
-    else:
-        taints = [_TAINT_UNINITIALIZED]
-        for key in keys:
-            taints.extend(_TAINTS_BY_LABEL[key])
-    return {
-        "label_keys": keys,
-        "tolerations": _tolerations(taints),
-        "source": "distribution",
-        "warnings": warnings,
-    }
+    taints = _all_control_plane_taints() if distribution == "auto" else _taints_of_labels(keys)
+    return _placement(keys, taints, "distribution")
 
 
 # --------------------------------------------------------------------------

@@ -380,67 +380,79 @@ def _replace_collection(text, chain, value, map_step, seq_offset):
     return [(start, end, _render_block(value, column, map_step, seq_offset))]
 
 
-def _set_node(text, path, value):
-    """Edits (start, end, replacement) that make ``path`` hold ``value``.
+def _blank_before(text, index):
+    """``index`` moved left over the spaces and tabs before it."""
+    while index > 0 and text[index - 1] in " \t":
+        index -= 1
+    return index
 
-    ``value`` is a scalar, a list or a mapping; a collection is written in
-    block style at the file's indentation (in flow style where it replaces a
-    flow collection).
-    """
-    root = _root_mapping(text)
-    chain, rest = _walk(root, path)
-    map_step, seq_offset = _steps(root, text)
+
+def _block_under_key(text, node, block):
+    """Edits that put ``block`` on the lines after ``node``'s and remove ``node``'s inline text."""
+    eol = _line_end(text, node.end_mark.index)
+    edits = [(eol, eol, "\n" + block)]
+    if node.start_mark.index != node.end_mark.index:
+        edits.append((_blank_before(text, node.start_mark.index), node.end_mark.index, ""))
+    return edits
+
+
+def _set_in_place(text, chain, path, value, steps):
+    """Edits that replace the value at the end of ``chain`` (the whole path exists)."""
+    map_step, seq_offset = steps
     is_list = isinstance(value, (list, tuple))
     is_collection = is_list or isinstance(value, dict)
-
-    if not rest:
-        key_node, node = chain[-1]
-        if isinstance(node, yaml.ScalarNode) and not _is_null(node) and not is_collection:
-            style = node.style if node.style in ('"', "'") else None
-            return [(node.start_mark.index, node.end_mark.index, _render_scalar(value, style))]
-        if isinstance(node, yaml.CollectionNode) and is_collection:
-            return _replace_collection(text, chain, list(value) if is_list else value, map_step, seq_offset)
-        if not (_is_null(node) or (isinstance(node, yaml.ScalarNode) and is_collection)):
-            raise YamlEditError(
-                f"{'.'.join(map(str, path))} holds a {node.id}; not replaced by a scalar",
-                node.start_mark.line + 1,
-                node.start_mark.column + 1,
-            )
-        # a null (or, for a collection, a scalar) value is replaced in place
-        if key_node is None:
-            return [(node.start_mark.index, node.end_mark.index, _render_flow(value))]
-        if not is_collection or not value:
-            text_value = _render_flow(value)
-            if node.start_mark.index == node.end_mark.index:
-                colon = _colon_after(key_node, text) + 1
-                return [(colon, colon, " " + text_value)]
-            return [(node.start_mark.index, node.end_mark.index, text_value)]
-        indent = seq_offset if is_list else _step_below(chain, map_step)
-        block = _render_block(
-            list(value) if is_list else value, key_node.start_mark.column + indent, map_step, seq_offset
-        )
-        eol = _line_end(text, node.end_mark.index)
-        edits = [(eol, eol, "\n" + block)]
-        if node.start_mark.index != node.end_mark.index:
-            start = node.start_mark.index
-            while start > 0 and text[start - 1] in " \t":
-                start -= 1
-            edits.append((start, node.end_mark.index, ""))
-        return edits
-
     key_node, node = chain[-1]
-    new_value = _nest(rest, list(value) if is_list else value)
+    if isinstance(node, yaml.ScalarNode) and not _is_null(node) and not is_collection:
+        style = node.style if node.style in ('"', "'") else None
+        return [(node.start_mark.index, node.end_mark.index, _render_scalar(value, style))]
+    if isinstance(node, yaml.CollectionNode) and is_collection:
+        return _replace_collection(text, chain, list(value) if is_list else value, map_step, seq_offset)
+    if not (_is_null(node) or (isinstance(node, yaml.ScalarNode) and is_collection)):
+        raise YamlEditError(
+            f"{'.'.join(map(str, path))} holds a {node.id}; not replaced by a scalar",
+            node.start_mark.line + 1,
+            node.start_mark.column + 1,
+        )
+    # a null (or, for a collection, a scalar) value is replaced in place
+    if key_node is None:
+        return [(node.start_mark.index, node.end_mark.index, _render_flow(value))]
+    if not is_collection or not value:
+        text_value = _render_flow(value)
+        if node.start_mark.index == node.end_mark.index:
+            colon = _colon_after(key_node, text) + 1
+            return [(colon, colon, " " + text_value)]
+        return [(node.start_mark.index, node.end_mark.index, text_value)]
+    indent = seq_offset if is_list else _step_below(chain, map_step)
+    block = _render_block(
+        list(value) if is_list else value, key_node.start_mark.column + indent, map_step, seq_offset
+    )
+    return _block_under_key(text, node, block)
+
+
+def _add_to_flow_mapping(text, chain, new_value, steps):
+    """Edits that add ``new_value`` (nested keys) to the flow mapping at the end of ``chain``."""
+    map_step, seq_offset = steps
+    key_node, node = chain[-1]
+    if node.value:
+        end = _content_end(node.value[-1][1], text)
+        entry = _render_flow(new_value)[1:-1]
+        return [(end, end, ", " + entry)]
+    if key_node is None:
+        return [(node.start_mark.index, node.end_mark.index, _render_flow(new_value))]
+    step = _step_below(chain, map_step)
+    block = _render_block(new_value, key_node.start_mark.column + step, map_step, seq_offset)
+    return [(_blank_before(text, node.start_mark.index), node.end_mark.index, "\n" + block)]
+
+
+def _add_missing(text, chain, path, rest, value, *, steps):
+    """Edits that create the missing keys ``rest`` below the end of ``chain``, holding ``value``."""
+    map_step, seq_offset = steps
+    key_node, node = chain[-1]
+    new_value = _nest(rest, list(value) if isinstance(value, (list, tuple)) else value)
     if _is_null(node) and key_node is not None:
         step = _step_below(chain, map_step)
         block = _render_block(new_value, key_node.start_mark.column + step, map_step, seq_offset)
-        eol = _line_end(text, node.end_mark.index)
-        edits = [(eol, eol, "\n" + block)]
-        if node.start_mark.index != node.end_mark.index:
-            start = node.start_mark.index
-            while start > 0 and text[start - 1] in " \t":
-                start -= 1
-            edits.append((start, node.end_mark.index, ""))
-        return edits
+        return _block_under_key(text, node, block)
     if node is None:  # empty document
         block = _render_block(new_value, 0, map_step, seq_offset)
         if not text:
@@ -454,22 +466,26 @@ def _set_node(text, path, value):
             node.start_mark.column + 1,
         )
     if node.flow_style:
-        if not node.value:
-            if key_node is not None:
-                step = _step_below(chain, map_step)
-                block = _render_block(new_value, key_node.start_mark.column + step, map_step, seq_offset)
-                start = node.start_mark.index
-                while start > 0 and text[start - 1] in " \t":
-                    start -= 1
-                return [(start, node.end_mark.index, "\n" + block)]
-            return [(node.start_mark.index, node.end_mark.index, _render_flow(new_value))]
-        end = _content_end(node.value[-1][1], text)
-        entry = _render_flow(new_value)[1:-1]
-        return [(end, end, ", " + entry)]
+        return _add_to_flow_mapping(text, chain, new_value, steps)
     column = node.value[0][0].start_mark.column
     block = _render_block(new_value, column, map_step, seq_offset)
     eol = _line_end(text, _content_end(node, text))
     return [(eol, eol, "\n" + block)]
+
+
+def _set_node(text, path, value):
+    """Edits (start, end, replacement) that make ``path`` hold ``value``.
+
+    ``value`` is a scalar, a list or a mapping; a collection is written in
+    block style at the file's indentation (in flow style where it replaces a
+    flow collection).
+    """
+    root = _root_mapping(text)
+    chain, rest = _walk(root, path)
+    steps = _steps(root, text)
+    if not rest:
+        return _set_in_place(text, chain, path, value, steps)
+    return _add_missing(text, chain, path, rest, value, steps=steps)
 
 
 @_keeps_crlf
@@ -486,6 +502,39 @@ def set_scalar(text, path, value):
     new_text = _splice(text, _set_node(text, path, value))
     expected = _data_set(copy.deepcopy(_load(text)), path, value)
     return _checked(new_text, expected, f"set {'.'.join(map(str, path))}")
+
+
+def _removed_from_flow(text, parent, items, position, first_index):
+    """The span that removes item ``position`` of a flow collection (with its comma)."""
+    if len(items) == 1:
+        return parent.start_mark.index + 1, parent.end_mark.index - 1
+    if position == 0:
+        nxt = items[1] if isinstance(parent, yaml.SequenceNode) else parent.value[1][0]
+        return first_index, nxt.start_mark.index
+    return _content_end(items[position - 1], text), _content_end(items[position], text)
+
+
+def _removed_from_block(text, path, parent, items, position, *, first_index):
+    """The span that removes item ``position`` of a block collection (its whole lines)."""
+    node = items[position]
+    is_seq = isinstance(parent, yaml.SequenceNode)
+    if is_seq:
+        first_index = text.rfind("-", 0, node.start_mark.index)
+    line_start = _line_start(text, first_index)
+    end = _line_end(text, _content_end(node, text))
+    if text[line_start:first_index].strip() == "":
+        if end < len(text):
+            return line_start, end + 1
+        return (line_start - 1 if line_start > 0 else line_start), end
+    if position + 1 < len(items):
+        # e.g. the first key of a mapping that is a sequence item: "- name: x"
+        nxt = items[position + 1] if is_seq else parent.value[position + 1][0]
+        return first_index, nxt.start_mark.index
+    raise YamlEditError(
+        f"cannot remove {'.'.join(map(str, path))}: it shares its line with other content",
+        node.start_mark.line + 1,
+        node.start_mark.column + 1,
+    )
 
 
 @_keeps_crlf
@@ -507,43 +556,10 @@ def remove_key(text, path):
         items = [pair[1] for pair in parent.value]
         position = [pair[0] for pair in parent.value].index(key_node)
     first_index = node.start_mark.index if is_seq else key_node.start_mark.index
-    edits = []
     if parent.flow_style:
-        if len(items) == 1:
-            start = parent.start_mark.index + 1
-            end = parent.end_mark.index - 1
-        elif position == 0:
-            start = first_index
-            nxt = items[1] if is_seq else parent.value[1][0]
-            end = nxt.start_mark.index
-        else:
-            start = _content_end(items[position - 1], text)
-            end = _content_end(node, text)
-        edits.append((start, end, ""))
+        edits = [(*_removed_from_flow(text, parent, items, position, first_index), "")]
     else:
-        if is_seq:
-            first_index = text.rfind("-", 0, node.start_mark.index)
-        line_start = _line_start(text, first_index)
-        prefix = text[line_start:first_index]
-        end = _line_end(text, _content_end(node, text))
-        if prefix.strip() == "":
-            start = line_start
-            if end < len(text):
-                end += 1
-            elif start > 0:
-                start -= 1
-        elif position + 1 < len(items):
-            # e.g. the first key of a mapping that is a sequence item: "- name: x"
-            start = first_index
-            nxt = items[position + 1] if is_seq else parent.value[position + 1][0]
-            end = nxt.start_mark.index
-        else:
-            raise YamlEditError(
-                f"cannot remove {'.'.join(map(str, path))}: it shares its line with other content",
-                node.start_mark.line + 1,
-                node.start_mark.column + 1,
-            )
-        edits.append((start, end, ""))
+        edits = [(*_removed_from_block(text, path, parent, items, position, first_index=first_index), "")]
         if len(items) == 1 and parent_key is not None:
             colon = _colon_after(parent_key, text) + 1
             edits.append((colon, colon, " []" if is_seq else " {}"))
@@ -576,9 +592,7 @@ def append_to_list(text, path, item):
         style = node.style if node.style in ('"', "'") else None
         pad = " " * (key_node.start_mark.column + seq_offset)
         block = f"\n{pad}- {old_raw}\n{pad}- {_render_scalar(item, style)}"
-        start = node.start_mark.index
-        while start > 0 and text[start - 1] in " \t":
-            start -= 1
+        start = _blank_before(text, node.start_mark.index)
         return _finish_list(text, path, [(start, node.end_mark.index, block)], [current, item])
     if not isinstance(node, yaml.SequenceNode):
         raise YamlEditError(
@@ -596,9 +610,7 @@ def append_to_list(text, path, item):
                 text, path, [(node.start_mark.index, node.end_mark.index, _render_flow([item]))], expected
             )
         pad = " " * (key_node.start_mark.column + seq_offset)
-        start = node.start_mark.index
-        while start > 0 and text[start - 1] in " \t":
-            start -= 1
+        start = _blank_before(text, node.start_mark.index)
         return _finish_list(
             text, path, [(start, node.end_mark.index, f"\n{pad}- {_render_flow(item)}")], expected
         )

@@ -296,6 +296,49 @@ def _writable_env_file(command):
     return command.environment_files[-1][0]
 
 
+def _gate_sources(command):
+    """Where the ``--feature-gates`` flags that reach the kubelet come from, in order, each once."""
+    sources = []
+    for arg in command.args:
+        if arg.value.startswith(GATES_FLAG) and arg.source not in sources:
+            sources.append(arg.source)
+    return sources
+
+
+def _target_variable(command, variable):
+    """The variable the new flag goes to (None: the ExecStart line); refused where it does not reach."""
+    name = variable
+    if name is None:
+        if DEFAULT_VARIABLE in command.referenced:
+            name = DEFAULT_VARIABLE
+        else:
+            holders = _flag_holders(command)
+            name = holders[-1] if holders else None
+    if name is not None and name not in command.referenced:
+        raise FlagsError(
+            f"ExecStart= ({command.exec_start[0]} line {command.exec_start[3]}) never expands ${name}: "
+            f"a --feature-gates flag in {name} would not reach the kubelet"
+        )
+    return name
+
+
+def _place_new_flag(command, texts, edits, name, gate_string):
+    """Edits (in ``edits``, or whole texts in ``texts``) adding the flag; where it went."""
+    where = command.winner(name) if name else None
+    if where is not None or name is None:
+        path, start, end = _span_of(command, where)
+        edits.setdefault(path, []).extend(_span_edits(texts[path], start, end, gate_string))
+        return where
+    flag = f"{GATES_FLAG}={gate_string}"
+    env_file = _writable_env_file(command)
+    if env_file is not None:
+        texts[env_file] = _append_env_line(texts.get(env_file) or "", name, flag)
+        return f"{env_file} {name}"
+    path = command.exec_start[0]
+    edits.setdefault(path, []).append(_new_environment_edit(texts[path], command.places[path], name, flag))
+    return f"{path} Environment {name}"
+
+
 def plan_edit(command, unit_files, read_file, gate_string, variable=None):
     """FlagsPlan putting ``--feature-gates=<gate_string>`` where it reaches the kubelet.
 
@@ -312,10 +355,7 @@ def plan_edit(command, unit_files, read_file, gate_string, variable=None):
     texts = {path: command.texts[path] for path in command.texts}
     edits = {}
     warnings = []
-    sources = []
-    for arg in command.args:
-        if arg.value.startswith(GATES_FLAG) and arg.source not in sources:
-            sources.append(arg.source)
+    sources = _gate_sources(command)
     if sources:
         where = sources[0]
         for index, source in enumerate(sources):
@@ -324,37 +364,7 @@ def plan_edit(command, unit_files, read_file, gate_string, variable=None):
     elif not gate_string:
         return FlagsPlan(None, {}, warnings)
     else:
-        name = variable
-        if name is None:
-            if DEFAULT_VARIABLE in command.referenced:
-                name = DEFAULT_VARIABLE
-            else:
-                holders = _flag_holders(command)
-                name = holders[-1] if holders else None
-        if name is not None and name not in command.referenced:
-            raise FlagsError(
-                f"ExecStart= ({command.exec_start[0]} line {command.exec_start[3]}) never expands ${name}: "
-                f"a --feature-gates flag in {name} would not reach the kubelet"
-            )
-        where = command.winner(name) if name else None
-        if where is not None:
-            path, start, end = _span_of(command, where)
-            edits.setdefault(path, []).extend(_span_edits(texts[path], start, end, gate_string))
-        elif name is not None:
-            env_file = _writable_env_file(command)
-            flag = f"{GATES_FLAG}={gate_string}"
-            if env_file is not None:
-                texts[env_file] = _append_env_line(texts.get(env_file) or "", name, flag)
-                where = f"{env_file} {name}"
-            else:
-                path = command.exec_start[0]
-                edits.setdefault(path, []).append(
-                    _new_environment_edit(texts[path], command.places[path], name, flag)
-                )
-                where = f"{path} Environment {name}"
-        else:
-            path, start, end = _span_of(command, None)
-            edits.setdefault(path, []).extend(_span_edits(texts[path], start, end, gate_string))
+        where = _place_new_flag(command, texts, edits, _target_variable(command, variable), gate_string)
     for path, path_edits in edits.items():
         texts[path] = _apply(texts[path], path_edits)
     label = where if isinstance(where, str) else _label(where, command)

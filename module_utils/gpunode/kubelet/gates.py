@@ -368,6 +368,58 @@ def _beyond_table(name, value, version_text, stage, outcome):
     )
 
 
+def _unknown(name, value, allow_unknown, outcome):
+    """decide() for a gate outside the table: written only with allow_unknown."""
+    apply, _skipped, warnings, errors = outcome
+    if allow_unknown:
+        apply[name] = value
+        warnings.append(f"{name} is not in this module's gate table; written unchecked (allow_unknown)")
+        return
+    errors.append(
+        f"{name} is not a feature gate this module knows (known: {', '.join(sorted(GATES))}); "
+        "a kubelet given a gate it does not know refuses to start. "
+        "Check the spelling, or set allow_unknown=true to write it anyway"
+    )
+
+
+def _known_stage(name, value, version_text, stage, outcome):
+    """decide() for a gate this kubelet has: written unless locked to the other value."""
+    apply, _skipped, _warnings, errors = outcome
+    if stage.locked and value != stage.default:
+        errors.append(
+            f"{name} is {stage.stage} and locked to {_word(stage.default)} in Kubernetes "
+            f"{version_text}; the kubelet refuses {name}={_word(value)}"
+        )
+    else:
+        apply[name] = value
+
+
+def _not_served(name, value, version_text, outcome):
+    """decide() for a gate this kubelet does not have: too new, or removed (skipped when GA as asked)."""
+    _apply, skipped, _warnings, errors = outcome
+    entry = GATES[name]
+    word = _word(value)
+    first = entry["stages"][0]
+    if parse_version(version_text) < parse_version(first.since):
+        errors.append(
+            f"{name} was added in Kubernetes {first.since}; this kubelet is {version_text} "
+            "and would not start with it"
+        )
+        return
+    last = entry["stages"][-1]
+    if last.stage == "GA" and value == last.default:
+        skipped[name] = (
+            f"{name} graduated to GA in Kubernetes {last.since} and was removed in {entry['removed']}: "
+            f"a {version_text} kubelet always behaves as {name}={word} and would refuse the gate, "
+            "so it is not written (and is removed from the file if present)"
+        )
+        return
+    errors.append(
+        f"{name} was removed in Kubernetes {entry['removed']}; this kubelet is {version_text} "
+        f"and would not start with {name}={word}"
+    )
+
+
 def decide(gates, version, allow_unknown=False):
     """Which asked-for gates to write, which to skip, and why; raises GateError on a refusal.
 
@@ -379,6 +431,7 @@ def decide(gates, version, allow_unknown=False):
     """
     version_text = format_version(parse_version(version))
     apply, skipped, warnings, errors = {}, {}, [], []
+    outcome = (apply, skipped, warnings, errors)
     for name, raw in gates.items():
         try:
             check_gate_name(name)
@@ -386,53 +439,15 @@ def decide(gates, version, allow_unknown=False):
         except GateError as exc:
             errors.append(str(exc))
             continue
-        word = _word(value)
+        stage = stage_at(name, version_text) if name in GATES else None
         if name not in GATES:
-            if allow_unknown:
-                apply[name] = value
-                warnings.append(
-                    f"{name} is not in this module's gate table; written unchecked (allow_unknown)"
-                )
-            else:
-                errors.append(
-                    f"{name} is not a feature gate this module knows (known: {', '.join(sorted(GATES))}); "
-                    "a kubelet given a gate it does not know refuses to start. "
-                    "Check the spelling, or set allow_unknown=true to write it anyway"
-                )
-            continue
-        entry = GATES[name]
-        stage = stage_at(name, version_text)
-        if stage is not None and beyond_table(name, version_text):
-            _beyond_table(name, value, version_text, stage, (apply, skipped, warnings, errors))
-            continue
-        if stage is not None:
-            if stage.locked and value != stage.default:
-                errors.append(
-                    f"{name} is {stage.stage} and locked to {_word(stage.default)} in Kubernetes "
-                    f"{version_text}; the kubelet refuses {name}={word}"
-                )
-            else:
-                apply[name] = value
-            continue
-        first = entry["stages"][0]
-        if parse_version(version_text) < parse_version(first.since):
-            errors.append(
-                f"{name} was added in Kubernetes {first.since}; this kubelet is {version_text} "
-                "and would not start with it"
-            )
-            continue
-        last = entry["stages"][-1]
-        if last.stage == "GA" and value == last.default:
-            skipped[name] = (
-                f"{name} graduated to GA in Kubernetes {last.since} and was removed in {entry['removed']}: "
-                f"a {version_text} kubelet always behaves as {name}={word} and would refuse the gate, "
-                "so it is not written (and is removed from the file if present)"
-            )
-            continue
-        errors.append(
-            f"{name} was removed in Kubernetes {entry['removed']}; this kubelet is {version_text} "
-            f"and would not start with {name}={word}"
-        )
+            _unknown(name, value, allow_unknown, outcome)
+        elif stage is not None and beyond_table(name, version_text):
+            _beyond_table(name, value, version_text, stage, outcome)
+        elif stage is not None:
+            _known_stage(name, value, version_text, stage, outcome)
+        else:
+            _not_served(name, value, version_text, outcome)
     if errors:
         raise GateError("; ".join(errors))
     return apply, skipped, warnings

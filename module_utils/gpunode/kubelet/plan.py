@@ -298,28 +298,11 @@ def plan(params, host):
     if kind == "auto" or (kind in ("config", "flags") and not params[kind + "_file"]):
         kind = _auto_kind(kind, params, host, found, version)
     target = TARGETS[kind](params, host, found, version)
-    current = target.read()
-    remove = {name for name in skipped if name in current}
-    merged = merge(current, apply, remove)
-    for why in refused_in_file({k: v for k, v in current.items() if k not in asked}, version_str).values():
-        result.warnings.append(
-            f"{target.label}: {why}; the kubelet would refuse it (not asked about, left as it is)"
-        )
-    target.request = (apply, skipped)
-    changes = target.write(current, merged)
-    merged = target.gates if target.gates is not None else merged
-    result.warnings += target.warnings
-    result.changes = {path: (old, new) for path, (old, new) in changes.items() if old != new}
-    effective_gates = target.effective(merged)
-    _check_overrides(target, apply, effective_gates)
-    stale, reasons, daemon_reload = _running_state(params, host, found, target, merged)
-    restart = bool(result.changes) or stale
-    if restart and kind != "rke1":
-        _check_restartable(host, params, target, version)
-    if stale and not result.changes:
-        result.stale_backups = _latest_backups(host, target)
-    unit_paths = {unit[0] for unit in target.unit_files or found.unit_files}
-    daemon_reload = daemon_reload or any(path in unit_paths for path in result.changes)
+    merged = _edit(result, target, (apply, skipped, asked), version_str)
+    _check_overrides(target, apply, target.effective(merged))
+    restart, reasons, daemon_reload = _restart(
+        result, params, host, found, target=target, kind=kind, version=version, merged=merged
+    )
     result.result = {
         "changed": bool(result.changes),
         "restart_required": restart,
@@ -349,6 +332,40 @@ def plan(params, host):
         },
     }
     return result
+
+
+def _edit(result, target, request, version_str):
+    """The gates the target holds after the edit; fills ``result.changes`` and its warnings.
+
+    ``request`` is (apply, skipped, asked) of :func:`_decide`.
+    """
+    apply, skipped, asked = request
+    current = target.read()
+    remove = {name for name in skipped if name in current}
+    merged = merge(current, apply, remove)
+    for why in refused_in_file({k: v for k, v in current.items() if k not in asked}, version_str).values():
+        result.warnings.append(
+            f"{target.label}: {why}; the kubelet would refuse it (not asked about, left as it is)"
+        )
+    target.request = (apply, skipped)
+    changes = target.write(current, merged)
+    merged = target.gates if target.gates is not None else merged
+    result.warnings += target.warnings
+    result.changes = {path: (old, new) for path, (old, new) in changes.items() if old != new}
+    return merged
+
+
+def _restart(result, params, host, found, *, target, kind, version, merged):
+    """(restart, stale reasons, daemon_reload): what the kubelet needs after the edit."""
+    stale, reasons, daemon_reload = _running_state(params, host, found, target, merged)
+    restart = bool(result.changes) or stale
+    if restart and kind != "rke1":
+        _check_restartable(host, params, target, version)
+    if stale and not result.changes:
+        result.stale_backups = _latest_backups(host, target)
+    unit_paths = {unit[0] for unit in target.unit_files or found.unit_files}
+    daemon_reload = daemon_reload or any(path in unit_paths for path in result.changes)
+    return restart, reasons, daemon_reload
 
 
 def _decide(params, version_str, result):

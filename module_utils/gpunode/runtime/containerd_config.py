@@ -379,6 +379,74 @@ def cdi_state(cri, release):
     return enabled is True, list(dirs) if isinstance(dirs, list) else list(CDI_SPEC_DIRS)
 
 
+def _schema(config_text, config_path, containerd_version):
+    """(config, release, version): config.toml parsed, containerd's (major, minor), the version to write.
+
+    Absent, empty or only comments: containerd runs on its defaults, and we write the newest
+    version it reads (a version 1 file would lose its CRI settings on containerd 2.0 to 2.2).
+    """
+    config = parse(config_text, config_path) if config_text and config_text.strip() else {}
+    release = containerd_release(containerd_version)
+    version = highest_config_version(release) or 2 if not config else root_version(config, config_path)
+    check_readable(version, release, config_path, containerd_version)
+    return config, release, version
+
+
+def _base_cri(default_config_text, version, warnings):
+    """containerd's default CRI table (`containerd config default`), or {} with a warning."""
+    if default_config_text and default_config_text.strip():
+        plugins = _table(parse(default_config_text, "containerd config default"), "plugins")
+        return _table(plugins, CRI_PLUGIN[2]) or _table(plugins, CRI_PLUGIN[version])
+    warnings.append(
+        "containerd's defaults (`containerd config default`) were not available: the drop-in "
+        "holds config.toml's CRI settings and the runtime only"
+    )
+    return {}
+
+
+def _with_cdi(cri, config, *, version, others, release, containerd_version, warnings):
+    """The drop-in's CRI table with CDI turned on where containerd has it off."""
+    effective_before = effective_cri(config, version, others, cri, release)
+    enabled, _dirs = cdi_state(effective_before, release)
+    if release is not None and release < CDI_SINCE:
+        warnings.append(
+            f"containerd {containerd_version} has no CDI support (it came with 1.7): "
+            "devices are injected by the nvidia runtime only"
+        )
+    elif not enabled:
+        cri = deep_merge(cri, {"enable_cdi": True})
+    return cri
+
+
+def _new_config(config_text, config, *, config_path, dropin_path, version):
+    """config.toml's new text: created (kept comments) or with the drop-in imported."""
+    new_config = config_text
+    if not config:
+        kept = config_text or ""
+        if kept and not kept.endswith("\n"):
+            kept += "\n"
+        new_config = kept + add_import(None, dropin_path, version)
+    elif not imports_dropin(config, dropin_path):
+        new_config = add_import(config_text, dropin_path, version)
+    if new_config != config_text:
+        check = parse(new_config, config_path)
+        if not imports_dropin(check, dropin_path):
+            raise ContainerdConfigError(f"{config_path}: could not add {dropin_path} to imports")
+    return new_config
+
+
+def _effective(effective, release):
+    """What containerd runs with, from its merged CRI table."""
+    cdi_enabled, cdi_dirs = cdi_state(effective, release)
+    runtimes = _table(effective, "containerd", "runtimes")
+    return {
+        "default_runtime": _table(effective, "containerd").get("default_runtime_name", "runc"),
+        "runtimes": sorted(set(runtimes) | {"runc"}),
+        "cdi_enabled": cdi_enabled,
+        "cdi_spec_dirs": cdi_dirs,
+    }
+
+
 def plan(
     config_text,
     *,
@@ -407,80 +475,34 @@ def plan(
     containerd runs with once it has read them (default_runtime, runtimes,
     cdi_enabled, cdi_spec_dirs). Raises ContainerdConfigError.
     """
-    config = parse(config_text, config_path) if config_text and config_text.strip() else {}
-    release = containerd_release(containerd_version)
-    # absent, empty or only comments: containerd runs on its defaults, and we write the newest
-    # version it reads (a version 1 file would lose its CRI settings on containerd 2.0 to 2.2)
-    fresh = not config
-    version = highest_config_version(release) or 2 if fresh else root_version(config, config_path)
-    check_readable(version, release, config_path, containerd_version)
+    config, release, version = _schema(config_text, config_path, containerd_version)
     warnings = []
-
     others = [parse(text, path) for path, text in other_imports if text and text.strip()]
     user_cri = cri_table(config, version)
     for data in others:
         user_cri = deep_merge(user_cri, cri_table(data, version))
     if systemd_cgroup is None:
         systemd_cgroup = detect_systemd_cgroup(user_cri, systemd_pid1)
-    ours = runtime_tables(name, binary_name, runtime_type, systemd_cgroup, set_default)
-
+    cri = runtime_tables(name, binary_name, runtime_type, systemd_cgroup, set_default)
     full = release is None or release < (2, 0)
     if full:
-        base = {}
-        if default_config_text and default_config_text.strip():
-            plugins = _table(parse(default_config_text, "containerd config default"), "plugins")
-            base = _table(plugins, CRI_PLUGIN[2]) or _table(plugins, CRI_PLUGIN[version])
-        else:
-            warnings.append(
-                "containerd's defaults (`containerd config default`) were not available: the drop-in "
-                "holds config.toml's CRI settings and the runtime only"
-            )
-        cri = deep_merge(deep_merge(base, user_cri), ours)
-    else:
-        cri = ours
+        cri = deep_merge(deep_merge(_base_cri(default_config_text, version, warnings), user_cri), cri)
     if enable_cdi:
-        effective_before = effective_cri(config, version, others, cri, release)
-        enabled, _dirs = cdi_state(effective_before, release)
-        if release is not None and release < CDI_SINCE:
-            warnings.append(
-                f"containerd {containerd_version} has no CDI support (it came with 1.7): "
-                "devices are injected by the nvidia runtime only"
-            )
-        elif not enabled:
-            cri = deep_merge(cri, {"enable_cdi": True})
+        cri = _with_cdi(cri, config, version=version, others=others, release=release,
+                        containerd_version=containerd_version, warnings=warnings)
     if cri_disabled(config, version):
         warnings.append(
             f"{config_path}: the CRI plugin is disabled (disabled_plugins); Kubernetes cannot use "
             f"the {name} runtime until it is enabled"
         )
-
     new_dropin = render_dropin(version, cri)
-    new_config = config_text
-    if fresh:
-        kept = config_text or ""
-        if kept and not kept.endswith("\n"):
-            kept += "\n"
-        new_config = kept + add_import(None, dropin_path, version)
-    elif not imports_dropin(config, dropin_path):
-        new_config = add_import(config_text, dropin_path, version)
-    if new_config != config_text:
-        check = parse(new_config, config_path)
-        if not imports_dropin(check, dropin_path):
-            raise ContainerdConfigError(f"{config_path}: could not add {dropin_path} to imports")
-    effective = effective_cri(config, version, others, cri, release)
-    cdi_enabled, cdi_dirs = cdi_state(effective, release)
-    runtimes = _table(effective, "containerd", "runtimes")
     return {
-        "config_text": new_config,
+        "config_text": _new_config(config_text, config, config_path=config_path, dropin_path=dropin_path,
+                                   version=version),
         "dropin_text": new_dropin,
         "schema_version": version,
         "systemd_cgroup": systemd_cgroup,
         "full_cri_table": full,
         "warnings": warnings,
-        "effective": {
-            "default_runtime": _table(effective, "containerd").get("default_runtime_name", "runc"),
-            "runtimes": sorted(set(runtimes) | {"runc"}),
-            "cdi_enabled": cdi_enabled,
-            "cdi_spec_dirs": cdi_dirs,
-        },
+        "effective": _effective(effective_cri(config, version, others, cri, release), release),
     }

@@ -511,7 +511,7 @@ class Planner:
 
     def containerd(self, configure):
         """Plan containerd's drop-in and restart; returns (facts, (cdi_enabled, cdi_dirs))."""
-        containerd, wanted, plan = self.observed["containerd"], self.wanted, self.plan
+        containerd, wanted = self.observed["containerd"], self.wanted
         managed_by = "docker" if containerd.get("cri_disabled") else "containerd"
         args = {
             "config_path": wanted["containerd_config"],
@@ -527,18 +527,8 @@ class Planner:
                 "and "
                 "is left alone (list containerd in nvidia_container_runtime_engines to configure it anyway)"
             )
-        release = release_of(containerd["version"])
         if self.observed["toml_parser"] is None:  # config.toml is read once the TOML package is installed
-            if configure:
-                plan["containerd"].update(configure=True, restart=containerd["active"], args=args)
-                self.reasons.append(f"{args['config_path']}: read once Python has a TOML reader")
-            cdi = bool(configure and wanted["cdi"] and release is not None and release >= (1, 7))
-            facts = {
-                "nvidia_runtime": configure,
-                "default_runtime": "nvidia" if configure and wanted["containerd_default_runtime"] else "runc",
-                "managed_by": managed_by,
-            }
-            return facts, (cdi, list(CDI_SPEC_DIRS) if cdi else [])
+            return self._containerd_unread(configure, args, managed_by)
         try:
             outcome = self.containerd_plan(**args)
         except ContainerdConfigError as exc:
@@ -548,19 +538,7 @@ class Planner:
             containerd["dropin_text"],
         )
         if configure:
-            self.notes.extend(outcome["warnings"])
-            plan["containerd"]["args"] = args
-            plan["containerd"]["configure"] = changed
-            if changed:
-                self.reasons.append(
-                    f"containerd's files do not declare the nvidia runtime as wanted ({args['dropin_path']})"
-                )
-            if containerd["active"] and (changed or containerd["stale"]):
-                plan["containerd"]["restart"] = True
-                if not changed:
-                    self.reasons.append(
-                        f"containerd started before {', '.join(containerd['stale'])} last changed"
-                    )
+            self._containerd_configure(args, outcome, changed)
         if configure or not changed:
             effective = outcome["effective"]
         else:  # not ours to configure, and not as we would have it: runc, as containerd defaults
@@ -576,6 +554,37 @@ class Planner:
             "managed_by": managed_by,
         }
         return facts, (effective["cdi_enabled"], effective["cdi_spec_dirs"])
+
+    def _containerd_unread(self, configure, args, managed_by):
+        """containerd() before Python has a TOML reader: configure when asked, facts as they will be."""
+        containerd, wanted = self.observed["containerd"], self.wanted
+        release = release_of(containerd["version"])
+        if configure:
+            self.plan["containerd"].update(configure=True, restart=containerd["active"], args=args)
+            self.reasons.append(f"{args['config_path']}: read once Python has a TOML reader")
+        cdi = bool(configure and wanted["cdi"] and release is not None and release >= (1, 7))
+        facts = {
+            "nvidia_runtime": configure,
+            "default_runtime": "nvidia" if configure and wanted["containerd_default_runtime"] else "runc",
+            "managed_by": managed_by,
+        }
+        return facts, (cdi, list(CDI_SPEC_DIRS) if cdi else [])
+
+    def _containerd_configure(self, args, outcome, changed):
+        """The containerd part of the plan: write when the files differ, restart when not read."""
+        containerd, plan = self.observed["containerd"], self.plan
+        self.notes.extend(outcome["warnings"])
+        plan["containerd"]["args"] = args
+        plan["containerd"]["configure"] = changed
+        if changed:
+            self.reasons.append(
+                f"containerd's files do not declare the nvidia runtime as wanted ({args['dropin_path']})"
+            )
+        if containerd["active"] and (changed or containerd["stale"]):
+            plan["containerd"]["restart"] = True
+            if not changed:
+                stale = ", ".join(containerd["stale"])
+                self.reasons.append(f"containerd started before {stale} last changed")
 
     def rancher(self):
         """Plan RKE2/k3s: the default-runtime option and a restart; returns (facts, (cdi, dirs))."""

@@ -1,0 +1,141 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The steps of the module ``containerd_runtime``: read, plan, compare, decide the restart, write.
+
+The decisions are ``containerd_config.plan``'s; this file holds what the
+module does around them, in order, so that the module stays glue (argument
+spec, check mode, one ``fail_json`` per kind of error at the edge):
+
+1. :func:`read_node`: config.toml, the drop-in, the files config.toml
+   imports and the node's containerd (version, defaults);
+2. :func:`plan_files`: the new texts (``containerd_config.plan``);
+3. :func:`changes`: which files differ, their diffs, the result's facts;
+4. :func:`restart`: whether the running containerd has read the files;
+5. :func:`write`: backups and atomic writes (not in check mode).
+
+Helpers raise (``ContainerdConfigError``, :class:`WriteError`); the module
+turns them into ``fail_json`` with the result so far.
+
+Standard library only; Python 3.8+ (this runs on target hosts).
+"""
+
+import os
+
+from ansible.module_utils.gpunode.common.file_backup import backup_copy
+from ansible.module_utils.gpunode.common.text_file import shown_path, write_text
+from ansible.module_utils.gpunode.runtime.containerd_config import ContainerdConfigError, other_imports, plan
+
+SYSTEMD_RUNTIME_DIR = "/run/systemd/system"  # present when systemd is PID 1 (sd_booted(3))
+
+
+class WriteError(Exception):
+    """A file could not be written; the message names it."""
+
+
+def empty_result():
+    """The result before anything is known (what a failure returns)."""
+    return {
+        "changed": False,
+        "files": [],
+        "backup_files": {},
+        "diff": [],
+        "restart_required": False,
+        "stale_files": [],
+        "restore": [],
+    }
+
+
+def read_node(module, params, read_text, containerd_facts):
+    """What the plan needs of the node, read through ``read_text`` and ``containerd_facts``.
+
+    The module passes its own names for both (its tests replace them there).
+    Raises ContainerdConfigError naming the file.
+    """
+    config_path, dropin_path = params["config_path"], params["dropin_path"]
+    shown = {path: shown_path(path, ContainerdConfigError) for path in (config_path, dropin_path)}
+    config_text = read_text(config_path, ContainerdConfigError)
+    dropin_text = read_text(dropin_path, ContainerdConfigError)
+    version, defaults = containerd_facts(module, params["containerd_version"])
+    return {
+        "shown": shown,
+        "config_text": config_text,
+        "dropin_text": dropin_text,
+        "containerd_version": version,
+        "defaults": defaults,
+        "imported": other_imports(config_text, config_path, dropin_path, read_text),
+    }
+
+
+def plan_files(params, node):
+    """``containerd_config.plan`` for the module's options and the node's files."""
+    return plan(
+        node["config_text"],
+        config_path=params["config_path"],
+        dropin_path=params["dropin_path"],
+        name=params["name"],
+        binary_name=params["binary_name"],
+        runtime_type=params["runtime_type"],
+        systemd_cgroup=params["systemd_cgroup"],
+        set_default=params["set_default"],
+        enable_cdi=params["enable_cdi"],
+        containerd_version=node["containerd_version"],
+        default_config_text=node["defaults"],
+        systemd_pid1=os.path.isdir(SYSTEMD_RUNTIME_DIR),
+        other_imports=node["imported"],
+    )
+
+
+def changes(result, params, node, outcome):
+    """The writes ``(path, before, after)`` the plan asks for; fills ``result`` (facts, diff, files)."""
+    result.update(
+        schema_version=outcome["schema_version"],
+        systemd_cgroup=outcome["systemd_cgroup"],
+        containerd_version=node["containerd_version"],
+        full_cri_table=outcome["full_cri_table"],
+        effective=outcome["effective"],
+    )
+    writes = []
+    for path, before, after in (
+        (params["dropin_path"], node["dropin_text"], outcome["dropin_text"]),
+        (params["config_path"], node["config_text"], outcome["config_text"]),
+    ):
+        if before != after:
+            writes.append((path, before, after))
+            shown = node["shown"][path]
+            result["diff"].append(
+                {"before_header": shown, "after_header": shown, "before": before or "", "after": after}
+            )
+    result["files"] = [write[0] for write in writes]
+    result["changed"] = bool(writes)
+    return writes
+
+
+def read_files(params, node):
+    """Every file containerd reads of ours and config.toml's: what a restart must follow."""
+    return [params["config_path"], params["dropin_path"], *(entry[0] for entry in node["imported"])]
+
+
+def restart(result, unit, stale):
+    """Fills ``restart_required`` and ``stale_files`` from the unit's state (None: no unit)."""
+    result["stale_files"] = stale
+    if unit is None:
+        result["restart_required"] = result["changed"]
+    else:
+        result["restart_required"] = unit["active"] and (result["changed"] or bool(stale))
+
+
+def write(writes, params, result, replace):
+    """Back up (when asked) and write each file; fills ``backup_files`` and ``restore``.
+
+    ``replace`` is the module's ``atomic_move``. Raises WriteError naming the file.
+    """
+    for path, before, after in writes:
+        try:
+            if params["backup"] and before is not None:
+                result["backup_files"][path] = backup_copy(path, params["backup_dir"])
+            write_text(path, after, replace=replace)
+        except OSError as exc:
+            raise WriteError(f"{path}: cannot write: {exc}") from exc
+        if path in result["backup_files"] or before is None:
+            result["restore"].append({"path": path, "backup": result["backup_files"].get(path)})

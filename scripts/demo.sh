@@ -5,7 +5,9 @@
 # stand-ins replace NVIDIA's servers and kube-scheduler), run
 # `ansible-playbook -i inventories/demo site.yml --check --diff` (what a first
 # run would do, changing nothing), then site.yml twice, and show that the second
-# run changed nothing on any host. Ends with site.yml's summary table.
+# run changed nothing on any host (the add-on manifests are rendered by site.yml
+# into demo-output/addons), then renders the DRA mode with its examples into
+# demo-output/addons-dra. Ends with site.yml's summary table.
 #   scripts/demo.sh           run the demo (the nodes are kept for a look)
 #   scripts/demo.sh --clean   remove the demo nodes
 # It runs the ansible-playbook found on PATH: `make demo` puts $(VENV)/bin first
@@ -111,13 +113,18 @@ fi
 ((bad == 0)) || exit 1
 
 addons_dir=$PWD/demo-output/addons
-echo "== GPU cluster add-ons for the simulated GPU nodes (the demo has no API server: rendered, not applied)"
-ansible-playbook -i inventories/demo playbooks/cluster_addons.yml -e gpu_cluster_addons_mode=gpushare \
-  -e gpu_cluster_addons_kubernetes_version=1.30 -e "gpu_cluster_addons_output_dir=$addons_dir" \
-  >"$log_dir/addons.log" 2>&1 || { cat "$log_dir/addons.log"; exit 1; }
-echo "== labels for the GPU nodes:"
-grep -zo "kubectl label node [^']*" "$log_dir/addons.log" | tr -s ' \n\0' '  \n' || true
-echo "== manifests written to $addons_dir: $(cd "$addons_dir" && echo *)"
+echo "== GPU cluster add-ons, rendered by site.yml (the demo has no API server): $(cd "$addons_dir" && echo *)"
+echo "== labels for the GPU nodes (site.yml's run 2):"
+grep -zo "kubectl label node [^']*" "$log_dir/run2.log" | tr -s ' \n\0' '  \n' || true
+# The same role for a cluster allocating GPUs by ResourceClaim (Kubernetes 1.34+), with
+# its ready-to-use examples: rendered alone (the demo's kubelets are 1.30, which the DRA
+# preflight refuses), on the controller only.
+dra_dir=$PWD/demo-output/addons-dra
+echo "== the DRA mode for Kubernetes 1.34, rendered into $dra_dir (examples/: claims of a GPU and of a MIG slice)"
+ansible-playbook -i localhost, playbooks/cluster_addons.yml -e '{"ansible_python_interpreter": "{{ ansible_playbook_python }}"}' \
+  -e gpu_cluster_addons_mode=dra -e gpu_cluster_addons_kubernetes_version=1.34 \
+  -e "gpu_cluster_addons_output_dir=$dra_dir" >"$log_dir/addons-dra.log" 2>&1 || { cat "$log_dir/addons-dra.log"; exit 1; }
+echo "== $(cd "$dra_dir" && echo * examples/*)"
 
 echo
 echo "== check run (--check --diff on the fresh nodes) recap:"

@@ -189,13 +189,48 @@ version:
   type: str
   sample: 1.30.0
 api:
-  description: API versions and features of that version (apps, rbac, runtimeclass, seccomp_field, ...).
+  description: API versions and features of that version.
   returned: always
   type: dict
+  contains:
+    apps:
+      description: The apiVersion of DaemonSets and Deployments.
+      type: str
+    rbac:
+      description: The apiVersion of the RBAC objects.
+      type: str
+    runtimeclass:
+      description: The apiVersion of RuntimeClass, or null before 1.14.
+      type: str
+    runtimeclass_scheduling:
+      description: Whether a RuntimeClass may carry scheduling (tolerations, node selector).
+      type: bool
+    seccomp_field:
+      description: Whether pods take C(securityContext.seccompProfile) (1.19+) instead of the annotation.
+      type: bool
+    server_side_apply:
+      description: Whether the objects are applied server-side (1.22+).
+      type: bool
 control_plane:
-  description: label_keys, tolerations, source and warnings for the scheduler extender's placement.
+  description: Where the scheduler extender runs.
   returned: always
   type: dict
+  contains:
+    label_keys:
+      description: The control-plane node label keys for its node affinity.
+      type: list
+      elements: str
+    tolerations:
+      description: The tolerations for the control plane's taints.
+      type: list
+      elements: dict
+    source:
+      description: How they were found (the label variable, the cluster's nodes, the distribution).
+      type: str
+    warnings:
+      description: What could not be told (also warnings).
+      type: list
+      elements: str
 gpu_nodes:
   description:
     - The GPU nodes - host, node, gpu_count, labels and sharing (what the node offers - C(time-slicing x4),
@@ -204,9 +239,18 @@ gpu_nodes:
   type: list
   elements: dict
 manifests:
-  description: present (the mode's files and templates, in apply order) and absent (the other mode's).
+  description: The files to render or apply, and those to take away.
   returned: always
   type: dict
+  contains:
+    present:
+      description: The mode's files (C(file), C(template)), in apply order.
+      type: list
+      elements: dict
+    absent:
+      description: The other modes' and turned-off options' files (C(file), C(template)).
+      type: list
+      elements: dict
 runtime_class_name:
   description: C(nvidia) when the device plugin pods must ask for the RuntimeClass, else null.
   returned: always
@@ -237,6 +281,22 @@ nvidia_device_plugin:
       other than none), C(mps) (some config shares by MPS).
   returned: always
   type: dict
+  contains:
+    configs:
+      description: Name -> config (the plugin's own format), the default one included.
+      type: dict
+    default:
+      description: The default config's name.
+      type: str
+    named:
+      description: Several configs - the config-manager picks one by the node label.
+      type: bool
+    mig:
+      description: Some config has a MIG strategy other than none.
+      type: bool
+    mps:
+      description: Some config shares by MPS.
+      type: bool
 hami:
   description:
     - HAMi's scheduler placement (C(scheduler)), C(url_prefix) of its extender, C(kube_scheduler_config)
@@ -244,6 +304,25 @@ hami:
       kube-scheduler) and C(device_config).
   returned: always
   type: dict
+  contains:
+    scheduler:
+      description: C(deployment) (HAMi's own scheduler) or C(extender) (the cluster's kube-scheduler).
+      type: str
+    url_prefix:
+      description: The extender's URL prefix for that placement.
+      type: str
+    kube_scheduler_config:
+      description: The KubeSchedulerConfiguration text for the cluster's kube-scheduler (extender placement).
+      type: str
+    own_scheduler_config:
+      description: The KubeSchedulerConfiguration text of HAMi's own kube-scheduler.
+      type: str
+    policy:
+      description: The scheduler Policy text before Kubernetes 1.19, else null.
+      type: str
+    device_config:
+      description: HAMi's device configuration (split count, memory and core scaling).
+      type: dict
 images:
   description:
     - The add-on images the role's templates write, by name (nvidia_device_plugin, gpushare_device_plugin,
@@ -252,6 +331,28 @@ images:
       O(role_values) are left out (dra and dra_example never are).
   returned: always
   type: dict
+  contains:
+    nvidia_device_plugin:
+      description: NVIDIA's device plugin (also its config-manager and MPS daemon).
+      type: str
+    gpushare_device_plugin:
+      description: The GPU-share device plugin.
+      type: str
+    gpushare_extender:
+      description: The GPU-share scheduler extender.
+      type: str
+    hami:
+      description: HAMi (device plugin, monitor, scheduler extender).
+      type: str
+    hami_kube_scheduler:
+      description: The kube-scheduler of HAMi's own scheduler.
+      type: str
+    dra:
+      description: NVIDIA's DRA driver.
+      type: str
+    dra_example:
+      description: The DRA examples' pod image.
+      type: str
 allocations:
   description: Per GPU host, C(device-plugin) or C(dra).
   returned: always

@@ -292,6 +292,37 @@ restart:
       unverified one); C(pending), a change that waits for someone else (C(rke up)).
   returned: always
   type: dict
+  contains:
+    reason:
+      description: Why kube-scheduler must start again (for the run's output and a failure's message).
+      type: str
+    unit:
+      description: A systemd unit to restart (C(rke2-server)), or null.
+      type: str
+    stop:
+      description: PIDs to stop (what runs them starts them again - the kubelet, for a static pod).
+      type: list
+      elements: int
+    wait_for_exit:
+      description: PIDs that must be gone before health counts.
+      type: list
+      elements: int
+    restore:
+      description: The files to put back (C(path), C(backup)) when kube-scheduler does not come back healthy.
+      type: list
+      elements: dict
+    pending:
+      description: A change that waits for someone else (C(rke up)), or null.
+      type: str
+missing_library:
+  description: The Python library the node lacks (C(PyYAML)), when that is why the module failed.
+  returned: on that failure
+  type: str
+missing_packages:
+  description: The distribution packages that provide it (C(python3-yaml)), for the role to install.
+  returned: on that failure
+  type: list
+  elements: str
 changes:
   description: One short line per change, for the run's summary.
   returned: always

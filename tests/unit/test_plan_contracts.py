@@ -5,8 +5,12 @@ what a role relies on and validate-modules checks it."""
 import pathlib
 import re
 
+import gpu_cluster_addons_plan
+import kube_scheduler_extender
+import kubelet_feature_gates
 import nvidia_container_runtime_state
 import nvidia_driver_state
+import nvidia_mig
 import pytest
 import yaml
 from conftest import ROOT
@@ -15,6 +19,10 @@ from conftest import ROOT
 REGISTERED = {
     nvidia_driver_state: "__nvidia_driver_state",
     nvidia_container_runtime_state: "__nvidia_container_runtime_state",
+    kubelet_feature_gates: "__kubelet_gpu_result",
+    kube_scheduler_extender: "__gpushare_scheduler",
+    nvidia_mig: "__nvidia_mig_result",
+    gpu_cluster_addons_plan: "__gpu_cluster_addons_plan",
 }
 # what a registered result has besides the module's own return values
 ANSIBLE_KEYS = {"failed", "changed", "skipped", "msg", "warnings"}

@@ -130,6 +130,12 @@ reasons:
   returned: always
   type: list
   elements: str
+changes:
+  description: One line for the run's summary when a GPU's layout changed (or would, in check mode).
+  returned: always
+  type: list
+  elements: str
+  sample: ["MIG hgx-mixed: GPU 0-3 -> 7x1g.10gb; GPU 4-7 -> 2x1g.10gb, 1x2g.20gb, 1x3g.40gb"]
 diff:
   description: Per GPU, MIG mode and instances before and after.
   returned: when diff mode is on

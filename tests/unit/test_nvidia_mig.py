@@ -358,3 +358,14 @@ def test_values_that_would_break_the_boot_unit_or_a_command_are_refused_before_a
     assert not ok
     assert result["msg"].startswith(f"{option}") and "nothing was run" in result["msg"], result["msg"]
     assert result["commands"] == [] and node.state.read_bytes() == before
+
+
+def test_a_changed_layout_is_one_line_of_the_runs_summary(node, run_module):
+    ok, result = apply(run_module, "mixed")
+    assert ok, result
+    assert result["changes"] == [f"MIG mixed: GPU 0 -> {mig.format_instances(MIXED)}; GPU 1 -> 7x1g.10gb"]
+    ok, again = apply(run_module, "mixed")
+    assert ok and again["changes"] == []
+    assert mig.change_lines("x", {str(i): {"before": {"mig_enabled": False, "instances": {}},
+                                           "after": {"mig_enabled": True, "instances": {"1g.10gb": 7}}}
+                                  for i in (0, 1, 2, 5)}) == ["MIG x: GPU 0,1,2,5 -> 7x1g.10gb"]

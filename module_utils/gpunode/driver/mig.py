@@ -314,6 +314,30 @@ def wanted_view(entry):
     return {"mig_enabled": entry["mig_enabled"], "instances": dict(entry["instances"])}
 
 
+def change_lines(selected, gpus):
+    """One line for the run's summary (``gpunode_changes``) when a GPU's layout changed, e.g.
+    ``MIG hgx-mixed: GPU 0-3 -> 7x1g.10gb; GPU 4-7 -> 2x1g.10gb, 1x2g.20gb, 1x3g.40gb``."""
+    groups = {}
+    for index in sorted(gpus, key=int):
+        item = gpus[index]
+        if item["before"] == item["after"]:
+            continue
+        after = item["after"]
+        text = format_instances(after["instances"]) if after["mig_enabled"] else "MIG off"
+        if "mig_pending" in after:
+            text = "MIG mode pending (reboot)"
+        groups.setdefault(text, []).append(int(index))
+    parts = [f"GPU {_span(indices)} -> {text}" for text, indices in groups.items()]
+    return [f"MIG {selected}: " + "; ".join(parts)] if parts else []
+
+
+def _span(indices):
+    """``0-3`` for consecutive indices, else ``0,2,5``."""
+    if len(indices) > 1 and indices == list(range(indices[0], indices[-1] + 1)):
+        return f"{indices[0]}-{indices[-1]}"
+    return ",".join(map(str, indices))
+
+
 def diff_text(gpus, key):
     lines = []
     for index in sorted(gpus, key=int):
@@ -518,6 +542,7 @@ def converge(smi, entries, selected, check_mode=False, services=None):
             result["reset_required"] = result["reboot_required"] = True
             result["reasons"].append(f"{describe(now)}: the GPU reset for the MIG mode failed ({why}); "
                                      "the layout is not applied: reboot, then run again")
+    result["changes"] = change_lines(selected, result["gpus"])
     return result
 
 

@@ -69,7 +69,8 @@ options:
     type: path
     required: true
   indexes:
-    description: Repository name (RV(repositories[].name)) to the path of its downloaded C(Packages) index.
+    description: Repository name (the C(name) of an entry of RV(repositories)) to the path of its downloaded
+      C(Packages) index.
     type: dict
     default: {}
 extends_documentation_fragment:

@@ -29,12 +29,12 @@ import re
 from ansible.module_utils.gpunode.addons import images as addon_images
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver import ubuntu_signed
+from ansible.module_utils.gpunode.driver.driver import RUNFILE_URL
 
 TOOLKIT_PACKAGE = "nvidia-container-toolkit"
 #: dpkg's architecture names ($(ARCH) in the toolkit's repository URL)
 DEB_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
-CUDA_REPOS = nvidia_packages.CUDA_REPO_URL.split("{distro}")[0]
-RUNFILE_URL = "https://us.download.nvidia.com/tesla/{version}/NVIDIA-Linux-{arch}-{version}.run"
+CUDA_REPOS = nvidia_packages.CUDA_REPO_URL.split("{distro}", maxsplit=1)[0]
 #: the add-on images each mode runs (names of images.addon_images plus dra)
 MODE_IMAGES = {
     "nvidia": ("nvidia_device_plugin",),
@@ -254,8 +254,8 @@ def _compare_part(a, b):
 def compare_versions(a, b):
     """-1, 0 or 1, as ``dpkg --compare-versions`` orders Debian versions (epoch:upstream-revision)."""
     def split(version):
-        epoch, _, rest = version.rpartition(":") if ":" in version else ("0", "", version)
-        upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
+        epoch, _colon, rest = version.rpartition(":") if ":" in version else ("0", "", version)
+        upstream, _dash, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
         return int(epoch or 0), upstream, revision
     a_epoch, a_up, a_rev = split(a)
     b_epoch, b_up, b_rev = split(b)

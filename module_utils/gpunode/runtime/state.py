@@ -55,6 +55,7 @@ import json
 import os
 import re
 
+from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     ContainerdConfigError,
     containerd_release,
@@ -770,7 +771,7 @@ class NodeReader:
         self.sys_root = sys_root
 
     def run(self, argv):
-        return self.module.run_command(argv, environ_update={"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"})
+        return self.module.run_command(argv, environ_update=C_LOCALE)
 
     def text(self, path):
         return self.tools["read_text"](path, RuntimeStateError)

@@ -137,12 +137,6 @@ options:
         is pending.
     type: bool
     default: false
-  report_missing_requirements:
-    description:
-      - When a library the node lacks is needed (PyYAML for a YAML file), return
-        RV(missing_requirements) without failing, so that the caller can install it and run again.
-    type: bool
-    default: false
   allow_unknown:
     description: Write gates that are not in the module's table, unchecked.
     type: bool
@@ -298,13 +292,6 @@ backup_files:
   description: Changed file -> its backup.
   type: dict
   returned: when backup=true and a file changed
-missing_requirements:
-  description: With O(report_missing_requirements), the libraries the node lacks (nothing else was done).
-  type: list
-  elements: dict
-  returned: when a library is missing
-  sample:
-    - {library: PyYAML, path: /var/lib/kubelet/config.yaml}
 ansible_facts:
   description: C(kubelet_gpu) - present, kubernetes_version, target, files, gates, service, restart_pending.
   type: dict
@@ -312,108 +299,30 @@ ansible_facts:
 """
 
 import os
-import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.common.text_file import (
     check_removable,
     fsync_directory,
-    read_text,
     shown_path,
     write_text,
 )
 from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
-from ansible.module_utils.gpunode.kubelet.plan import MissingRequirement, PlanError, plan
-
-TARGET_PATHS = ("config_file", "flags_file", "rke_cluster_yml", "rke2_config")
+from ansible.module_utils.gpunode.kubelet.plan import MissingRequirement, PlanError
+from ansible.module_utils.gpunode.kubelet.state_call import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, read
 
 
 def build_module():
-    return AnsibleModule(
-        argument_spec={
-            "gates": {"type": "dict", "default": {}},
-            "gpu_node": {"type": "bool", "default": False},
-            "legacy_accelerators": {"type": "bool", "default": False},
-            "kubernetes_version": {"type": "str"},
-            "kubelet_path": {"type": "path"},
-            "target": {"type": "str", "choices": ["auto", "config", "flags", "rke2"], "default": "auto"},
-            "config_file": {"type": "path"},
-            "flags_file": {"type": "path"},
-            "flags_format": {"type": "str", "choices": ["auto", "env", "systemd"], "default": "auto"},
-            "flags_variable": {"type": "str"},
-            "rke_cluster_yml": {"type": "path"},
-            "rke2_config": {"type": "path"},
-            "service": {"type": "str"},
-            "unit_files": {"type": "list", "elements": "path"},
-            "proc_root": {"type": "path", "default": "/proc"},
-            "check_running": {"type": "bool", "default": True},
-            "restart_planned": {"type": "bool", "default": False},
-            "report_missing_requirements": {"type": "bool", "default": False},
-            "allow_unknown": {"type": "bool", "default": False},
-            "backup": {"type": "bool", "default": False},
-        },
-        mutually_exclusive=[TARGET_PATHS],
-        supports_check_mode=True,
-    )
-
-
-class Host:
-    """The node, as kubelet_plan sees it: files, commands and clocks."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def read_text(self, path):
-        return read_text(path, PlanError)
-
-    def exists(self, path):
-        return os.path.exists(path)
-
-    def isdir(self, path):
-        return os.path.isdir(path)
-
-    def listdir(self, path):
-        return os.listdir(path)
-
-    def mtime(self, path):
-        try:
-            return os.stat(path).st_mtime
-        except OSError:
-            return None
-
-    def which(self, name, opt_dirs=None):
-        return self.module.get_bin_path(name, opt_dirs=opt_dirs or [])
-
-    def run(self, argv):
-        return self.module.run_command(argv, environ_update=C_LOCALE)
-
-    def boot_time(self):
-        return time.clock_gettime(time.CLOCK_BOOTTIME)
-
-    def wall_time(self):
-        return time.time()
-
-
-def missing(module, exc):
-    """The result (or the failure) when the node lacks a library."""
-    message = f"{exc}: {missing_required_lib('PyYAML (python3-yaml)')}"
-    if not module.params["report_missing_requirements"]:
-        module.fail_json(msg=message, exception=YAML_IMPORT_ERROR)
-    return {
-        "changed": False,
-        "restart_required": False,
-        "msg": message,
-        "missing_requirements": [{"library": exc.library, "path": exc.path}],
-    }
+    return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), mutually_exclusive=MUTUALLY_EXCLUSIVE,
+                         supports_check_mode=True)
 
 
 def run(module):
-    params = module.params
     try:
-        outcome = plan(params, Host(module))
+        outcome = read(module)
     except MissingRequirement as exc:
-        return missing(module, exc)
+        module.fail_json(msg=f"{exc}: {missing_required_lib('PyYAML (python3-yaml)')}",
+                         exception=YAML_IMPORT_ERROR)
     except PlanError as exc:
         module.fail_json(msg=str(exc))
     result = outcome.result

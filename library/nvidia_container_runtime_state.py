@@ -217,143 +217,24 @@ ansible_facts:
         cdi: {enabled: true, spec_dirs: [/etc/cdi, /var/run/cdi]}
 """
 
-import os
-import platform
-import traceback
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpunode.common import values
-from ansible.module_utils.gpunode.common.daemon_state import process_start, stale_files, units_state
-from ansible.module_utils.gpunode.common.json_config import JSONConfigError
-from ansible.module_utils.gpunode.common.json_config import parse as parse_json
-from ansible.module_utils.gpunode.common.json_config import plan as json_plan
-from ansible.module_utils.gpunode.common.text_file import read_text
-from ansible.module_utils.gpunode.common.toml_reader import TOML_PACKAGES, TOML_PARSER
-from ansible.module_utils.gpunode.runtime.containerd_config import (
-    DEFAULT_CONFIG,
-    DEFAULT_DROPIN,
-    containerd_facts,
-    other_imports,
-)
-from ansible.module_utils.gpunode.runtime.containerd_config import plan as containerd_plan
-from ansible.module_utils.gpunode.runtime.state import NodeReader, Planner, RuntimeStateError
-
-try:
-    import yaml
-except ImportError:  # python3-yaml: needed on RKE2/k3s nodes only; the plan installs it there
-    yaml = None
-    YAML_IMPORT_ERROR = traceback.format_exc()
-else:
-    YAML_IMPORT_ERROR = None
-
-ARGUMENT_SPEC = {
-    "package": {
-        "type": "str",
-        "choices": ["nvidia-container-toolkit", "nvidia-docker2"],
-        "default": "nvidia-container-toolkit",
-    },
-    "version": {"type": "str", "default": ""},
-    "manage_repo": {"type": "bool", "default": True},
-    "repo_url": {"type": "str", "default": "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"},
-    "repo_key_checksum": {"type": "str", "default": "", "no_log": False},
-    "keyring": {"type": "path", "default": "/etc/apt/keyrings/nvidia-container-toolkit.asc"},
-    "sources_path": {"type": "path", "default": "/etc/apt/sources.list.d/nvidia-container-toolkit.sources"},
-    "engines": {"type": "raw", "default": "auto"},
-    "binary": {"type": "path", "default": "/usr/bin/nvidia-container-runtime"},
-    "docker_default_runtime": {"type": "bool", "default": True},
-    "docker_daemon_json": {"type": "path", "default": "/etc/docker/daemon.json"},
-    "containerd_default_runtime": {"type": "bool", "default": True},
-    "containerd_systemd_cgroup": {"type": "bool"},
-    "containerd_config": {"type": "path", "default": DEFAULT_CONFIG},
-    "containerd_dropin": {"type": "path", "default": DEFAULT_DROPIN},
-    "cdi": {"type": "bool", "default": True},
-    "driver_version": {"type": "str", "default": ""},
-}
-ENGINES = ("docker", "containerd")
-# The syntax of each value that lands in a file or on a command line, checked before anything is
-# read: the deb822 source's URIs and Signed-By words, the apt version of `name=version`, the
-# runtime binary in daemon.json and config.toml, the drop-in in config.toml's imports.
-VALUE_RULES = {
-    "version": values.optional(values.debian_version),
-    "repo_url": values.apt_uri,
-    "keyring": values.word_path,
-    "sources_path": values.path,
-    "binary": values.command,
-    "docker_daemon_json": values.path,
-    "containerd_config": values.path,
-    "containerd_dropin": values.word_path,
-}
+from ansible.module_utils.gpunode.common.values import ValueSyntaxError
+from ansible.module_utils.gpunode.runtime.state_call import ARGUMENT_SPEC, ERRORS, read
 
 
 def build_module():
     return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), supports_check_mode=True)
 
 
-def wanted_from(params):
-    """The module's arguments, checked, as the Planner wants them; raises RuntimeStateError."""
-    engines = params["engines"]
-    if isinstance(engines, str) and engines != "auto":
-        engines = [item.strip() for item in engines.split(",") if item.strip()]
-    if engines != "auto" and (
-        not isinstance(engines, list) or not all(isinstance(e, str) and e in ENGINES for e in engines)
-    ):
-        raise RuntimeStateError(f"engines must be 'auto' or a list of docker, containerd; got {engines!r}")
-    checksum = params["repo_key_checksum"]
-    if checksum and (":" not in checksum or not checksum.split(":", 1)[1].isalnum()):
-        raise RuntimeStateError(f"repo_key_checksum must look like sha256:<hex>; got {checksum!r}")
-    return dict(
-        params,
-        engines=engines,
-        python=platform.python_version(),
-        toml_packages=list(TOML_PACKAGES),
-    )
-
-
-def run(module):
-    try:
-        values.check(module.params, VALUE_RULES)
-    except values.ValueSyntaxError as exc:
-        module.fail_json(msg=f"{exc}; nothing was read or written")
-    try:
-        wanted = wanted_from(module.params)
-        tools = {
-            "read_text": read_text,
-            "units_state": units_state,
-            "process_start": process_start,
-            "stale_files": stale_files,
-            "containerd_facts": containerd_facts,
-            "other_imports": other_imports,
-            "parse_json": parse_json,
-            "toml_parser": TOML_PARSER,
-            "yaml_load": yaml.safe_load if yaml is not None else None,
-        }
-        observed = NodeReader(module, wanted, tools).read()
-        containerd = observed["containerd"]
-
-        def plan_containerd(**args):
-            return containerd_plan(
-                containerd["config_text"],
-                containerd_version=containerd["version"],
-                default_config_text=containerd["defaults"],
-                systemd_pid1=os.path.isdir("/run/systemd/system"),
-                other_imports=containerd["imports"],
-                **args,
-            )
-
-        def plan_docker(text, settings, path):
-            return json_plan(text, settings, path, docker=True)
-
-        plan, facts = Planner(observed, wanted, plan_docker, plan_containerd).build()
-    except (RuntimeStateError, JSONConfigError) as exc:
-        module.fail_json(msg=str(exc))
-    for warning in plan["warnings"]:
-        module.warn(warning)
-    return {"changed": False, "plan": plan, "ansible_facts": {"nvidia_container_runtime": facts}}
-
-
 def main():
     module = build_module()
-    module.exit_json(**run(module))
+    try:
+        result = read(module)
+    except ValueSyntaxError as exc:
+        module.fail_json(msg=f"{exc}; nothing was read or written")
+    except ERRORS as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -544,7 +544,7 @@ def test_module_refuses_bad_arguments(run_module, args, message):
 
 def test_module_publishes_the_facts_and_the_plan(run_module, monkeypatch):
     observed = fresh_node()
-    monkeypatch.setattr(nvidia_container_runtime_state.NodeReader, "read", lambda self: observed)
+    monkeypatch.setattr(crs.NodeReader, "read", lambda self: observed)
 
     ok, result = run_module(nvidia_container_runtime_state, {"version": "1.17.8-1"}, check_mode=True)
 

@@ -12,6 +12,7 @@ import os
 import kubelet_feature_gates
 import pytest
 from ansible.module_utils.gpunode.kubelet import plan as kubelet_plan
+from ansible.module_utils.gpunode.kubelet import state_call as kubelet_state_call
 from ansible.module_utils.gpunode.kubelet.gates import GateError, check_gate_name, decide
 from ansible.module_utils.gpunode.kubelet.inputs import InputError, check_params
 
@@ -77,7 +78,7 @@ def untouched(tmp_path, monkeypatch):
         return record
 
     for name in ("read_text", "exists", "isdir", "listdir", "run", "which"):
-        monkeypatch.setattr(kubelet_feature_gates.Host, name, guard(name))
+        monkeypatch.setattr(kubelet_state_call.Host, name, guard(name))
     monkeypatch.setattr(kubelet_plan, "kubelet_processes", guard("kubelet_processes"))
 
     def snapshot():

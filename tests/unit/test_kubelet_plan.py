@@ -310,7 +310,7 @@ def test_a_kubelet_newer_than_the_table(run_module, tmp_path, monkeypatch):
     assert gates == {"DRAConsumableCapacity": True}
 
 
-def test_missing_pyyaml_is_reported_or_fails_clearly(run_module, tmp_path, monkeypatch):
+def test_missing_pyyaml_fails_clearly_and_writes_nothing(run_module, tmp_path, monkeypatch):
     node = kubeadm_node(tmp_path)
     monkeypatch.setattr(kubelet_config, "YAML_IMPORT_ERROR", "Traceback: No module named 'yaml'")
     monkeypatch.setattr(kubelet_plan, "YAML_IMPORT_ERROR", "Traceback: No module named 'yaml'")
@@ -320,12 +320,6 @@ def test_missing_pyyaml_is_reported_or_fails_clearly(run_module, tmp_path, monke
         "PyYAML (python3-yaml)" in result["msg"]
         and node.path("/var/lib/kubelet/config.yaml") in result["msg"]
     )
-    args = node.args(gates={"DRAConsumableCapacity": True}, report_missing_requirements=True)
-    ok, result = run_module(kubelet_feature_gates, args)
-    assert ok and not result["changed"]
-    assert result["missing_requirements"] == [
-        {"library": "PyYAML", "path": node.path("/var/lib/kubelet/config.yaml")}
-    ]
     assert "featureGates" not in node.read("/var/lib/kubelet/config.yaml")
 
 

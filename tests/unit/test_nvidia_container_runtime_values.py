@@ -8,6 +8,7 @@ fails naming the option, the value and the rule, before the node is read.
 
 import nvidia_container_runtime_state as module
 import pytest
+from ansible.module_utils.gpunode.runtime import state_call
 from test_k8s_names import CYRILLIC_A, HYPHEN, URL_BREAKERS, assert_refused, injected
 
 HOSTILE = {
@@ -38,7 +39,7 @@ def looked(monkeypatch):
         def read(self):
             raise AssertionError("the node was read")
 
-    monkeypatch.setattr(module, "NodeReader", Reader)
+    monkeypatch.setattr(state_call, "NodeReader", Reader)
     return seen
 
 

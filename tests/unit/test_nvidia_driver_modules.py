@@ -12,6 +12,8 @@ import pytest
 import yaml
 from ansible.module_utils import basic
 from ansible.module_utils.gpunode.common import dpkg_database as dpkg_utils
+from ansible.module_utils.gpunode.driver import host as driver_host
+from ansible.module_utils.gpunode.driver import state_call as driver_state_call
 from conftest import FIXTURES, ROOT, load_file, shared_files
 
 PCI_IDS = str(FIXTURES / "pci-ids" / "pci.ids")
@@ -112,8 +114,8 @@ class FakeHost:
 
     def args(self, **extra):
         args = {"sysfs_root": str(self.sys), "proc_root": str(self.proc), "kernel": KERNEL,
-                "modules_dir": str(self.modules_dir), "lib_dirs": [str(self.lib)],
-                "admindir": str(self.admindir), "distribution": "Debian", "distribution_version": "12.7",
+                "modules_dir": str(self.modules_dir), "distribution": "Debian",
+                "distribution_version": "12.7",
                 "architecture": "x86_64", "blacklist_path": str(self.root / "blacklist-nouveau.conf"),
                 "gpu": GPU_T4}
         args.update(extra)
@@ -135,6 +137,9 @@ class FakeHost:
             result = host.commands.get(key, (1, "", f"{key}: not scripted"))
             return result(argv) if callable(result) else result
 
+        # where the node keeps dpkg's database and the userspace libraries: this host's tree
+        monkeypatch.setattr(driver_host, "ADMINDIR", str(self.admindir))
+        monkeypatch.setattr(driver_host, "LIB_DIRS", [str(self.lib)])
         monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
         monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
 
@@ -224,8 +229,8 @@ def test_detection_in_the_plan_call_keeps_the_detection_checks(fake, run_module,
 
 def test_without_distribution_the_host_is_read_as_fact_gathering_reads_it(fake, run_module, monkeypatch):
     # no fact gathering before the driver play: the module asks Ansible's own helpers
-    monkeypatch.setattr(nvidia_driver_state, "get_distribution", lambda: "Ubuntu")
-    monkeypatch.setattr(nvidia_driver_state, "get_distribution_version", lambda: "24.04")
+    monkeypatch.setattr(driver_state_call, "get_distribution", lambda: "Ubuntu")
+    monkeypatch.setattr(driver_state_call, "get_distribution_version", lambda: "24.04")
     args = fake.args(branch="580", package_source="cuda")
     del args["distribution"], args["distribution_version"]
     ok, result = run_module(nvidia_driver_state, args, check_mode=True)

@@ -7,6 +7,7 @@ a second source. A hostile value fails naming the option, before the node is rea
 
 import nvidia_driver_state as module
 import pytest
+from ansible.module_utils.gpunode.driver import state_call
 from test_k8s_names import HYPHEN, assert_refused, injected
 
 HOSTILE = {
@@ -24,11 +25,12 @@ CASES = [(option, value) for option, items in HOSTILE.items() for value in items
 def looked(monkeypatch):
     seen = []
 
-    def run(module_):
+    def read_node(*_args, **_kwargs):
         seen.append("run")
         raise AssertionError("the node was read")
 
-    monkeypatch.setattr(module, "run", run)
+    monkeypatch.setattr(state_call, "detect", read_node)  # the GPUs (no gpu given)
+    monkeypatch.setattr(state_call, "evaluate", read_node)  # the driver
     return seen
 
 

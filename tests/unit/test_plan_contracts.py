@@ -6,6 +6,7 @@ import pathlib
 import re
 
 import gpu_cluster_addons_plan
+import gpunode_node_state
 import kube_scheduler_extender
 import kubelet_feature_gates
 import nvidia_container_runtime_state
@@ -19,7 +20,8 @@ from conftest import ROOT
 REGISTERED = {
     nvidia_driver_state: "__nvidia_driver_state",
     nvidia_container_runtime_state: "__nvidia_container_runtime_state",
-    kubelet_feature_gates: "__kubelet_gpu_result",
+    kubelet_feature_gates: "__kubelet_gpu",
+    gpunode_node_state: "gpunode_node_state",
     kube_scheduler_extender: "__gpushare_scheduler",
     nvidia_mig: "__nvidia_mig_result",
     gpu_cluster_addons_plan: "__gpu_cluster_addons_plan",

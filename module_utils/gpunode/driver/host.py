@@ -14,7 +14,12 @@ import glob
 import os
 
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.gpunode.common.dpkg_database import interrupted, parse_dpkg_query, parse_madison
+from ansible.module_utils.gpunode.common.dpkg_database import (
+    ADMINDIR,
+    interrupted,
+    parse_dpkg_query,
+    parse_madison,
+)
 from ansible.module_utils.gpunode.common.text_file import read_text
 from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.gpunode.driver.driver import (
@@ -196,7 +201,7 @@ def read_state(host, params, os_info, request):
     ``distribution``, ``distribution_version``, ``architecture``.
     """
     kernel = os_info["kernel"]
-    packages, dpkg_interrupted = read_packages(host, params["admindir"])
+    packages, dpkg_interrupted = read_packages(host, ADMINDIR)
     services = read_services(host)
     state = {
         "kernel": kernel,
@@ -204,7 +209,7 @@ def read_state(host, params, os_info, request):
         "module_on_disk": read_module_on_disk(host, kernel),
         "dkms": None,
         "loaded": read_loaded(params["sysfs_root"], params["proc_root"]),
-        "userspace_version": read_userspace(params["lib_dirs"]),
+        "userspace_version": read_userspace(LIB_DIRS),
         "packages": packages,
         "dpkg_interrupted": dpkg_interrupted,
         "services": services,

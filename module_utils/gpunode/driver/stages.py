@@ -82,7 +82,7 @@ def planned(host, state, request):
 def read_smi_when_needed(host, params, state, steps):
     """nvidia-smi's answer on a loaded driver, in the final check or on a converged node."""
     loaded = state["loaded"]["version"]
-    if params["query_smi"] and loaded and (params["stage"] == "final" or steps["converged"]):
+    if loaded and (params["stage"] == "final" or steps["converged"]):
         state["smi"] = read_smi(host)
         if params["stage"] == "plan" and state["smi"]["error"]:
             host.warn(f"nvidia-smi does not answer with the driver {loaded} loaded: {state['smi']['error']}")

@@ -1,0 +1,135 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Ansible module gpunode_node_state: every concern of a GPU node read in one call."""
+
+DOCUMENTATION = r"""
+---
+module: gpunode_node_state
+short_description: Read the driver, container runtime and kubelet of a GPU node in one call
+description:
+  - Reads each concern given with the same code and the same arguments as its own state module
+    (C(nvidia_driver_state), C(nvidia_container_runtime_state), C(kubelet_feature_gates) in check
+    mode) and says which ones have nothing to change, so that C(site.yml) recognizes a converged node
+    in one round trip; the roles then end on that host without reading it again.
+  - A concern counts as converged only when every concern before it (driver, container runtime,
+    kubelet, in that order) is converged too - a change to one may change what the next one needs.
+  - A concern whose read fails (a bad value, a missing library) is not converged - its role reads it
+    again and fails there with its own module's message.
+  - Publishes the facts of the converged concerns (C(nvidia_gpu), C(nvidia_driver),
+    C(nvidia_container_runtime), C(kubelet_gpu)) and shows their warnings; the roles that go on
+    publish their own. Changes nothing.
+version_added: "1.3.0"
+requirements:
+  - What each concern's module needs (PyYAML for a YAML kubelet configuration, tomli on Python 3.10 and
+    older for containerd's); a concern whose library is missing is simply not converged.
+options:
+  driver:
+    description: The arguments of C(nvidia_driver_state); omitted, the driver is not read.
+    type: dict
+  container_runtime:
+    description:
+      - The arguments of C(nvidia_container_runtime_state); omitted, the container runtime is not read.
+      - An empty C(driver_version) is the loaded driver the driver read found.
+    type: dict
+  kubelet:
+    description: The arguments of C(kubelet_feature_gates); omitted, the kubelet is not read.
+    type: dict
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
+attributes:
+  platform:
+    platforms: posix
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+author:
+  - gpunode maintainers (@gpunode)
+"""
+
+EXAMPLES = r"""
+- name: Read every concern of the node in one call
+  gpunode_node_state:
+    driver: {branch: "580"}
+    container_runtime: {engines: [containerd]}
+    kubelet: {gates: {DynamicResourceAllocation: true}, gpu_node: true}
+  register: gpunode_node_state
+
+- name: The driver role ends here when nothing is to change
+  ansible.builtin.meta: end_role
+  when: gpunode_node_state.converged.driver | default(false)
+"""
+
+RETURN = r"""
+converged:
+  description: Per concern read, whether it and every concern before it have nothing to change.
+  type: dict
+  returned: always
+  contains:
+    driver:
+      description: The driver (C(nvidia_driver_state)'s C(plan.converged)).
+      type: bool
+      returned: when O(driver) was given
+    container_runtime:
+      description: The container runtime, and the driver before it.
+      type: bool
+      returned: when O(container_runtime) was given
+    kubelet:
+      description: The kubelet (no file to write, no restart owed), and the concerns before it.
+      type: bool
+      returned: when O(kubelet) was given
+  sample: {driver: true, container_runtime: true, kubelet: false}
+reasons:
+  description: Per concern not converged, why - changes planned, a concern before it changes, or its read
+    failed.
+  type: dict
+  returned: always
+  sample: {kubelet: changes planned}
+ansible_facts:
+  description: The facts of the converged concerns, as their own modules publish them.
+  type: dict
+  returned: always
+  contains:
+    nvidia_gpu:
+      description: The GPUs (C(nvidia_gpu_facts)), when the driver is converged and no C(gpu) was given.
+      type: dict
+    nvidia_driver:
+      description: The driver (C(nvidia_driver_state)), when it is converged.
+      type: dict
+    nvidia_container_runtime:
+      description: The container runtime (C(nvidia_container_runtime_state)), when it is converged.
+      type: dict
+    kubelet_gpu:
+      description: The kubelet (C(kubelet_feature_gates)), when it is converged.
+      type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpunode.node_state import read
+
+ARGUMENT_SPEC = {
+    "driver": {"type": "dict"},
+    "container_runtime": {"type": "dict"},
+    "kubelet": {"type": "dict"},
+}
+
+
+def build_module():
+    return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), supports_check_mode=True)
+
+
+def main():
+    module = build_module()
+    result = read(module, module.params)
+    for warning in result.pop("warnings"):
+        module.warn(warning)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

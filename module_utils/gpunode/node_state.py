@@ -1,0 +1,111 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""One read of every concern on a GPU node (``gpunode_node_state``).
+
+Each concern is read by the same :func:`read` its own state module calls, with the
+arguments that module takes, checked against that module's argument spec. Nothing
+is changed. A concern counts as converged only when every concern before it is too
+(the driver decides what the runtime's CDI spec holds; a concern after a change is
+read again by its role). A concern whose read fails is simply not converged: its
+role reads it again and fails there, with the message of its own module.
+"""
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.gpunode.driver import state_call as driver
+from ansible.module_utils.gpunode.kubelet import state_call as kubelet
+from ansible.module_utils.gpunode.kubelet.plan import MissingRequirement
+from ansible.module_utils.gpunode.runtime import state_call as container_runtime
+
+# in the order site.yml converges them
+CONCERNS = ("driver", "container_runtime", "kubelet")
+
+
+class ConcernFailed(Exception):
+    """A concern's read called ``fail_json``."""
+
+
+class ConcernModule:
+    """The module as one concern's reader sees it: that concern's arguments, check mode,
+    warnings kept (they are shown only for a concern whose role ends on this read)."""
+
+    def __init__(self, module, params):
+        self._module = module
+        self.params = params
+        self.check_mode = True
+        self.warnings = []
+
+    def warn(self, warning):
+        self.warnings.append(warning)
+
+    def fail_json(self, msg, **_result):
+        raise ConcernFailed(msg)
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
+def validated(name, params, spec, mutually_exclusive=None):
+    """``params`` with the defaults of ``spec``; raises ConcernFailed naming the concern."""
+    result = ArgumentSpecValidator(spec, mutually_exclusive=mutually_exclusive).validate(dict(params))
+    if result.error_messages:
+        raise ConcernFailed(f"{name}: " + "; ".join(result.error_messages))
+    return result.validated_parameters
+
+
+def read_driver(module, params):
+    reader = ConcernModule(module, validated("driver", params, driver.ARGUMENT_SPEC))
+    result = driver.read(reader)
+    return driver.converged(result), result["ansible_facts"], reader.warnings
+
+
+def read_container_runtime(module, params, facts):
+    params = dict(params)
+    if not params.get("driver_version"):  # the role's argument, from the facts the driver read publishes
+        params["driver_version"] = (facts.get("nvidia_driver", {}).get("loaded_version")
+                                    or facts.get("nvidia_gpu", {}).get("loaded_driver_version") or "")
+    reader = ConcernModule(module, validated("container_runtime", params, container_runtime.ARGUMENT_SPEC))
+    result = container_runtime.read(reader)
+    return container_runtime.converged(result), result["ansible_facts"], reader.warnings
+
+
+def read_kubelet(module, params):
+    reader = ConcernModule(module, validated("kubelet", params, kubelet.ARGUMENT_SPEC,
+                                             kubelet.MUTUALLY_EXCLUSIVE))
+    outcome = kubelet.read(reader)
+    return kubelet.converged(outcome), outcome.result["ansible_facts"], reader.warnings + outcome.warnings
+
+
+ERRORS = (ConcernFailed, MissingRequirement, *driver.ERRORS, *container_runtime.ERRORS, *kubelet.ERRORS)
+
+
+def read(module, concerns):
+    """``{"converged": {concern: bool}, "reasons": {concern: why not}, "ansible_facts": {...},
+    "warnings": [...]}`` for the concerns given (name -> that state module's arguments). The
+    facts and warnings are those of the converged concerns: a role that goes on reads and
+    publishes its own."""
+    converged, reasons, facts, published, warnings = {}, {}, {}, {}, []
+    readers = {
+        "driver": lambda params: read_driver(module, params),
+        "container_runtime": lambda params: read_container_runtime(module, params, facts),
+        "kubelet": lambda params: read_kubelet(module, params),
+    }
+    chain = True
+    for name in CONCERNS:
+        if concerns.get(name) is None:
+            continue
+        try:
+            done, concern_facts, concern_warnings = readers[name](concerns[name])
+        except ERRORS as exc:
+            converged[name], reasons[name] = False, f"read again by its role: {exc}"
+            chain = False
+            continue
+        facts.update(concern_facts)
+        chain = chain and done
+        converged[name] = chain
+        if chain:  # its role ends on this read: its facts and warnings are shown here
+            published.update(concern_facts)
+            warnings.extend(concern_warnings)
+        else:
+            reasons[name] = "changes planned" if not done else "a concern before it changes"
+    return {"converged": converged, "reasons": reasons, "ansible_facts": published, "warnings": warnings}

@@ -1,0 +1,136 @@
+"""gpunode_node_state: every concern of a node read in one call, with each concern's own code.
+
+The verdict per concern must be the one its own state module reaches (a role ends on it
+without reading again), a later concern counts only when every earlier one is converged,
+and a concern whose read fails is left to its role, which fails with its own message.
+"""
+
+import copy
+
+import gpunode_node_state
+import kubelet_feature_gates
+import nvidia_container_runtime_state
+import nvidia_driver_state
+import pytest
+from ansible.module_utils.gpunode.runtime import state as runtime_state
+from test_container_runtime_state import WANTED, build, converge, fresh_node
+from test_kubelet_plan import kubeadm_node
+from test_nvidia_driver_modules import FakeHost
+from test_nvidia_driver_modules import converged as converged_driver
+
+# the cgroup driver given, so that the plan does not depend on whether this machine runs systemd
+RUNTIME_ARGS = dict({key: WANTED[key] for key in nvidia_container_runtime_state.ARGUMENT_SPEC
+                     if key in WANTED}, containerd_systemd_cgroup=True)
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch):
+    """A node whose three concerns are converged: driver 535 loaded and held, the
+    toolkit and both engines as the role leaves them, the kubelet's gates set and loaded."""
+    (tmp_path / "driver").mkdir()
+    driver = FakeHost(tmp_path / "driver")
+    driver.install(monkeypatch)
+    converged_driver(driver)
+    # the fake host answers every command of this module run: the kubelet's too
+    driver.commands["kubelet --version"] = (0, "Kubernetes v1.37.1\n", "")
+    runtime = converge(fresh_node(), build(fresh_node(), containerd_systemd_cgroup=True)[0])
+    monkeypatch.setattr(runtime_state.NodeReader, "read", lambda self: copy.deepcopy(runtime))
+    kubelet = kubeadm_node(tmp_path / "kubelet",
+                           config="apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                                  "featureGates:\n  DRAConsumableCapacity: true\n")
+    kubelet.run(["--config=@/var/lib/kubelet/config.yaml"], started="after")
+    return {
+        "driver": driver.args(branch="535", version="535.129.03"),
+        "container_runtime": dict(RUNTIME_ARGS),
+        "kubelet": kubelet.args(gates={"DRAConsumableCapacity": True}),
+        "runtime_node": runtime,
+    }
+
+
+def concerns(node, **changed):
+    return {name: dict(node[name], **changed.get(name, {}))
+            for name in ("driver", "container_runtime", "kubelet")}
+
+
+def own_verdicts(run_module, args):
+    """What each concern's own module says in check mode: converged or not."""
+    ok, driver = run_module(nvidia_driver_state, args["driver"], check_mode=True)
+    assert ok, driver
+    ok, runtime = run_module(nvidia_container_runtime_state, args["container_runtime"], check_mode=True)
+    assert ok, runtime
+    ok, kubelet = run_module(kubelet_feature_gates, args["kubelet"], check_mode=True)
+    assert ok, kubelet
+    return {"driver": driver["plan"]["converged"], "container_runtime": not runtime["plan"]["changes"],
+            "kubelet": not kubelet["changed"] and not kubelet["restart_required"]}
+
+
+def test_a_converged_node_is_recognized_in_one_read_with_every_fact(node, run_module):
+    args = concerns(node)
+    assert own_verdicts(run_module, args) == {"driver": True, "container_runtime": True, "kubelet": True}
+    ok, result = run_module(gpunode_node_state, args, check_mode=True)
+    assert ok, result
+    assert not result["changed"]
+    assert result["converged"] == {"driver": True, "container_runtime": True, "kubelet": True}
+    assert result["reasons"] == {}
+    facts = result["ansible_facts"]
+    assert facts["nvidia_driver"]["loaded_version"] == "535.129.03"
+    assert facts["nvidia_container_runtime"]["engines"]["docker"]["default_runtime"] == "nvidia"
+    assert facts["kubelet_gpu"]["gates"] == {"DRAConsumableCapacity": True}
+
+
+def test_a_concern_with_changes_is_left_to_its_role(node, run_module):
+    args = concerns(node, kubelet={"gates": {"DRAConsumableCapacity": True, "DRAPartitionableDevices": True}})
+    assert own_verdicts(run_module, args)["kubelet"] is False
+    ok, result = run_module(gpunode_node_state, args, check_mode=True)
+    assert ok, result
+    assert result["converged"] == {"driver": True, "container_runtime": True, "kubelet": False}
+    assert result["reasons"] == {"kubelet": "changes planned"}
+    # its role publishes its own facts when it reads the kubelet again
+    assert "kubelet_gpu" not in result["ansible_facts"]
+    assert "nvidia_container_runtime" in result["ansible_facts"]
+
+
+def test_after_a_driver_change_nothing_later_counts_as_converged(node, run_module):
+    args = concerns(node, driver={"version": "535.183.01"})
+    assert own_verdicts(run_module, args) == {"driver": False, "container_runtime": True, "kubelet": True}
+    ok, result = run_module(gpunode_node_state, args, check_mode=True)
+    assert ok, result
+    assert result["converged"] == {"driver": False, "container_runtime": False, "kubelet": False}
+    assert result["reasons"] == {"driver": "changes planned",
+                                 "container_runtime": "a concern before it changes",
+                                 "kubelet": "a concern before it changes"}
+    assert result["ansible_facts"] == {}
+
+
+def test_the_runtime_is_read_with_the_driver_the_driver_read_found(node, run_module, monkeypatch):
+    seen = []
+    real = runtime_state.NodeReader.__init__
+
+    def init(self, module, wanted, tools):
+        seen.append(wanted["driver_version"])
+        real(self, module, wanted, tools)
+
+    monkeypatch.setattr(runtime_state.NodeReader, "__init__", init)
+    ok, _result = run_module(gpunode_node_state, concerns(node), check_mode=True)
+    assert ok and seen == ["535.129.03"]
+
+
+@pytest.mark.parametrize(("concern", "bad", "message"), [
+    ("driver", {"keyring": "keyring.asc"}, "keyring: 'keyring.asc' is not"),
+    ("driver", {"method": "apt"}, "driver: value of method must be one of"),
+    ("container_runtime", {"engines": "podman"}, "engines must be 'auto' or a list"),
+    ("kubelet", {"gates": {"dynamicResourceAllocation": True}}, "did you mean"),
+    ("kubelet", {"config_file": "/x.yaml", "flags_file": "/y.env"}, "mutually exclusive"),
+])
+def test_a_concern_whose_read_fails_is_left_to_its_role(node, run_module, concern, bad, message):
+    ok, result = run_module(gpunode_node_state, concerns(node, **{concern: bad}), check_mode=True)
+    assert ok, result  # the read itself never fails: the role fails with its own module's message
+    assert result["converged"][concern] is False
+    assert result["reasons"][concern].startswith("read again by its role: ")
+    assert message in result["reasons"][concern]
+
+
+def test_concerns_not_given_are_not_read(node, run_module, monkeypatch):
+    monkeypatch.setattr(runtime_state.NodeReader, "read", lambda self: pytest.fail("runtime read"))
+    ok, result = run_module(gpunode_node_state, {"driver": node["driver"]}, check_mode=True)
+    assert ok and result["converged"] == {"driver": True}

@@ -639,18 +639,25 @@ class Bench:
             )
         return Comparison(label, hosts, setup, noop)
 
-    def profile(self):
-        self.say(f"== profile: one no-op run on {self.nodes[0]} with the task_timeline callback")
+    def timeline(self, log_name):
+        """One no-op run on node 01 with the task_timeline callback (not timed): (document, sample)."""
         timeline = WORK / "timeline.json"
         extra_env = {
             "ANSIBLE_CALLBACK_PLUGINS": str(ROOT / "benchmarks" / "callback_plugins"),
             "ANSIBLE_CALLBACKS_ENABLED": "task_timeline",
             "GPUNODE_TASK_TIMELINE": str(timeline),
         }
-        sample = self.run_noop(
-            self.one_inventory, self.nodes[:1], self.logs / "profile.log", extra_env=extra_env
-        )
-        document = json.loads(timeline.read_text(encoding="utf-8"))
+        sample = self.run_noop(self.one_inventory, self.nodes[:1], self.logs / log_name, extra_env=extra_env)
+        return json.loads(timeline.read_text(encoding="utf-8")), sample
+
+    def count_round_trips(self):
+        """Module executions on one converged node in a no-op run (fact gathering would be one)."""
+        document, _sample = self.timeline("round-trips.log")
+        return sum(round_trips(task) for task in document["tasks"])
+
+    def profile(self):
+        self.say(f"== profile: one no-op run on {self.nodes[0]} with the task_timeline callback")
+        document, sample = self.timeline("profile.log")
         self.say(describe_timeline(document, sample))
         self.task_costs()
 
@@ -718,8 +725,9 @@ class Bench:
             f"== machine: {os.cpu_count()} CPUs, {cpu_model()}; load average (1 min) "
             f"{load_start[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; logs in {self.logs}"
         )
-        self.say(single.summary_line(""))
-        self.say(fleet.summary_line(f"fleet{len(self.nodes)} "))
+        trips = f"round trips per converged node: {self.count_round_trips()}"
+        self.say(f"{single.summary_line('')}; {trips}")
+        self.say(f"{fleet.summary_line(f'fleet{len(self.nodes)} ')}; {trips}")
 
 
 def cpu_model():

@@ -17,23 +17,16 @@ description:
     (only when the module is missing), the loaded modules (sysfs, C(/proc)), dpkg's packages, holds and
     whether a dpkg run was interrupted, the persistence daemon and fabric manager units, the nouveau
     blacklist, Secure Boot, the signing keys and, when it installs, whether apt's index knows the packages.
-  - Returns the plan (RV(plan)) and publishes C(ansible_facts.nvidia_driver) - with O(stage=plan) the state
-    the run will leave as far as it can be predicted (check mode included), with O(stage=final) the state
-    read after the run, with the lines that say what changed.
+  - Returns the plan (RV(plan)) and publishes C(ansible_facts.nvidia_driver) - the state the run will leave
+    as far as it can be predicted (check mode included).
   - Without O(gpu), detects the GPUs itself (the C(nvidia_gpu_facts) logic, with its O(pci_ids_path),
     O(require_gpu) and O(require_branch)) and publishes C(ansible_facts.nvidia_gpu) too, so a run that
     starts with the driver reads the host once for both.
   - Needs no gathered facts - the distribution, its version, the machine and the kernel are read on the
     host (Ansible's own C(get_distribution) and C(get_distribution_version), the ones fact gathering uses)
     unless given.
-  - O(stage=installed) and O(stage=final) verify - the wanted driver must be on disk; at the final stage a
-    loaded driver must be the wanted one and answer C(nvidia-smi) on every GPU unless a reboot is pending.
+  - C(nvidia_driver_verify) checks, with the same arguments, what the run left.
 options:
-  stage:
-    description: V(plan) before the run, V(installed) after installing, V(final) at the end.
-    type: str
-    choices: [plan, installed, final]
-    default: plan
   gpu:
     description: The C(nvidia_gpu) facts; detected here when omitted.
     type: dict
@@ -136,12 +129,6 @@ options:
     type: list
     elements: str
     default: []
-  before:
-    description: With O(stage=final) - the facts RV(before) of the plan stage, to say what changed.
-    type: dict
-  ran:
-    description: With O(stage=final) - the plan the run carried out (RV(plan) of the plan stage).
-    type: dict
   distribution:
     description: The distribution as C(ansible_facts.distribution) names it; default the host's, read as fact
       gathering reads it.
@@ -397,9 +384,8 @@ before:
   returned: when the host has an NVIDIA GPU
   type: dict
 changes:
-  description: One line per change - with O(stage=plan) the changes the plan will make (as far as they can be
-    predicted), with O(stage=final) those the run made.
-  returned: when the host has an NVIDIA GPU (stage final - when O(ran) and O(before) are given)
+  description: One line per change the plan will make (as far as they can be predicted).
+  returned: when the host has an NVIDIA GPU
   type: list
   elements: str
 state:

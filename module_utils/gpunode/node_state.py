@@ -11,7 +11,7 @@ read again by its role). A concern whose read fails is simply not converged: its
 role reads it again and fails there, with the message of its own module.
 """
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.gpunode.common.arguments import ArgumentsError, validated
 from ansible.module_utils.gpunode.driver import state_call as driver
 from ansible.module_utils.gpunode.kubelet import state_call as kubelet
 from ansible.module_utils.gpunode.kubelet.plan import MissingRequirement
@@ -45,16 +45,8 @@ class ConcernModule:
         return getattr(self._module, name)
 
 
-def validated(name, params, spec, mutually_exclusive=None):
-    """``params`` with the defaults of ``spec``; raises ConcernFailed naming the concern."""
-    result = ArgumentSpecValidator(spec, mutually_exclusive=mutually_exclusive).validate(dict(params))
-    if result.error_messages:
-        raise ConcernFailed(f"{name}: " + "; ".join(result.error_messages))
-    return result.validated_parameters
-
-
 def read_driver(module, params):
-    reader = ConcernModule(module, validated("driver", params, driver.ARGUMENT_SPEC))
+    reader = ConcernModule(module, validated(driver.ARGUMENT_SPEC, params, "driver"))
     result = driver.read(reader)
     return driver.converged(result), result["ansible_facts"], reader.warnings
 
@@ -64,19 +56,20 @@ def read_container_runtime(module, params, facts):
     if not params.get("driver_version"):  # the role's argument, from the facts the driver read publishes
         params["driver_version"] = (facts.get("nvidia_driver", {}).get("loaded_version")
                                     or facts.get("nvidia_gpu", {}).get("loaded_driver_version") or "")
-    reader = ConcernModule(module, validated("container_runtime", params, container_runtime.ARGUMENT_SPEC))
+    reader = ConcernModule(module, validated(container_runtime.ARGUMENT_SPEC, params, "container_runtime"))
     result = container_runtime.read(reader)
     return container_runtime.converged(result), result["ansible_facts"], reader.warnings
 
 
 def read_kubelet(module, params):
-    reader = ConcernModule(module, validated("kubelet", params, kubelet.ARGUMENT_SPEC,
+    reader = ConcernModule(module, validated(kubelet.ARGUMENT_SPEC, params, "kubelet",
                                              kubelet.MUTUALLY_EXCLUSIVE))
     outcome = kubelet.read(reader)
     return kubelet.converged(outcome), outcome.result["ansible_facts"], reader.warnings + outcome.warnings
 
 
-ERRORS = (ConcernFailed, MissingRequirement, *driver.ERRORS, *container_runtime.ERRORS, *kubelet.ERRORS)
+ERRORS = (ConcernFailed, ArgumentsError, MissingRequirement,
+          *driver.ERRORS, *container_runtime.ERRORS, *kubelet.ERRORS)
 
 
 def read(module, concerns):

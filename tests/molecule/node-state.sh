@@ -7,7 +7,9 @@
 #
 # The state, one line per item, sorted: every file, directory and link under
 # /etc and /usr (path, type, size, mode, owner, mtime, link target; Python's
-# bytecode caches aside), the dpkg database (package, version, selection and
+# bytecode caches aside, and a directory's mtime: its entries are listed one by
+# one, and a system tool's Python adding its __pycache__ - lsb_release under
+# fact gathering on bullseye - is not a change of the node), the dpkg database (package, version, selection and
 # state: a hold shows as "hold ok installed") and the running services. It stays
 # on the node (in /run, which is neither /etc nor /usr); only the differences
 # travel back. (NODE_STATE_PATHS, NODE_STATE_DIR and NODE_STATE_LIMIT change
@@ -19,7 +21,7 @@ limit=${NODE_STATE_LIMIT:-60}
 
 state() {
   # shellcheck disable=SC2086 # word splitting of the folder list is wanted
-  find $paths -xdev -path '*/__pycache__' -prune -o \
+  find $paths -xdev -path '*/__pycache__' -prune -o -type d -printf 'file %p %y %m %U:%G\n' -o \
     -printf 'file %p %y %s %m %U:%G %T@ %l\n' 2>/dev/null
   if command -v dpkg-query >/dev/null 2>&1; then
     dpkg-query -W -f 'dpkg ${Package}:${Architecture} ${Version} ${Status}\n' 2>/dev/null

@@ -6,6 +6,7 @@ import sys
 
 import dpkg_database
 import nvidia_driver_state
+import nvidia_driver_verify
 import nvidia_gpu_facts
 import nvidia_kernel_modules
 import pytest
@@ -37,8 +38,8 @@ def spec_options(module):
     return yaml.safe_load(module.DOCUMENTATION)["options"]
 
 
-@pytest.mark.parametrize("module", [nvidia_driver_state, nvidia_kernel_modules, dpkg_database,
-                                    nvidia_gpu_facts])
+@pytest.mark.parametrize("module", [nvidia_driver_state, nvidia_driver_verify, nvidia_kernel_modules,
+                                    dpkg_database, nvidia_gpu_facts])
 def test_documentation_matches_argument_spec(module, monkeypatch):
     captured = {}
 
@@ -277,15 +278,25 @@ def test_final_stage_verifies_and_says_what_changed(fake, run_module):
     ok, planned = run_module(nvidia_driver_state, args)
     before = dict(planned["before"], installed_version=None, loaded_version=None, held=False)
     ran = dict(planned["plan"], install=True, load=True, hold=["nvidia-driver"])
-    ok, result = run_module(nvidia_driver_state, dict(args, stage="final", before=before, ran=ran))
+    verify = {"stage": "final", "driver": args, "before": before, "ran": ran}
+    ok, result = run_module(nvidia_driver_verify, verify)
     assert ok, result
     assert result["changes"][:2] == ["driver none -> 535.129.03 (proprietary)",
                                      "driver packages held: nvidia-driver"]
     fake.commands[SMI] = (18, "Failed to initialize NVML: Driver/library version mismatch\n", "")
-    ok, result = run_module(nvidia_driver_state, dict(args, stage="final"))
+    ok, result = run_module(nvidia_driver_verify, {"stage": "final", "driver": args})
     assert not ok and "nvidia-smi: Failed to initialize NVML" in result["msg"]
-    ok, result = run_module(nvidia_driver_state, dict(args, stage="installed", version="535.261.03"))
+    installed = {"stage": "installed", "driver": dict(args, version="535.261.03")}
+    ok, result = run_module(nvidia_driver_verify, installed)
     assert not ok and "after installing, the driver for kernel" in result["msg"]
+    # the arguments are those of nvidia_driver_state, checked as it checks them
+    ok, result = run_module(nvidia_driver_verify, {"stage": "final", "driver": dict(args, method="apt")})
+    assert not ok and result["msg"].startswith("driver: value of method must be one of")
+
+
+def test_the_plan_call_takes_no_verification_protocol(fake, run_module):
+    ok, result = run_module(nvidia_driver_state, fake.args(stage="final"))
+    assert not ok and "Unsupported parameters" in result["msg"] and "stage" in result["msg"]
 
 
 @pytest.mark.parametrize(("byte", "expected"), [(1, True), (0, False)])

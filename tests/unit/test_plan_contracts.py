@@ -11,6 +11,7 @@ import kube_scheduler_extender
 import kubelet_feature_gates
 import nvidia_container_runtime_state
 import nvidia_driver_state
+import nvidia_driver_verify
 import nvidia_mig
 import pytest
 import yaml
@@ -19,6 +20,7 @@ from conftest import ROOT
 # module -> the variable its role registers the result in
 REGISTERED = {
     nvidia_driver_state: "__nvidia_driver_state",
+    nvidia_driver_verify: "__nvidia_driver_final",
     nvidia_container_runtime_state: "__nvidia_container_runtime_state",
     kubelet_feature_gates: "__kubelet_gpu",
     gpunode_node_state: "gpunode_node_state",

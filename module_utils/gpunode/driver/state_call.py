@@ -4,7 +4,9 @@
 """One call of ``nvidia_driver_state``: its arguments and what it returns.
 
 The module (``library/nvidia_driver_state.py``) and the one read of every concern
-(``gpunode_node_state``) both call :func:`read`; it raises one of :data:`ERRORS`.
+(``gpunode_node_state``) both call :func:`read`; ``nvidia_driver_verify`` calls it with
+its later ``stage`` (the checks after the install and after the run). It raises one of
+:data:`ERRORS`.
 """
 
 import os
@@ -19,7 +21,6 @@ from ansible.module_utils.gpunode.driver.host import Host
 from ansible.module_utils.gpunode.driver.stages import evaluate
 
 ARGUMENT_SPEC = {
-    "stage": {"type": "str", "choices": ["plan", "installed", "final"], "default": "plan"},
     "gpu": {"type": "dict"},
     "pci_ids_path": {"type": "path"},
     "require_gpu": {"type": "bool", "default": False},
@@ -45,8 +46,6 @@ ARGUMENT_SPEC = {
     "runfile_url": {"type": "str"},
     "runfile_checksum": {"type": "str", "no_log": False},
     "runfile_extra_flags": {"type": "list", "elements": "str", "default": []},
-    "before": {"type": "dict"},
-    "ran": {"type": "dict"},
     "distribution": {"type": "str"},
     "distribution_version": {"type": "str"},
     "architecture": {"type": "str"},
@@ -79,9 +78,11 @@ def os_info(params):
     }
 
 
-def read(module):
-    """The module's result for ``module.params``; raises one of :data:`ERRORS`."""
-    params = module.params
+def read(module, params=None, stage="plan", ran=None, before=None):
+    """The result for ``params`` (default ``module.params``, the arguments of
+    ``nvidia_driver_state``) at ``stage``: ``plan``, or ``installed`` / ``final`` with the
+    plan that ran (``ran``) and the facts before it (``before``). Raises one of :data:`ERRORS`."""
+    params = dict(module.params if params is None else params, stage=stage, ran=ran, before=before)
     try:
         values.check(params, VALUE_RULES)
     except values.ValueSyntaxError as exc:
@@ -105,5 +106,5 @@ def read(module):
 
 
 def converged(result):
-    """Whether a plan-stage result leaves nothing to do."""
+    """Whether a plan (``stage`` ``plan``) leaves nothing to do."""
     return bool(result["plan"]["converged"])

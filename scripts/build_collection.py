@@ -173,7 +173,7 @@ def scalars(node):
     return [scalar for child in children for scalar in scalars(child)]
 
 
-def rewrite_yaml(text, path, project, *, source=None, examples=False, first_line=0):
+def rewrite_yaml(text, path, project, *, playbook=None, examples=False, first_line=0):
     """``text`` with FQCNs: module_defaults keys (all action keys if ``examples``), import_playbook, Jinja."""
     documents, edits = compose(text, path), {}
 
@@ -191,9 +191,9 @@ def rewrite_yaml(text, path, project, *, source=None, examples=False, first_line
 
     for document in documents:
         for key, value, parent in action_keys(document):
-            if key.value in IMPORT_PLAYBOOK and isinstance(value, yaml.ScalarNode) and source is not None \
+            if key.value in IMPORT_PLAYBOOK and isinstance(value, yaml.ScalarNode) and playbook is not None \
                     and not FQCN_RE.match(value.value):
-                target = pathlib.PurePosixPath(posixpath.normpath(source.parent / value.value))
+                target = pathlib.PurePosixPath(posixpath.normpath(playbook.parent / value.value))
                 if target not in project.playbooks:
                     raise BuildError(f"{where(value)}: import_playbook {value.value!r} is not a playbook of "
                                      "the project (site.yml, playbooks/*.yml), so not in the collection")
@@ -285,7 +285,7 @@ def build_tree(root, tree):
         elif kind == "template":
             text = project.rewrite_jinja(text)  # a name in filter position with a prefix is still valid Jinja
         else:  # a plugin's YAML is its documentation (filters, tests): EXAMPLES get FQCNs
-            text = rewrite_yaml(text, str(src), project, source=src if kind == "playbook" else None)
+            text = rewrite_yaml(text, str(src), project, playbook=src if kind == "playbook" else None)
         out.write_text(text, encoding="utf-8")
         shutil.copymode(root / src, out)
     return target, galaxy

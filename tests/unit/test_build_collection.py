@@ -32,130 +32,112 @@ def fixture_bc():
     return load_build_collection()
 
 
-def content():
-    bc = load_build_collection()
-    own = bc.Content("gpunode", "gpunode")
-    own.modules = {"docker_daemon_config", "nvidia_gpu_facts", "gpu_addons_manifest_files"}
-    own.module_utils = {"json_config", "text_file", "nvidia_branches"}
-    own.roles = {"nvidia_driver", "kubelet_gpu"}
-    own.playbooks = {pathlib.PurePosixPath("playbooks/driver.yml"): "driver",
-                     pathlib.PurePosixPath("site.yml"): "site"}
-    own.filters = {"gpu_addons_api", "gpu_addons_manifest_files"}
-    own.tests = {"gpu_ready"}
-    own.lookups = {"gpu_lookup"}
-    return own
+GALAXY = {"namespace": "gpunode", "name": "gpunode", "version": "1.0.0",
+          "dependencies": {"kubernetes.core": ">=6.2.0"}}
+PROJECT_FILES = {
+    "library/docker_daemon_config.py": "",
+    "library/nvidia_gpu_facts.py": "",
+    "roles/r/library/manifest_files.py": "",
+    "module_utils/gpunode/__init__.py": "",
+    "module_utils/gpunode/common/text_file.py": "",
+    "filter_plugins/addons.py": "class FilterModule:\n    def filters(self):\n"
+                                "        return {'gpu_addons_api': 1, 'gpu_addons_manifest_files': 2}\n",
+    "test_plugins/ready.py": "class TestModule:\n    def tests(self):\n        return {'gpu_ready': 1}\n",
+    "lookup_plugins/gpu_lookup.py": "",
+    "site.yml": "",
+    "playbooks/driver.yml": "",
+    "collection/galaxy.yml": yaml.safe_dump(GALAXY),
+}
 
 
-def rewrite_yaml(text, kind="tasks", source="roles/r/tasks/main.yml"):
+@pytest.fixture(name="own", scope="module")
+def fixture_own(tmp_path_factory):
+    """The names of a small project: modules, a module_utils package, Jinja plugins, playbooks."""
     bc = load_build_collection()
-    text = textwrap.dedent(text)
-    return bc.YamlRewrite(text, source, content(), source=pathlib.PurePosixPath(source)).run(kind)
+    root = tmp_path_factory.mktemp("project")
+    for rel, text in PROJECT_FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return bc.Project(root, bc.plan_layout(root, bc.project_files(root)), GALAXY)
+
+
+def test_the_project_names_are_read_from_the_tree(own):
+    assert own.modules == {"docker_daemon_config", "nvidia_gpu_facts", "manifest_files"}
+    assert own.module_utils == {"gpunode"}
+    assert own.playbooks == {pathlib.PurePosixPath("site.yml"): "site",
+                             pathlib.PurePosixPath("playbooks/driver.yml"): "driver"}
+    assert own.collections == {"ansible.builtin", "gpunode.gpunode", "kubernetes.core"}
+
+
+def rewrite_yaml(own, text, source="roles/r/tasks/main.yml", **kwargs):
+    return load_build_collection().rewrite_yaml(textwrap.dedent(text), source, own, **kwargs)
 
 
 # --- YAML: what is rewritten, what is kept -----------------------------------
 
 
-def test_task_actions_become_fqcns_and_the_rest_of_the_text_stays():
+def test_task_actions_keep_their_short_names_module_defaults_keys_get_fqcns(own):
     source = """\
     ---
     # a comment that stays
     - name: Merge   # trailing comment
       docker_daemon_config:
         settings: {default-runtime: nvidia}   # flow mapping kept
-      register: docker_daemon_config
-
-    - name: A block
-      block:
-        - name: Inner
-          nvidia_gpu_facts:
-      rescue:
-        - name: Rescue
-          ansible.builtin.debug:
-            msg: docker_daemon_config is a word here
-    """
-    expected = source.replace("  docker_daemon_config:\n", f"  {PREFIX}docker_daemon_config:\n").replace(
-        "  nvidia_gpu_facts:\n", f"  {PREFIX}nvidia_gpu_facts:\n"
-    )
-    assert rewrite_yaml(source) == textwrap.dedent(expected)
-
-
-def test_module_defaults_action_and_local_action():
-    out = rewrite_yaml("""\
-    - name: Defaults
       module_defaults:
         docker_daemon_config: {backup: true}
         ansible.builtin.file: {mode: "0644"}
+      register: docker_daemon_config
+    - name: A block
+      module_defaults:
+        - nvidia_gpu_facts: {}
       block:
-        - name: A
-          action: docker_daemon_config path=/tmp/x
-        - name: B
-          local_action:
-            module: nvidia_gpu_facts
-    """)
-    data = yaml.safe_load(out)
-    assert list(data[0]["module_defaults"]) == [f"{PREFIX}docker_daemon_config", "ansible.builtin.file"]
-    assert data[0]["block"][0]["action"] == f"{PREFIX}docker_daemon_config path=/tmp/x"
-    assert data[0]["block"][1]["local_action"]["module"] == f"{PREFIX}nvidia_gpu_facts"
+        - name: Inner
+          nvidia_gpu_facts:
+          vars:
+            docker_daemon_config: a variable, kept
+    """
+    expected = (textwrap.dedent(source)
+                .replace("    docker_daemon_config: {backup", f"    {PREFIX}docker_daemon_config: {{backup")
+                .replace("- nvidia_gpu_facts: {}", f"- {PREFIX}nvidia_gpu_facts: {{}}"))
+    assert rewrite_yaml(own, source) == expected
 
 
-@pytest.mark.parametrize(
-    "written, expected",
-    [
-        ("name: kubelet_gpu", f"name: {PREFIX}kubelet_gpu"),
-        ('name: "kubelet_gpu"', f'name: "{PREFIX}kubelet_gpu"'),
-        ("name: 'kubelet_gpu'", f"name: '{PREFIX}kubelet_gpu'"),
-        ("name: community.general.other", "name: community.general.other"),
-        ("name: kubelet_gpu_extra", "name: kubelet_gpu_extra"),
-    ],
-)
-def test_include_role_names(written, expected):
-    out = rewrite_yaml(f"""\
-    - name: Include
-      ansible.builtin.include_role:
-        {written}
-        tasks_from: rke_admin
-    """)
-    assert f"    {expected}\n" in out
-    assert "tasks_from: rke_admin" in out
+def test_module_examples_qualify_every_task_action(own):
+    out = rewrite_yaml(own, "- name: Merge\n  docker_daemon_config:\n    settings: {a: 1}\n", examples=True)
+    assert out == f"- name: Merge\n  {PREFIX}docker_daemon_config:\n    settings: {{a: 1}}\n"
 
 
-def test_play_roles_playbook_imports_and_role_dependencies():
-    out = rewrite_yaml("""\
+def test_import_playbook_paths_become_the_collection_playbooks(own):
+    out = rewrite_yaml(own, """\
     - name: Driver
       ansible.builtin.import_playbook: playbooks/driver.yml
-    - name: Nodes
-      hosts: gpu_nodes
-      roles:
-        - nvidia_driver
-        - role: kubelet_gpu
-          vars: {kubelet_gpu_x: 1}
-        - {name: nvidia_driver}
-      tasks:
-        - name: Facts
-          nvidia_gpu_facts:
-    """, kind="playbook", source="site.yml")
-    plays = yaml.safe_load(out)
-    assert plays[0]["ansible.builtin.import_playbook"] == f"{PREFIX}driver"
-    assert plays[1]["roles"] == [
-        f"{PREFIX}nvidia_driver",
-        {"role": f"{PREFIX}kubelet_gpu", "vars": {"kubelet_gpu_x": 1}},
-        {"name": f"{PREFIX}nvidia_driver"},
-    ]
-    assert list(plays[1]["tasks"][0]) == ["name", f"{PREFIX}nvidia_gpu_facts"]
-    meta = rewrite_yaml("---\ngalaxy_info: {}\ndependencies:\n  - role: nvidia_driver\n", kind="role-meta")
-    assert yaml.safe_load(meta)["dependencies"] == [{"role": f"{PREFIX}nvidia_driver"}]
+    - name: Already qualified
+      ansible.builtin.import_playbook: gpunode.gpunode.driver
+    """, source="site.yml", playbook=pathlib.PurePosixPath("site.yml"))
+    assert [p["ansible.builtin.import_playbook"] for p in yaml.safe_load(out)] == [f"{PREFIX}driver"] * 2
+    out = rewrite_yaml(own, "- name: Other\n  import_playbook: driver.yml\n",
+                       playbook=pathlib.PurePosixPath("playbooks/upgrade.yml"))
+    assert yaml.safe_load(out)[0]["import_playbook"] == f"{PREFIX}driver"
 
 
-def test_import_playbook_relative_to_the_importing_file():
-    out = rewrite_yaml("- name: Other\n  ansible.builtin.import_playbook: driver.yml\n",
-                       kind="playbook", source="playbooks/upgrade.yml")
-    assert yaml.safe_load(out)[0]["ansible.builtin.import_playbook"] == f"{PREFIX}driver"
-
-
-def test_import_of_a_playbook_outside_the_project_fails_with_file_and_line(bc):
+def test_import_of_a_playbook_outside_the_project_fails_with_file_and_line(bc, own):
     with pytest.raises(bc.BuildError, match=r"^site\.yml:2: import_playbook 'elsewhere/x\.yml'"):
-        rewrite_yaml("- name: X\n  ansible.builtin.import_playbook: elsewhere/x.yml\n",
-                     kind="playbook", source="site.yml")
+        rewrite_yaml(own, "- name: X\n  ansible.builtin.import_playbook: elsewhere/x.yml\n",
+                     source="site.yml", playbook=pathlib.PurePosixPath("site.yml"))
+
+
+def test_an_action_of_an_undeclared_collection_fails_with_file_and_line(bc, own):
+    rewrite_yaml(own, "- name: Declared\n  kubernetes.core.k8s: {}\n")
+    message = r"^roles/r/tasks/main\.yml:4: community\.general\.x is from community\.general, which "
+    with pytest.raises(bc.BuildError, match=message + r"collection/galaxy\.yml does not list"):
+        rewrite_yaml(own, "- name: Ok\n  ansible.builtin.debug: {}\n"
+                          "- name: Undeclared\n  community.general.x:\n")
+
+
+def test_a_module_defaults_key_that_cannot_be_rewritten_in_place_fails(bc, own):
+    with pytest.raises(bc.BuildError, match=r"main\.yml:3: cannot rewrite 'nvidia_gpu_facts' in place"):
+        rewrite_yaml(own, '- name: X\n  module_defaults:\n    "nvidia_gpu\\x5ffacts": {}\n'
+                          '  nvidia_gpu_facts:\n')
 
 
 @pytest.mark.parametrize(
@@ -167,6 +149,7 @@ def test_import_of_a_playbook_outside_the_project_fails_with_file_and_line(bc):
         ("{{ v is gpu_ready }}", f"{{{{ v is {PREFIX}gpu_ready }}}}"),
         ("{{ v is not gpu_ready }}", f"{{{{ v is not {PREFIX}gpu_ready }}}}"),
         ("{{ v | select('gpu_ready') }}", f"{{{{ v | select('{PREFIX}gpu_ready') }}}}"),
+        ("{{ v | selectattr('a', 'gpu_ready') }}", f"{{{{ v | selectattr('a', '{PREFIX}gpu_ready') }}}}"),
         ("{{ lookup('gpu_lookup', 'x') }}", f"{{{{ lookup('{PREFIX}gpu_lookup', 'x') }}}}"),
         ("{{ q(\"gpu_lookup\") }}", f"{{{{ q(\"{PREFIX}gpu_lookup\") }}}}"),
         # not ours, or already qualified, or not a filter position: unchanged
@@ -176,12 +159,12 @@ def test_import_of_a_playbook_outside_the_project_fails_with_file_and_line(bc):
         ("{{ v.gpu_addons_api }}", "{{ v.gpu_addons_api }}"),
     ],
 )
-def test_project_filters_tests_and_lookups_in_jinja(jinja, expected):
-    assert content().rewrite_jinja(jinja) == expected
+def test_project_filters_tests_and_lookups_in_jinja(own, jinja, expected):
+    assert own.rewrite_jinja(jinja) == expected
 
 
-def test_jinja_in_every_scalar_style_is_rewritten_and_verified():
-    out = rewrite_yaml("""\
+def test_jinja_in_every_scalar_style_is_rewritten_and_verified(own):
+    out = rewrite_yaml(own, """\
     - name: Styles
       ansible.builtin.set_fact:
         plain: "{{ a | gpu_addons_api }}"
@@ -201,64 +184,65 @@ def test_jinja_in_every_scalar_style_is_rewritten_and_verified():
     assert yaml.safe_load(out)[0]["when"] == f"a | {PREFIX}gpu_addons_api"
 
 
-def test_a_rewrite_the_parser_disagrees_with_fails_instead_of_writing_it(bc):
+def test_a_rewrite_the_parser_disagrees_with_fails_instead_of_writing_it(bc, own):
     # "\x7c" is "|" once parsed: the value has a filter that the source text does not show,
     # so the rewritten text would not mean what was intended.
     with pytest.raises(bc.BuildError, match=r"roles/r/tasks/main\.yml:3: the rewrite made"):
-        rewrite_yaml('- name: Escaped\n  ansible.builtin.debug:\n    msg: "{{ a \\x7c gpu_addons_api }}"\n')
+        rewrite_yaml(own, '- name: Escaped\n  ansible.builtin.debug:\n'
+                          '    msg: "{{ a \\x7c gpu_addons_api }}"\n')
 
 
-def test_ansible_tags_are_kept():
-    out = rewrite_yaml("- name: Unsafe\n  docker_daemon_config:\n    settings: !unsafe '{{ raw }}'\n")
-    assert out == f"- name: Unsafe\n  {PREFIX}docker_daemon_config:\n    settings: !unsafe '{{{{ raw }}}}'\n"
+def test_ansible_tags_are_kept(own):
+    source = ("- name: Unsafe\n  module_defaults:\n    docker_daemon_config:\n"
+              "      settings: !unsafe '{{ raw }}'\n")
+    expected = source.replace(" docker_daemon_config", f" {PREFIX}docker_daemon_config")
+    assert rewrite_yaml(own, source) == expected
 
 
 # --- Python ----------------------------------------------------------------------
 
 
-def rewrite_python(text, is_module=True):
-    bc = load_build_collection()
-    return bc.PythonRewrite(textwrap.dedent(text), "library/m.py", content(), is_module).run()
+def rewrite_python(own, text, is_module=True):
+    return load_build_collection().rewrite_python(textwrap.dedent(text), "library/m.py", own, is_module)
 
 
-def test_imports_of_project_module_utils_point_into_the_collection():
-    out = rewrite_python('''\
+def test_imports_of_project_module_utils_point_into_the_collection(own):
+    out = rewrite_python(own, '''\
     #!/usr/bin/python
-    # Ünïcode before the imports shifts byte offsets: "é"
+    # Ünïcode before the imports: "é"
     """Doc."""
     from ansible.module_utils.basic import AnsibleModule
-    from ansible.module_utils.json_config import (  # comment kept
+    from ansible.module_utils.gpunode.common.json_config import (  # comment kept
         JSONConfigError,
         plan,
     )
-    from ansible.module_utils import nvidia_branches
+    from ansible.module_utils.gpunode.common import values
     try:
-        from ansible.module_utils.text_file import read_text as read_file_text
+        from ansible.module_utils.gpunode.common.text_file import read_text as read_file_text
     except ImportError:
         read_file_text = None
     ''')
-    package = "ansible_collections.gpunode.gpunode.plugins.module_utils"
+    package = "ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode"
     assert "from ansible.module_utils.basic import AnsibleModule\n" in out
-    assert f"from {package}.json_config import (  # comment kept\n    JSONConfigError,\n" in out
-    assert f"from {package} import nvidia_branches\n" in out
-    assert f"    from {package}.text_file import read_text as read_file_text\n" in out
-    assert '# Ünïcode before the imports shifts byte offsets: "é"' in out
+    assert f"from {package}.common.json_config import (  # comment kept\n    JSONConfigError,\n" in out
+    assert f"from {package}.common import values\n" in out
+    assert f"    from {package}.common.text_file import read_text as read_file_text\n" in out
+    assert '# Ünïcode before the imports: "é"' in out
 
 
 @pytest.mark.parametrize(
-    "statement, message",
-    [
-        ("import ansible.module_utils.json_config\n", "write 'from ansible.module_utils.json_config import"),
-        ("from ansible.module_utils import basic, json_config\n", "in separate statements"),
-    ],
+    "statement",
+    ["import ansible.module_utils.gpunode.common.json_config\n",
+     "from ansible.module_utils import basic, gpunode\n"],
 )
-def test_import_forms_the_build_cannot_rewrite_fail(bc, statement, message):
+def test_import_forms_the_build_cannot_rewrite_fail_with_file_and_line(bc, own, statement):
+    message = "library/m.py:2: write 'from ansible.module_utils.gpunode"
     with pytest.raises(bc.BuildError, match=re.escape(message)):
-        rewrite_python(statement)
+        rewrite_python(own, "import os\n" + statement)
 
 
-def test_module_examples_use_fqcns():
-    out = rewrite_python('''\
+def test_module_examples_use_fqcns(own):
+    out = rewrite_python(own, '''\
     DOCUMENTATION = r"""
     module: docker_daemon_config
     """
@@ -374,8 +358,9 @@ def test_the_project_builds_into_the_collection_layout(built):
     assert target.parts[-3:] == ("ansible_collections", galaxy["namespace"], galaxy["name"])
     sources = {p.stem for pattern in ("library/*.py", "roles/*/library/*.py") for p in ROOT.glob(pattern)}
     assert {p.stem for p in (target / "plugins" / "modules").glob("*.py")} == sources
-    assert {p.name for p in (target / "plugins" / "module_utils").glob("*.py")} == {
-        p.name for p in ROOT.glob("module_utils/*.py")
+    module_utils = target / "plugins" / "module_utils"
+    assert {p.relative_to(module_utils) for p in module_utils.rglob("*.py")} == {
+        p.relative_to(ROOT / "module_utils") for p in (ROOT / "module_utils").rglob("*.py")
     }
     assert {p.name for p in (target / "roles").iterdir()} == {p.name for p in (ROOT / "roles").iterdir()}
     assert not [*(target / "roles").glob("*/library"), *(target / "roles").glob("*/filter_plugins")]
@@ -386,7 +371,7 @@ def test_the_project_builds_into_the_collection_layout(built):
 
 def test_no_plugin_imports_project_module_utils_through_ansible_module_utils(built):
     target, _ = built
-    own = {p.stem for p in ROOT.glob("module_utils/*.py")}
+    own = {p.name.removesuffix(".py") for p in (ROOT / "module_utils").iterdir()}
     for path in (target / "plugins").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ansible.module_utils"):
@@ -395,39 +380,33 @@ def test_no_plugin_imports_project_module_utils_through_ansible_module_utils(bui
                 assert len(parts) > 2 or not {a.name for a in node.names} & own, f"{path}: {node.module}"
 
 
-def _task_actions(tasks):
-    for task in tasks or []:
-        if not isinstance(task, dict):
-            continue
-        for key, value in task.items():
-            if key in ("block", "rescue", "always"):
-                yield from _task_actions(value)
-            elif key not in load_build_collection().TASK_KEYWORDS and not key.startswith("with_"):
-                yield key
+def _module_defaults_keys(node):
+    if isinstance(node, list):
+        for item in node:
+            yield from _module_defaults_keys(item)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key == "module_defaults":
+                for defaults in value if isinstance(value, list) else [value]:
+                    yield from defaults
+            yield from _module_defaults_keys(value)
 
 
-def test_every_task_action_of_the_built_roles_and_playbooks_is_an_fqcn(built):
+def test_every_module_defaults_key_of_the_built_roles_and_playbooks_is_an_fqcn(built):
+    # ansible-core reads a short module_defaults key as ansible.legacy.NAME, even in a collection
     target, _ = built
-    actions = []
-    for path in [*target.glob("roles/*/tasks/*.yml"), *target.glob("roles/*/handlers/*.yml")]:
-        actions.extend(_task_actions(yaml.safe_load(path.read_text(encoding="utf-8"))))
-    for path in target.glob("playbooks/*.yml"):
-        for play in yaml.safe_load(path.read_text(encoding="utf-8")):
-            actions.extend(_task_actions([play]) if "hosts" not in play else [])
-            for section in ("pre_tasks", "tasks", "post_tasks", "handlers"):
-                actions.extend(_task_actions(play.get(section)))
-            for role in play.get("roles") or []:
-                name = role if isinstance(role, str) else role.get("role") or role.get("name")
-                assert name.startswith(PREFIX), f"{path}: role {name}"
-    assert actions
-    assert [a for a in actions if not re.match(r"^[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+$", a)] == []
+    keys = [key for path in [*target.glob("roles/*/tasks/*.yml"), *target.glob("playbooks/**/*.yml")]
+            for key in _module_defaults_keys(yaml.safe_load(path.read_text(encoding="utf-8")))]
+    assert keys
+    assert [k for k in keys if not re.match(r"^(group/)?[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+$", k)] == []
 
 
 def test_built_yaml_differs_from_the_source_only_in_lines_with_fqcns(built):
     target, _ = built
     compared = 0
-    for source in ROOT.glob("roles/*/tasks/*.yml"):
-        built_file = target / source.relative_to(ROOT)
+    for source in [*ROOT.glob("roles/*/tasks/*.yml"), *ROOT.glob("playbooks/*.yml"), ROOT / "site.yml"]:
+        rel = source.relative_to(ROOT)
+        built_file = target / (rel if rel.parts[0] != "site.yml" else pathlib.Path("playbooks", rel))
         old = source.read_text(encoding="utf-8").split("\n")
         new = built_file.read_text(encoding="utf-8").split("\n")
         assert len(old) == len(new), source
@@ -435,3 +414,58 @@ def test_built_yaml_differs_from_the_source_only_in_lines_with_fqcns(built):
             assert before == after or PREFIX in after, f"{source}: {before!r} -> {after!r}"
         compared += 1
     assert compared
+
+
+# --- Short names inside the collection: what the build relies on ------------------------
+
+SHORT_NAMES_PROJECT = {
+    "library/echo.py": "#!/usr/bin/python\nfrom ansible.module_utils.basic import AnsibleModule\n"
+                       "from ansible.module_utils.example.words import upper\n"
+                       "m = AnsibleModule(argument_spec={'msg': {'type': 'str', 'default': 'none'}})\n"
+                       "m.exit_json(changed=False, said=upper(m.params['msg']))\n",
+    "module_utils/example/__init__.py": "",
+    "module_utils/example/words.py": "def upper(text):\n    return text.upper()\n",
+    "roles/outer/meta/main.yml": "dependencies: [{role: inner, inner_from: dependency}]\n",
+    "roles/outer/tasks/main.yml": textwrap.dedent("""\
+        - name: A module by its short name, with module_defaults
+          echo: {}
+          module_defaults:
+            echo: {msg: outer}
+          register: outer
+        - name: Show
+          ansible.builtin.debug: {msg: "said {{ outer.said }}"}
+        - name: A role of the collection by its short name, included
+          ansible.builtin.include_role: {name: inner}
+          vars: {inner_from: include_role}
+        """),
+    "roles/inner/tasks/main.yml": "- name: Inner\n  echo: {msg: \"inner {{ inner_from }}\"}\n"
+                                  "  register: inner\n- name: Show\n"
+                                  "  ansible.builtin.debug: {msg: \"said {{ inner.said }}\"}\n",
+    "playbooks/roles.yml": "- name: Roles by short names\n  hosts: all\n  gather_facts: false\n"
+                           "  roles: [outer]\n  tasks:\n    - name: Direct\n      echo: {msg: play}\n"
+                           "      register: play\n    - name: Show\n"
+                           "      ansible.builtin.debug: {msg: \"said {{ play.said }}\"}\n",
+    "site.yml": "- name: Import\n  ansible.builtin.import_playbook: playbooks/roles.yml\n",
+    "collection/galaxy.yml": "namespace: example\nname: short\nversion: 1.0.0\nreadme: README.md\n"
+                             "authors: [x]\n",
+    "collection/meta/runtime.yml": "requires_ansible: '>=2.19.0'\n",
+}
+
+
+def test_the_collection_runs_with_short_names_of_its_own_modules_and_roles(bc, tmp_path):
+    project = tmp_path / "project"
+    for rel, text in SHORT_NAMES_PROJECT.items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(text)
+    target, _ = bc.build_tree(project, tmp_path / "tree")
+    assert "  echo: {}\n" in (target / "roles/outer/tasks/main.yml").read_text()  # kept short
+    (tmp_path / "ansible.cfg").write_text("")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "tree"),
+               ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"),
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    run = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", "example.short.site"],
+                         env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    said = re.findall(r'"msg": "said (.*)"', run.stdout)
+    assert said == ["INNER DEPENDENCY", "OUTER", "INNER INCLUDE_ROLE", "PLAY"]

@@ -12,7 +12,8 @@ description:
   - Reads each concern given with the same code and the same arguments as its own state module
     (C(nvidia_driver_state), C(nvidia_container_runtime_state), C(kubelet_feature_gates) in check
     mode) and says which ones have nothing to change, so that C(site.yml) recognizes a converged node
-    in one round trip; the roles then end on that host without reading it again.
+    in one round trip; its plays then leave that host out (C(playbooks/node_state.yml) groups the hosts
+    by their converged concerns) instead of reading it again.
   - A concern counts as converged only when every concern before it (driver, container runtime,
     kubelet, in that order) is converged too - a change to one may change what the next one needs.
   - A concern whose read fails (a bad value, a missing library) is not converged - its role reads it

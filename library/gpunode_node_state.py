@@ -21,7 +21,7 @@ description:
   - Publishes the facts of the converged concerns (C(nvidia_gpu), C(nvidia_driver),
     C(nvidia_container_runtime), C(kubelet_gpu)) and shows their warnings; the roles that go on
     publish their own. Changes nothing.
-version_added: "1.3.0"
+version_added: "1.0.0"
 requirements:
   - What each concern's module needs (PyYAML for a YAML kubelet configuration, tomli on Python 3.10 and
     older for containerd's); a concern whose library is missing is simply not converged.

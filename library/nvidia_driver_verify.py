@@ -17,7 +17,7 @@ description:
     and answer C(nvidia-smi) on every GPU, unless a reboot is pending. With O(ran) and O(before),
     RV(changes) says what the run changed.
   - Changes nothing.
-version_added: "1.3.0"
+version_added: "1.0.0"
 options:
   stage:
     description: V(installed) after installing, V(final) at the end of the run.

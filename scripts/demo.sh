@@ -73,6 +73,50 @@ ansible-playbook -i inventories/demo tests/simnode/prepare-demo.yml >"$log_dir/p
   tail -n 60 "$log_dir/prepare.log"; echo "== preparing the nodes failed (log: $log_dir/prepare.log)" >&2; exit 1; }
 took "== prepare" "SECONDS - step"
 
+# No internet (issue 23, docs/OFFLINE.md): from here on the nodes reach only their
+# loopback, where the stand-ins serve as the inventory's mirrors (every mirror setting
+# is set). Each node leaves every Docker network (the demo reaches the nodes by
+# `docker exec`), and its apt sources that name another host (Debian's archive) are
+# set aside, as an offline site points them at its own mirror of the distribution
+# (the nodes already have what site.yml needs from it). A default route through
+# loopback ends at a REJECT rule that counts: any attempt to reach another host
+# (a DNS query included) fails at once, and the demo fails if the runs made one.
+offline_nodes() {
+  local node net
+  for node in "${nodes[@]}"; do
+    for net in $(docker inspect -f '{{range $name, $_ := .NetworkSettings.Networks}}{{$name}} {{end}}' "$node"); do
+      docker network disconnect "$net" "$node"
+    done
+    docker exec "$node" sh -ec '
+      mkdir -p /root/gpunode-offline-aside
+      for f in /etc/apt/sources.list /etc/apt/sources.list.d/*; do
+        if [ -f "$f" ] && grep -oE "https?://[^/[:space:]]+" "$f" | grep -qvE "^https?://127\.0\.0\.1(:|$)"; then
+          mv "$f" /root/gpunode-offline-aside/
+        fi
+      done
+      ip route replace default dev lo
+      iptables -I OUTPUT -m addrtype ! --dst-type LOCAL -m comment --comment gpunode-offline -j REJECT'
+  done
+}
+# the packets each node sent to another host since offline_nodes (all rejected)
+offline_attempts() {
+  docker exec "$1" iptables -L OUTPUT -v -n -x | awk '/gpunode-offline/ {print $1}'
+}
+offline_nodes
+for node in "${nodes[@]}"; do
+  docker exec "$node" sh -c '! curl -sS -o /dev/null --max-time 5 http://deb.debian.org/debian/ 2>/dev/null' || {
+    echo "== $node still reaches deb.debian.org" >&2; exit 1; }
+done
+for node in "${gpu_nodes[@]}"; do
+  for mirror in http://127.0.0.1:8391/gpunode-test-archive.asc http://127.0.0.1:8371/gpunode-test-archive.asc; do
+    docker exec "$node" curl -sSf -o /dev/null --max-time 5 "$mirror" || {
+      echo "== $node does not reach its mirror $mirror" >&2; exit 1; }
+  done
+done
+probes=()
+for node in "${nodes[@]}"; do probes+=("$(offline_attempts "$node")"); done
+echo "== the nodes are offline: loopback only (their mirrors), Debian's archive out of reach"
+
 step=$SECONDS
 echo "== check run: ansible-playbook -i inventories/demo site.yml --check --diff (changes nothing)"
 ansible-playbook -i inventories/demo site.yml --check --diff >"$log_dir/check.log" 2>&1 || {
@@ -111,6 +155,13 @@ if grep -E '^\S+ +: ok=' "$log_dir/run2.log" | grep -vqE ' changed=0 .*unreachab
   echo "== run 2 was not a no-op on every host:" >&2; recap "$log_dir/run2.log" >&2; bad=1
 fi
 ((bad == 0)) || exit 1
+# and no run tried to reach another host
+i=0
+for node in "${nodes[@]}"; do
+  attempts=$(($(offline_attempts "$node") - probes[i++]))
+  ((attempts == 0)) || { echo "== $node tried to reach another host during the runs ($attempts packets rejected)" >&2; bad=1; }
+done
+((bad == 0)) || exit 1
 
 addons_dir=$PWD/demo-output/addons
 echo "== GPU cluster add-ons, rendered by site.yml (the demo has no API server): $(cd "$addons_dir" && echo *)"
@@ -120,11 +171,28 @@ grep -zo "kubectl label node [^']*" "$log_dir/run2.log" | tr -s ' \n\0' '  \n' |
 # its ready-to-use examples: rendered alone (the demo's kubelets are 1.30, which the DRA
 # preflight refuses), on the controller only.
 dra_dir=$PWD/demo-output/addons-dra
+# the add-ons' registry mirror of the inventory, for this render too
+registry=$(python -c 'import yaml; print(yaml.safe_load(open("inventories/demo/hosts.yml"))["all"]["vars"]["gpu_cluster_addons_image_registry"])')
 echo "== the DRA mode for Kubernetes 1.34, rendered into $dra_dir (examples/: claims of a GPU and of a MIG slice)"
 ansible-playbook -i localhost, playbooks/cluster_addons.yml -e '{"ansible_python_interpreter": "{{ ansible_playbook_python }}"}' \
   -e gpu_cluster_addons_mode=dra -e gpu_cluster_addons_kubernetes_version=1.34 \
-  -e "gpu_cluster_addons_output_dir=$dra_dir" >"$log_dir/addons-dra.log" 2>&1 || { cat "$log_dir/addons-dra.log"; exit 1; }
+  -e "gpu_cluster_addons_output_dir=$dra_dir" -e "gpu_cluster_addons_image_registry=$registry" >"$log_dir/addons-dra.log" 2>&1 || { cat "$log_dir/addons-dra.log"; exit 1; }
 echo "== $(cd "$dra_dir" && echo * examples/*)"
+
+# Every image the rendered add-ons name is under the inventory's registry mirror
+# (the `image:` lines and HAMi's IMAGE_NAME values, as tests/unit/test_offline_mirrors.py reads them).
+python - "$registry" "$addons_dir" "$dra_dir" <<'EOF_IMAGES' || exit 1
+import pathlib, re, sys
+registry, dirs = sys.argv[1], sys.argv[2:]
+images = [(str(path), m[1] or m[2]) for d in dirs for path in sorted(pathlib.Path(d).rglob("*.yaml"))
+          for m in re.finditer(r'^\s*(?:- )?image:\s*"?([^\s"]+)|name: IMAGE_NAME\s+value:\s*"?([^\s"]+)',
+                               path.read_text(), re.M)]
+off = [f"{path}: {image}" for path, image in images if not image.startswith(registry + "/")]
+if not images or off:
+    sys.exit("== images of the add-ons not under the mirror " + registry + "/:\n" + "\n".join(off or ["(no image found)"]))
+print(f"== all {len(images)} images of the add-ons are under the mirror {registry}/:",
+      " ".join(sorted({image.removeprefix(registry + "/") for _path, image in images})))
+EOF_IMAGES
 
 echo
 echo "== check run (--check --diff on the fresh nodes) recap:"

@@ -202,3 +202,18 @@ def test_every_download_in_the_roles_comes_from_a_mirror_setting():
     assert len(downloads) >= 4, downloads
     unmirrored = [d for d in downloads if d[2] not in MIRRORED]
     assert not unmirrored, f"downloads without a mirror variable (docs/OFFLINE.md): {unmirrored}"
+
+
+# The demo (scripts/demo.sh) runs site.yml with its nodes on loopback only: its inventory sets every
+# mirror setting of docs/OFFLINE.md, each pointing at a stand-in on the node (or the registry mirror).
+DEMO_NODE_MIRRORS = ("nvidia_driver_apt_repository", "nvidia_driver_apt_key_url", "nvidia_driver_runfile_url",
+                     "nvidia_container_runtime_repo_url", "nvidia_container_runtime_repo_key_url")
+
+
+def test_the_demo_inventory_sets_every_mirror():
+    inventory = yaml.safe_load((ROOT / "inventories/demo/hosts.yml").read_text())["all"]
+    node_vars = inventory["children"]["gpu_nodes"]["vars"]
+    for name in DEMO_NODE_MIRRORS:
+        hosts = re.findall(r"[a-z]+://([^\s/:]+)", node_vars.get(name) or "")
+        assert hosts and set(hosts) == {"127.0.0.1"}, (name, node_vars.get(name))
+    assert inventory["vars"]["gpu_cluster_addons_image_registry"] == MIRROR

@@ -135,7 +135,9 @@ class FakeHost:
         def run_command(self, argv, **kwargs):
             host.calls.append(list(argv))
             key = " ".join([argv[0].rsplit("/", 1)[-1], *argv[1:]])
-            result = host.commands.get(key, (1, "", f"{key}: not scripted"))
+            # a key ending in "*" answers every command that starts with what comes before it
+            prefixed = (v for k, v in host.commands.items() if k.endswith("*") and key.startswith(k[:-1]))
+            result = host.commands.get(key) or next(prefixed, (1, "", f"{key}: not scripted"))
             return result(argv) if callable(result) else result
 
         # where the node keeps dpkg's database and the userspace libraries: this host's tree
@@ -584,7 +586,7 @@ def test_secure_boot_on_ubuntu_plans_the_signed_modules_the_archive_has(fake, ru
     args = ubuntu_secure_boot(fake)
     fake.commands["apt-cache pkgnames linux-modules-nvidia-"] = (
         0, f"{SIGNED_EXACT}\nlinux-modules-nvidia-570-server-open-amd64\n", "")
-    fake.commands[f"apt-cache show --no-all-versions {SIGNED_EXACT}"] = (
+    fake.commands[f"apt-cache show --no-all-versions {SIGNED_EXACT} *"] = (
         0, f"Package: {SIGNED_EXACT}\nVersion: 6.1.0-18.1+1\n"
            "Depends: nvidia-kernel-common-570-server (<= 570.133.20-1), nvidia-kernel-common-570-server "
            "(>= 570.133.20)\n", "")

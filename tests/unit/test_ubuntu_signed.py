@@ -88,6 +88,19 @@ def test_the_flavour_follows_the_installed_kernel_metapackage(installed, flavour
     assert us.flavour_package("570-server-open", meta) == f"linux-modules-nvidia-570-server-open-{meta}"
 
 
+@pytest.mark.parametrize(("boot", "meta"), [
+    ("6.8.0-1015-nvidia", "nvidia-6.8"),  # the 6.8 series' metapackage follows the kernel that boots
+    ("5.15.0-1060-nvidia", "nvidia"),  # the plain one follows the 5.15 kernels
+])
+def test_a_kernel_series_metapackage_decides_when_its_series_boots(boot, meta):
+    # jammy: linux-image-nvidia (5.15) left from the install beside linux-image-nvidia-6.8
+    # (docs/SECURE_BOOT.md; packages.ubuntu.com/jammy-updates/linux-nvidia-6.8); ubuntu-drivers
+    # takes the metapackage of the newest installed kernel (kerneldetection.py)
+    installed = dpkg("linux-image-nvidia 5.15.0.1060.60", "linux-image-nvidia-6.8 6.8.0-1015.16~22.04.1")
+    assert us.kernel_meta_flavour(installed, "nvidia", boot) == meta
+    assert us.kernel_meta_flavour(installed, "nvidia") == "nvidia"  # no kernel said: as before
+
+
 def test_newer_installed_kernels_boot_next():
     packages = dpkg("linux-image-6.8.0-58-generic 6.8.0-58.60", "linux-image-6.8.0-60-generic 6.8.0-60.63",
                     "linux-image-unsigned-6.11.0-26-generic 6.11.0-26.26", "linux-image-generic 6.8.0-60.63")
@@ -107,6 +120,10 @@ Package: linux-modules-nvidia-570-server-open-6.8.0-62-generic
 Version: 6.8.0-62.65+1
 Depends: nvidia-kernel-common-570-server (<= 570.158.01-1), nvidia-kernel-common-570-server (>= 570.158.01)
 """
+
+
+EXACT_60 = "linux-modules-nvidia-570-server-open-6.8.0-60-generic"
+EXACT_62 = "linux-modules-nvidia-570-server-open-6.8.0-62-generic"
 
 
 def test_the_driver_a_modules_package_carries_is_its_kernel_common_dependency():
@@ -141,6 +158,50 @@ def test_select_takes_the_desktop_series_when_the_archive_has_only_that():
     assert chosen["install"] == ["nvidia-headless-no-dkms-550-open", "nvidia-utils-550",
                                  "linux-modules-nvidia-550-open-6.8.0-1024-aws"]
     assert chosen["follow"] == [] and "linux-modules-nvidia-550-open-aws" in chosen["warnings"][0]
+
+
+# Retired branches' names, as packages.ubuntu.com shows them (docs/SECURE_BOOT.md, "Transitional
+# packages"): each depends on the same name of a newer series.
+TRANSITIONAL_META = """Package: linux-modules-nvidia-570-server-open-generic
+Version: 6.8.0-90.91+1
+Depends: linux-modules-nvidia-580-server-open-generic (= 6.8.0-90.91+1)
+Description: Transitional package for linux-modules-nvidia-580-server-open-generic
+"""
+TRANSITIONAL_USERSPACE = """Package: nvidia-headless-no-dkms-570-server-open
+Version: 580.105.08-0ubuntu0.24.04.1
+Depends: nvidia-headless-no-dkms-580-server-open
+Description: Transitional package for nvidia-headless-no-dkms-580-server-open
+"""
+
+
+def test_what_a_package_depends_on_and_which_series_a_transitional_one_brings():
+    depends = us.parse_depends(SHOW + "\n" + TRANSITIONAL_META)
+    assert "nvidia-kernel-common-570-server" in depends[EXACT_62] and "debconf" in depends[EXACT_60]
+    assert "debconf-2.0" in depends[EXACT_60]  # alternatives count
+    meta = "linux-modules-nvidia-570-server-open-generic"
+    assert us.moved_to(meta, "570-server-open", depends) == "580-server-open"
+    assert us.moved_to(EXACT_60, "570-server-open", depends) is None  # a real build
+    # a package's own series is not a move, nor another name's
+    other_name = "linux-modules-nvidia-580-open-6.8.0-90-generic"
+    assert us.moved_to(meta, "570-server-open", {meta: [meta, other_name]}) is None
+
+
+def test_a_transitional_flavour_metapackage_is_not_followed():
+    archive = dict(ARCHIVE, depends=us.parse_depends(TRANSITIONAL_META))
+    chosen = us.select(WANT, KERNEL, dpkg("linux-image-generic 6.8.0-60.63"), archive)
+    assert chosen["follow"] == []  # it would bring 580's modules with the next kernel
+    assert "transitional package that brings the 580-server-open modules" in chosen["warnings"][0]
+    assert EXACT in chosen["install"]
+
+
+def test_a_retired_branch_whose_userspace_brings_another_is_refused():
+    archive = dict(ARCHIVE, depends=us.parse_depends(TRANSITIONAL_USERSPACE))
+    with pytest.raises(us.SignedError) as refused:
+        us.select(WANT, KERNEL, dpkg("linux-image-generic 6.8.0-60.63"), archive)
+    message = str(refused.value)
+    assert "branch 570 is retired" in message
+    assert "nvidia-headless-no-dkms-570-server-open brings 580-server-open" in message
+    assert "Nothing was changed" in message
 
 
 def test_an_index_that_knows_nothing_yet_gives_a_provisional_choice():

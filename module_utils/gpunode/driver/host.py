@@ -169,21 +169,23 @@ def read_index(host, names):
 
 
 def read_signed_archive(host, request, state):
-    """The ``linux-modules-nvidia-*`` names apt knows, and the driver of the candidates."""
+    """The ``linux-modules-nvidia-*`` names apt knows, the driver of the candidates, and what the
+    packages the choice names depend on (a retired branch's are transitional)."""
     cache = host.which("apt-cache")
     if not cache:
         return {"names": [], "drivers": {}}
     _rc, out, _err = host.run([cache, "pkgnames", ubuntu_signed.MODULES_PREFIX])
     names = sorted(set(out.split()))
     known = set(names)
-    candidates = ubuntu_signed.candidates(request["branch"], request["module_type"], state["kernel"],
-                                          state["packages"])
-    asked = [name for name in candidates if name in known]
-    drivers = {}
+    wanted = ubuntu_signed.shown(request["branch"], request["module_type"], state["kernel"],
+                                 state["packages"])
+    # the modules packages apt knows, and the userspace packages (apt-cache show skips unknown names)
+    asked = [name for name in wanted if name in known or not name.startswith(ubuntu_signed.MODULES_PREFIX)]
+    drivers, depends = {}, {}
     if asked:
         _rc, out, _err = host.run([cache, "show", "--no-all-versions", *asked])
-        drivers = ubuntu_signed.parse_show(out)
-    return {"names": names, "drivers": drivers}
+        drivers, depends = ubuntu_signed.parse_show(out), ubuntu_signed.parse_depends(out)
+    return {"names": names, "drivers": drivers, "depends": depends}
 
 
 def initramfs_command(host):

@@ -112,20 +112,32 @@ def userspace_packages(branch, module_type, server=True):
             f"nvidia-utils-{series(branch, 'proprietary', server)}"]
 
 
-def kernel_meta_flavour(packages, flavour):
+def kernel_meta_flavour(packages, flavour, boot_kernel=None):
     """The flavour the installed kernel metapackage follows (``generic-hwe-24.04``), or ``flavour``.
 
     ``linux-image-generic-hwe-24.04`` follows the HWE kernels; when it is installed beside
     ``linux-image-generic`` (left from the install), the HWE one decides what boots next.
+    A series metapackage (``linux-image-nvidia-6.8`` on jammy, ``-generic-6.11``) follows one
+    upstream series: it decides when that series is the one of ``boot_kernel`` (the kernel
+    that boots next), as ubuntu-drivers takes the metapackage of the newest installed kernel
+    (ubuntu-drivers-common, UbuntuDrivers/kerneldetection.py, ``_get_linux_metapackage``).
     """
-    found = []
+    found, series_metas = [], {}
+    series_re = re.compile(rf"^{re.escape(flavour)}-(?P<series>\d+\.\d+)$")
     for name, entry in (packages or {}).items():
         match = _IMAGE_META_RE.match(name)
         if not match or entry["status"] in ("not-installed", "config-files"):
             continue
         meta = match.group("flavour")
-        if meta == flavour or meta.startswith(flavour + "-hwe-") or meta.startswith(flavour + "-edge"):
+        versioned = series_re.match(meta)
+        if versioned:
+            series_metas[versioned.group("series")] = meta
+        elif meta == flavour or meta.startswith(flavour + "-hwe-") or meta.startswith(flavour + "-edge"):
             found.append(meta)
+    if boot_kernel and series_metas:
+        upstream = ".".join(str(n) for n in kernel_release(boot_kernel)["key"][:2])
+        if upstream in series_metas:
+            return series_metas[upstream]
     if not found:
         return flavour
     return sorted(found, key=lambda meta: (meta != flavour, meta))[-1]
@@ -187,6 +199,55 @@ def parse_show(text):
             if match and name not in drivers:
                 drivers[name] = match.group("version")
     return drivers
+
+
+def parse_depends(text):
+    """``{package: [names it depends on]}`` from ``apt-cache show --no-all-versions PKG...``
+    (alternatives and versions dropped)."""
+    depends, name = {}, None
+    for line in (text or "").splitlines():
+        if line.startswith("Package:"):
+            name = line.split(":", 1)[1].strip()
+            depends.setdefault(name, [])
+        elif line.startswith(("Depends:", "Pre-Depends:")) and name:
+            for item in line.split(":", 1)[1].split(","):
+                for alternative in item.split("|"):
+                    word = alternative.strip().split(" ", 1)[0].split(":", 1)[0]
+                    if word:
+                        depends[name].append(word)
+    return depends
+
+
+def moved_to(name, series_name, depends):
+    """The series a retired branch's package brings instead of its own, or None.
+
+    Ubuntu keeps a retired branch's names as transitional packages that depend on the
+    same name of a newer series (``linux-modules-nvidia-570-server-generic-hwe-24.04`` on
+    ``...-580-server-generic-hwe-24.04``, ``nvidia-headless-565-server`` on
+    ``nvidia-headless-580-server``): a name that exists is no proof the branch is built.
+    """
+    marker = f"-{series_name}"
+    if marker not in name:
+        return None
+    prefix, suffix = name.split(marker, 1)
+    other = re.compile(rf"^{re.escape(prefix)}-({_SERIES_RE}){re.escape(suffix)}$")
+    for dependency in depends.get(name, ()):
+        match = other.match(dependency)
+        if match and match.group(1) != series_name:
+            return match.group(1)
+    return None
+
+
+def shown(branch, module_type, kernel, packages):
+    """The names whose records the choice reads (``apt-cache show``): the exact-kernel
+    candidates, the flavour metapackages and the userspace packages, of both series."""
+    flavour = kernel_meta_flavour(packages, kernel_release(kernel)["flavour"],
+                                  [kernel, *newer_kernels(packages, kernel)][-1])
+    names = list(candidates(branch, module_type, kernel, packages))
+    for server in (True, False):
+        names.append(flavour_package(series(branch, module_type, server), flavour))
+        names.extend(userspace_packages(branch, module_type, server))
+    return names
 
 
 def archive_listing(names, kernel, branch, module_type):
@@ -268,13 +329,27 @@ def select(wanted, kernel, packages, archive, refreshed=False):
                                        refreshed=refreshed)
     provisional = provisional or late
     warnings = []
-    flavour = kernel_meta_flavour(packages, kernel_release(kernel)["flavour"])
+    depends = archive.get("depends") or {}
+    userspace = userspace_packages(branch, module_type, server)
+    named = [(exact, chosen), *zip(userspace, (chosen, series(branch, "proprietary", server)))]
+    retired = [(name, moved_to(name, own, depends)) for name, own in named]
+    retired = [f"{name} brings {newer}" for name, newer in retired if newer]
+    if retired:
+        raise SignedError(f"branch {branch} is retired in the package archive: its names are transitional "
+                          f"packages ({'; '.join(retired)}), and a driver of another branch would come with "
+                          "them; set nvidia_driver_branch to the branch they bring. Nothing was changed.")
+    flavour = kernel_meta_flavour(packages, kernel_release(kernel)["flavour"],
+                                  [kernel, *newer_kernels(packages, kernel)][-1])
     meta = flavour_package(chosen, flavour)
-    metas = [meta] if meta in names or provisional else []
-    if not metas:
+    newer = moved_to(meta, chosen, depends)
+    metas = [meta] if (meta in names or provisional) and not newer else []
+    if newer:
+        warnings.append(f"{meta} is a transitional package that brings the {newer} modules: not followed; "
+                        "the next kernel's signed modules of this branch are installed by the role's next "
+                        "run, before any reboot (or move to the branch the archive builds now)")
+    elif not metas:
         warnings.append(f"the archive has no {meta}: the next kernel's signed modules will not come with "
                         "the kernel upgrade; the role installs them on its next run, before any reboot")
-    userspace = userspace_packages(branch, module_type, server)
     return {"install": [*userspace, exact], "pin": None, "hold": [*userspace, exact],
             "follow": [*metas, *next_kernels], "unversioned": [exact, *metas, *next_kernels],
             "version": version, "series": chosen, "provisional": provisional, "warnings": warnings}

@@ -211,10 +211,26 @@ def test_a_long_difference_is_cut_and_says_how_much_more(node):
     result = node("compare", "before", limit=4)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    # ten new files, and the folder's mtime before and after
-    assert lines[0] == "12 lines differ (- before the check run, + after it):"
+    # ten new files (a folder's own mtime is not recorded: its entries are)
+    assert lines[0] == "10 lines differ (- before the check run, + after it):"
     assert len(lines) == 1 + 4 + 1
-    assert lines[-1].startswith("... 8 more in ")
+    assert lines[-1].startswith("... 6 more in ")
+
+
+def test_a_bytecode_cache_a_tool_writes_is_not_a_change_of_the_node(node):
+    # fact gathering on bullseye runs lsb_release, whose Python writes its bytecode
+    # cache next to lsb_release.py: the folder's mtime moves, nothing of the node changes
+    (node.tree / "lsb_release.py").write_text("print('x')\n")
+    node("save", "before")
+    cache = node.tree / "__pycache__"
+    cache.mkdir()
+    (cache / "lsb_release.cpython-39.pyc").write_bytes(b"\0")
+    result = node("compare", "before")
+    assert result.returncode == 0, result.stdout
+    # a folder that appears is still a change
+    (node.tree / "conf.d").mkdir()
+    result = node("compare", "before")
+    assert result.returncode == 1 and f"+ file {node.tree}/conf.d d" in result.stdout
 
 
 def test_compare_without_a_saved_state_is_an_error(node):

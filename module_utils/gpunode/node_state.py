@@ -27,7 +27,7 @@ class ConcernFailed(Exception):
 
 class ConcernModule:
     """The module as one concern's reader sees it: that concern's arguments, check mode,
-    warnings kept (they are shown only for a concern whose role ends on this read)."""
+    warnings kept (shown only for a converged concern, whose play leaves the host out)."""
 
     def __init__(self, module, params):
         self._module = module
@@ -75,7 +75,7 @@ ERRORS = (ConcernFailed, ArgumentsError, MissingRequirement,
 def read(module, concerns):
     """``{"converged": {concern: bool}, "reasons": {concern: why not}, "ansible_facts": {...},
     "warnings": [...]}`` for the concerns given (name -> that state module's arguments). The
-    facts and warnings are those of the converged concerns: a role that goes on reads and
+    facts and warnings are those of the converged concerns: a role that still runs reads and
     publishes its own."""
     converged, reasons, facts, published, warnings = {}, {}, {}, {}, []
     readers = {
@@ -96,7 +96,7 @@ def read(module, concerns):
         facts.update(concern_facts)
         chain = chain and done
         converged[name] = chain
-        if chain:  # its role ends on this read: its facts and warnings are shown here
+        if chain:  # its play leaves the host out: its facts and warnings are published here
             published.update(concern_facts)
             warnings.extend(concern_warnings)
         else:

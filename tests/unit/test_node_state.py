@@ -43,7 +43,6 @@ def node(tmp_path, monkeypatch):
         "driver": driver.args(branch="535", version="535.129.03"),
         "container_runtime": dict(RUNTIME_ARGS),
         "kubelet": kubelet.args(gates={"DRAConsumableCapacity": True}),
-        "runtime_node": runtime,
     }
 
 

@@ -102,14 +102,20 @@ def flavour_package(series_name, flavour):
     return f"{MODULES_PREFIX}{series_name}-{flavour}"
 
 
-def userspace_packages(branch, module_type, server=True):
-    """The driver without DKMS: ``nvidia-headless-no-dkms-<series>`` and ``nvidia-utils-<b>[-server]``.
+def userspace_series(branch, module_type, server=True):
+    """The driver without DKMS, each package with its series: ``nvidia-headless-no-dkms-<series>``
+    and ``nvidia-utils-<b>[-server]``.
 
     ``nvidia-utils`` (nvidia-smi) has no -open variant and is not pulled in by the
     headless metapackage (Ubuntu Server docs, "Install NVIDIA drivers").
     """
-    return [f"nvidia-headless-no-dkms-{series(branch, module_type, server)}",
-            f"nvidia-utils-{series(branch, 'proprietary', server)}"]
+    headless, utils = series(branch, module_type, server), series(branch, "proprietary", server)
+    return [(f"nvidia-headless-no-dkms-{headless}", headless), (f"nvidia-utils-{utils}", utils)]
+
+
+def userspace_packages(branch, module_type, server=True):
+    """The names of :func:`userspace_series`."""
+    return [name for name, _series in userspace_series(branch, module_type, server)]
 
 
 def kernel_meta_flavour(packages, flavour, boot_kernel=None):
@@ -141,6 +147,13 @@ def kernel_meta_flavour(packages, flavour, boot_kernel=None):
     if not found:
         return flavour
     return sorted(found, key=lambda meta: (meta != flavour, meta))[-1]
+
+
+def boot_flavour(kernel, packages):
+    """The flavour whose metapackage brings the modules of the kernel that boots next
+    (the newest installed, else the running ``kernel``)."""
+    return kernel_meta_flavour(packages, kernel_release(kernel)["flavour"],
+                               [kernel, *newer_kernels(packages, kernel)][-1])
 
 
 def installed_kernels(packages):
@@ -241,8 +254,7 @@ def moved_to(name, series_name, depends):
 def shown(branch, module_type, kernel, packages):
     """The names whose records the choice reads (``apt-cache show``): the exact-kernel
     candidates, the flavour metapackages and the userspace packages, of both series."""
-    flavour = kernel_meta_flavour(packages, kernel_release(kernel)["flavour"],
-                                  [kernel, *newer_kernels(packages, kernel)][-1])
+    flavour = boot_flavour(kernel, packages)
     names = list(candidates(branch, module_type, kernel, packages))
     for server in (True, False):
         names.append(flavour_package(series(branch, module_type, server), flavour))
@@ -330,16 +342,15 @@ def select(wanted, kernel, packages, archive, refreshed=False):
     provisional = provisional or late
     warnings = []
     depends = archive.get("depends") or {}
-    userspace = userspace_packages(branch, module_type, server)
-    named = [(exact, chosen), *zip(userspace, (chosen, series(branch, "proprietary", server)))]
-    retired = [(name, moved_to(name, own, depends)) for name, own in named]
-    retired = [f"{name} brings {newer}" for name, newer in retired if newer]
+    named = [(exact, chosen), *userspace_series(branch, module_type, server)]
+    userspace = [name for name, _own in named[1:]]
+    moves = {name: moved_to(name, own, depends) for name, own in named}
+    retired = [f"{name} brings {newer}" for name, newer in moves.items() if newer]
     if retired:
         raise SignedError(f"branch {branch} is retired in the package archive: its names are transitional "
                           f"packages ({'; '.join(retired)}), and a driver of another branch would come with "
                           "them; set nvidia_driver_branch to the branch they bring. Nothing was changed.")
-    flavour = kernel_meta_flavour(packages, kernel_release(kernel)["flavour"],
-                                  [kernel, *newer_kernels(packages, kernel)][-1])
+    flavour = boot_flavour(kernel, packages)
     meta = flavour_package(chosen, flavour)
     newer = moved_to(meta, chosen, depends)
     metas = [meta] if (meta in names or provisional) and not newer else []

@@ -134,7 +134,7 @@ warnings_found:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpunode.common import offline_bundle
+from ansible.module_utils.gpunode.bundle import plan as offline_bundle
 from ansible.module_utils.gpunode.common.text_file import read_text
 from ansible.module_utils.gpunode.common.values import ValueSyntaxError
 

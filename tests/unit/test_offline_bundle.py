@@ -1,11 +1,11 @@
-"""module_utils/gpunode/common/offline_bundle.py and library/offline_bundle_plan.py: what a bundle holds."""
+"""module_utils/gpunode/bundle/plan.py and library/offline_bundle_plan.py: what a bundle holds."""
 
 import hashlib
 
 import offline_bundle_plan
 import pytest
 import yaml
-from ansible.module_utils.gpunode.common import offline_bundle as ob
+from ansible.module_utils.gpunode.bundle import plan as ob
 
 UBUNTU = {"host": "u", "distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "x86_64"}
 DEBIAN = {"host": "d", "distribution": "Debian", "distribution_version": "12", "architecture": "aarch64"}

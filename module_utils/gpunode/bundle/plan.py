@@ -3,33 +3,30 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What an inventory needs carried to a site without internet (playbooks/offline_bundle.yml).
 
-Runs on the machine with access (the playbook's localhost). From each node's
-distribution, release, architecture and driver choice it decides:
+Runs on the machine with access (the playbook's localhost) and decides nothing itself:
 
-- the flat apt repositories to read (NVIDIA's CUDA repository for
-  ``nvidia_driver_package_source: cuda``, the container toolkit's repository)
-  and the packages wanted from each; :func:`resolve` reads a repository's
-  ``Packages`` index and picks the exact ``.deb`` files, their dependencies
-  found in the same index included, each with the index's SHA256;
-- the packages that come from the distribution's own archive (the ``distro``
-  source, ``ubuntu-signed``, kernel headers): listed per release, with the
-  ``apt-get download`` line that fetches them on a host of that release -
-  an offline site normally mirrors its distribution already;
-- the ``.run`` installers (URL and checksum);
-- the add-on images (``images.addon_images`` of the add-on mode).
+- the driver: for each node it asks the driver concern what the nvidia_driver role
+  installs there (``driver.install_packages.role_install``: the role's own request and
+  plan, from the node's distribution, release, architecture, kernel, GPUs and
+  ``nvidia_driver_*`` values) and lists it: the packages NVIDIA's CUDA repository serves
+  (a flat apt repository whose ``Packages`` index :mod:`.packages_index` resolves to
+  exact ``.deb`` files), those the distribution's own archive serves (listed per
+  release), the ``.run`` installer;
+- the container toolkit's repository and package;
+- the add-on images (``addons.images``) of the add-on mode.
 
-Package names come from ``nvidia_packages``, image names from
-``gpunode.addons.images``: one implementation of each. Errors are raised as
-:class:`BundleError`, naming the host or the index. Standard library only;
-Python 3.8+.
+Errors are raised as :class:`BundleError`, naming the host or the index. Standard
+library only; Python 3.8+.
 """
 
 import re
 
 from ansible.module_utils.gpunode.addons import images as addon_images
+from ansible.module_utils.gpunode.bundle.packages_index import BundleError
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
-from ansible.module_utils.gpunode.driver import ubuntu_signed
-from ansible.module_utils.gpunode.driver.driver import RUNFILE_URL
+from ansible.module_utils.gpunode.driver.driver import DriverError
+from ansible.module_utils.gpunode.driver.gpu import choose_branches
+from ansible.module_utils.gpunode.driver.install_packages import role_install
 
 TOOLKIT_PACKAGE = "nvidia-container-toolkit"
 #: dpkg's architecture names ($(ARCH) in the toolkit's repository URL)
@@ -42,98 +39,99 @@ MODE_IMAGES = {
     "hami": ("hami", "hami_kube_scheduler"),
     "dra": ("dra", "nvidia_device_plugin"),
 }
+#: The nvidia_driver_* values (without the prefix) that decide what the role installs; the
+#: playbook reads each from the inventory (its __bundle_host_vars).
+ROLE_VALUES = ("method", "package_source", "branch", "version", "module_type", "fabricmanager",
+               "check_branch", "install_prerequisites", "signing_key", "signing_cert", "runfile_url",
+               "runfile_checksum")
+#: What offline_bundle_nodes says of a node besides its role values: the node and its GPUs.
+NODE_KEYS = ("host", "distribution", "distribution_version", "architecture", "kernel", "gpus",
+             "nvswitches", "secure_boot")
+_GPU_ID = re.compile(r"^(?:(?:0x)?10de:)?(?:0x)?([0-9a-f]{4})$")
 
 
-class BundleError(Exception):
-    pass
-
-
-def node_record(host, facts, given):
-    """One node from its facts (``ansible_facts``) and driver variables; ``given`` wins over the facts."""
-    driver = facts.get("nvidia_driver") or {}
-    gpu = facts.get("nvidia_gpu") or {}
-    record = {
-        "host": host,
+def node_input(host, facts, given):
+    """One node: ``{"host", "os_info", "gpu", "values", "secure_boot"}`` from its facts
+    (``ansible_facts``: distribution, architecture, kernel, ``nvidia_gpu``) and what is given for
+    it (an entry of offline_bundle_nodes, or its ``nvidia_driver_*`` values); given wins."""
+    unknown = sorted(set(given) - set(NODE_KEYS) - set(ROLE_VALUES))
+    if unknown:
+        raise BundleError(f"{host}: unknown key(s) {', '.join(unknown)}; a node takes "
+                          f"{', '.join(NODE_KEYS + ROLE_VALUES)}")
+    os_info = {
         "distribution": given.get("distribution") or facts.get("distribution"),
         "distribution_version": str(given.get("distribution_version") or facts.get("distribution_version")
                                     or ""),
         "architecture": given.get("architecture") or facts.get("architecture") or "x86_64",
-        "method": given.get("method") or driver.get("method") or "packages",
-        "package_source": given.get("package_source") or "distro",
-        "version": given.get("version") or "",
-        "branch": str(given.get("branch") or driver.get("branch") or gpu.get("recommended_branch") or ""),
-        "module_type": given.get("module_type") or driver.get("module_type") or "proprietary",
-        "fabricmanager": bool(given.get("fabricmanager") or gpu.get("nvswitch_count")),
-        "runfile_url": given.get("runfile_url") or "",
-        "runfile_checksum": given.get("runfile_checksum") or "",
         "kernel": given.get("kernel") or facts.get("kernel") or "",
     }
-    if record["version"] and not record["branch"]:
-        record["branch"] = record["version"].split(".")[0]
-    if not record["distribution"] or not record["distribution_version"]:
+    if not os_info["distribution"] or not os_info["distribution_version"]:
         raise BundleError(f"{host}: no distribution facts; run the bundle with access to the node, or give "
                           "it in offline_bundle_nodes (distribution, distribution_version, architecture)")
-    if not record["branch"]:
-        raise BundleError(f"{host}: no driver branch (nvidia_driver_branch or _version, or the GPUs' "
-                          "recommended branch from the facts)")
-    return record
+    if given.get("gpus") is not None:
+        gpu = given_gpu(host, given["gpus"], given.get("nvswitches"), os_info["architecture"])
+    elif facts.get("nvidia_gpu"):
+        gpu = facts["nvidia_gpu"]
+    else:
+        raise BundleError(f"{host}: its GPUs are not known, and the driver's branch and module type depend "
+                          "on them: give gpus (PCI device IDs such as 1eb8) in offline_bundle_nodes, or run "
+                          "the bundle with the node reachable (its nvidia_gpu facts)")
+    values = {name: given.get(name) for name in ROLE_VALUES}
+    if isinstance(values["fabricmanager"], bool):  # an earlier bundle's yes/no
+        values["fabricmanager"] = "always" if values["fabricmanager"] else "never"
+    return {"host": host, "os_info": os_info, "gpu": gpu, "values": values,
+            "secure_boot": bool(given.get("secure_boot"))}
+
+
+def given_gpu(host, device_ids, nvswitches, architecture):
+    """The ``nvidia_gpu`` facts the driver's request reads, for GPUs named by PCI device ID."""
+    ids = []
+    for item in device_ids if isinstance(device_ids, list) else [device_ids]:
+        match = _GPU_ID.match(str(item).strip().lower())
+        if not match:
+            raise BundleError(f"{host}: gpus: {item!r} is not a PCI device ID (4 hex digits such as 1eb8, "
+                              "or 10de:1eb8)")
+        ids.append(match.group(1))
+    supported, recommended, _warnings = choose_branches(ids, architecture)
+    return {"present": bool(ids), "devices": [{"device_id": i, "kind": "gpu"} for i in ids],
+            "nvswitch_count": int(nvswitches or 0), "supported_branches": supported,
+            "recommended_branch": recommended}
 
 
 def driver_needs(node, cuda_repo_base=""):
-    """``{"release", "repository" (url or None), "packages", "distro_packages", "runfile" (or None)}``."""
-    family, key, _warning = nvidia_packages.release_of(node["distribution"], node["distribution_version"])
-    needs = {"release": f"{family}-{key}", "repository": None, "packages": [], "distro_packages": [],
-             "runfile": None}
-    if node["method"] == "runfile":
-        version, arch = node["version"], node["architecture"]
-        if not version:
-            raise BundleError(f"{node['host']}: the runfile method needs nvidia_driver_version")
-        needs["runfile"] = {
-            "name": f"NVIDIA-Linux-{arch}-{version}.run",
-            "url": node["runfile_url"] or RUNFILE_URL.format(version=version, arch=arch),
-            "checksum": node["runfile_checksum"],
-        }
-        return needs
-    source = "distro" if node["method"] == "ubuntu-signed" else node["package_source"]
-    if node["method"] == "ubuntu-signed":
-        name = ubuntu_signed.series(node["branch"], node["module_type"])
-        kernel = node.get("kernel") or ""
-        modules = (ubuntu_signed.modules_package(name, kernel) if kernel
-                   else ubuntu_signed.flavour_package(name, "generic"))
-        needs["distro_packages"] = [*ubuntu_signed.userspace_packages(node["branch"], node["module_type"]),
-                                    modules]
-        return needs
-    version = node["version"] or None
-    packages = nvidia_packages.driver_packages(family, key, source, node["branch"],
-                                               module_type=node["module_type"], version=version)
-    wanted = ([packages["pin"]] if packages["pin"] else []) + list(packages["install"])
-    if node["fabricmanager"]:
-        wanted.append(nvidia_packages.fabricmanager_package(family, source, node["branch"]))
-    if source == "cuda":
-        url = nvidia_packages.cuda_repository(family, key, node["architecture"])[0]
-        if cuda_repo_base:
-            url = cuda_repo_base.rstrip("/") + "/" + url[len(CUDA_REPOS):]
-        needs["repository"] = url
-        needs["packages"] = wanted
-    else:
-        needs["distro_packages"] = wanted
-    return needs
+    """What the role installs on ``node`` (:func:`node_input`), as the driver concern answers:
+    ``{"driver", "release", "repository" (url or None), "packages", "distro_packages", "runfile"
+    (or None), "warnings"}``; ``driver``: the method, branch, version and module type it installs."""
+    try:
+        install = role_install(node["values"], node["gpu"], node["os_info"], node["secure_boot"])
+    except (DriverError, nvidia_packages.PackageError) as exc:
+        raise BundleError(f"{node['host']}: {exc}") from exc
+    url = install["repository"]
+    if url and cuda_repo_base:
+        url = cuda_repo_base.rstrip("/") + "/" + url[len(CUDA_REPOS):]
+    return {"driver": dict({k: install[k] for k in ("method", "branch", "version", "module_type")},
+                           host=node["host"]),
+            "release": install["release"], "repository": url, "packages": install["repository_packages"],
+            "distro_packages": install["distribution_packages"], "runfile": install["runfile"],
+            "warnings": [f"{node['host']}: {warning}" for warning in install["warnings"]]}
 
 
 def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addon_values=None,
          kubernetes_version="", cuda_repo_base=""):
-    """The whole bundle: ``{"repositories", "distro_packages", "runfiles", "images", "warnings"}``.
+    """The whole bundle: ``{"nodes", "repositories", "distro_packages", "runfiles", "images", "warnings"}``.
 
-    ``repositories``: ``[{"name", "url", "index", "arch", "packages"}]`` (flat repositories;
-    ``index`` the Packages file's URL); ``distro_packages``: release -> sorted names.
+    ``nodes``: per node the driver the role installs (``host``, ``method``, ``branch``, ``version``,
+    ``module_type``); ``repositories``: ``[{"name", "url", "index", "arch", "packages"}]`` (flat
+    repositories; ``index`` the Packages file's URL); ``distro_packages``: release -> sorted apt
+    requests (``name``, or ``name=VERSION-*`` for a pinned driver).
     """
-    repositories, distro, runfiles, warnings = {}, {}, {}, []
+    drivers, repositories, distro, runfiles, warnings = [], {}, {}, {}, []
     for node in nodes:
-        try:
-            needs = driver_needs(node, cuda_repo_base)
-        except nvidia_packages.PackageError as exc:
-            raise BundleError(f"{node['host']}: {exc}") from exc
-        arch = DEB_ARCH.get(node["architecture"], node["architecture"])
+        needs = driver_needs(node, cuda_repo_base)
+        drivers.append(needs["driver"])
+        warnings.extend(needs["warnings"])
+        architecture = node["os_info"]["architecture"]
+        arch = DEB_ARCH.get(architecture, architecture)
         if needs["repository"]:
             _want(repositories, "cuda-" + needs["release"] + "-" + arch, needs["repository"], arch,
                   needs["packages"])
@@ -149,6 +147,7 @@ def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addon_va
             warnings.append(f"{name}: no nvidia_driver_runfile_checksum given; the bundle records the "
                             "checksum of what it downloaded")
     return {
+        "nodes": drivers,
         "repositories": sorted(repositories.values(), key=lambda r: r["name"]),
         "distro_packages": {release: sorted(names) for release, names in sorted(distro.items())},
         "runfiles": [runfiles[name] for name in sorted(runfiles)],
@@ -192,158 +191,4 @@ def archive_name(image):
     return "images/" + re.sub(r"[/:]", "_", path) + ".oci.tar"
 
 
-# ----------------------------------------------------------------------------- Packages indexes
-
-_DEPENDENCY = re.compile(r"^\s*(?P<name>[a-z0-9][a-z0-9+.-]+)(?::[a-z0-9]+)?\s*"
-                         r"(?:\((?P<op>[<>=]+)\s*(?P<version>[^)\s]+)\s*\))?")
-
-
-def parse_packages(text, source="Packages"):
-    """The stanzas of a Packages index: ``[{"Package", "Version", "Filename", "SHA256", ...}]``."""
-    stanzas, current, field = [], {}, None
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            if current:
-                stanzas.append(current)
-            current, field = {}, None
-        elif line[0] in " \t":
-            if field is None:
-                raise BundleError(f"{source}: line {number}: a continuation line outside a field")
-            current[field] += "\n" + line.strip()
-        else:
-            field, sep, value = line.partition(":")
-            if not sep:
-                raise BundleError(f"{source}: line {number}: {line!r} is not 'Field: value'")
-            current[field] = value.strip()
-    if current:
-        stanzas.append(current)
-    for stanza in stanzas:
-        missing = [f for f in ("Package", "Version", "Filename", "SHA256") if not stanza.get(f)]
-        if missing:
-            raise BundleError(f"{source}: package {stanza.get('Package', '?')} has no {', '.join(missing)}")
-    return stanzas
-
-
-def _order(char):
-    if char == "~":
-        return -1
-    if char.isalpha():
-        return ord(char)
-    return ord(char) + 256 if char else 0
-
-
-def _compare_part(a, b):
-    """dpkg's comparison of an upstream version or revision: non-digits (~ first), then numbers."""
-    while a or b:
-        a_text = re.match(r"[^0-9]*", a).group()
-        b_text = re.match(r"[^0-9]*", b).group()
-        for index in range(max(len(a_text), len(b_text))):
-            left = _order(a_text[index] if index < len(a_text) else "")
-            right = _order(b_text[index] if index < len(b_text) else "")
-            if left != right:
-                return -1 if left < right else 1
-        a, b = a[len(a_text):], b[len(b_text):]
-        a_num = re.match(r"[0-9]*", a).group()
-        b_num = re.match(r"[0-9]*", b).group()
-        if int(a_num or 0) != int(b_num or 0):
-            return -1 if int(a_num or 0) < int(b_num or 0) else 1
-        a, b = a[len(a_num):], b[len(b_num):]
-    return 0
-
-
-def compare_versions(a, b):
-    """-1, 0 or 1, as ``dpkg --compare-versions`` orders Debian versions (epoch:upstream-revision)."""
-    def split(version):
-        epoch, _colon, rest = version.rpartition(":") if ":" in version else ("0", "", version)
-        upstream, _dash, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
-        return int(epoch or 0), upstream, revision
-    a_epoch, a_up, a_rev = split(a)
-    b_epoch, b_up, b_rev = split(b)
-    if a_epoch != b_epoch:
-        return -1 if a_epoch < b_epoch else 1
-    return _compare_part(a_up, b_up) or _compare_part(a_rev, b_rev)
-
-
-def _satisfies(version, op, wanted):
-    if not op:
-        return True
-    result = compare_versions(version, wanted)
-    return {"=": result == 0, ">=": result >= 0, "<=": result <= 0, ">>": result > 0,
-            "<<": result < 0, ">": result > 0, "<": result < 0}.get(op, False)
-
-
-def _candidates(by_name, provides, dependency):
-    """The stanzas that satisfy one alternative, newest first (a virtual package by what provides it)."""
-    match = _DEPENDENCY.match(dependency)
-    if not match:
-        return []
-    name, op, version = match.group("name"), match.group("op"), match.group("version")
-    found = [s for s in by_name.get(name, ()) if _satisfies(s["Version"], op, version)]
-    if not found and not op:
-        found = list(provides.get(name, ()))
-    return sorted(found, key=_VersionKey, reverse=True)
-
-
-class _VersionKey:
-    def __init__(self, stanza):
-        self.version = stanza["Version"]
-
-    def __lt__(self, other):
-        return compare_versions(self.version, other.version) < 0
-
-
-def resolve(stanzas, wanted, arch):
-    """``(debs, external)``: the stanzas for ``wanted`` (``name`` or ``name (= version)``) and their
-    dependencies found in the index; ``external`` the dependencies it lacks (the distribution's).
-
-    A wanted package the index lacks is an error naming it and the versions there are.
-    """
-    stanzas = [s for s in stanzas if s.get("Architecture", arch) in (arch, "all")]
-    by_name, provides = {}, {}
-    for stanza in stanzas:
-        by_name.setdefault(stanza["Package"], []).append(stanza)
-        for virtual in (stanza.get("Provides") or "").split(","):
-            if virtual.strip():
-                provides.setdefault(_DEPENDENCY.match(virtual).group("name"), []).append(stanza)
-    chosen, external, queue = {}, set(), [(w, True) for w in wanted]
-    while queue:
-        dependency, required = queue.pop(0)
-        alternatives = [a.strip() for a in dependency.split("|")]
-        found = next((c for a in alternatives for c in _candidates(by_name, provides, a)[:1]), None)
-        if found is None:
-            if required:
-                match = _DEPENDENCY.match(dependency)
-                name = match.group("name") if match else dependency
-                versions = ", ".join(sorted(s["Version"] for s in by_name.get(name, ()))) or "none"
-                raise BundleError(f"the index has no {dependency} for {arch} (versions there: {versions})")
-            external.add(alternatives[0].split(" ")[0].split("(")[0])
-            continue
-        if found["Package"] in chosen:
-            continue
-        chosen[found["Package"]] = found
-        for field in ("Pre-Depends", "Depends"):
-            queue.extend((d, False) for d in (found.get(field) or "").split(",") if d.strip())
-    return [chosen[name] for name in sorted(chosen)], sorted(external)
-
-
-def downloads(repository, index_text, dest):
-    """``[{"url", "dest", "checksum"}]`` of the .deb files of one repository, and the names it lacks."""
-    debs, external = resolve(parse_packages(index_text, repository["index"]), repository["packages"],
-                             repository["arch"])
-    result = []
-    for stanza in debs:
-        filename = stanza["Filename"]
-        name = filename.rsplit("/", 1)[-1]
-        if "/" in name or name in ("", ".", "..") or not name.endswith(".deb"):
-            raise BundleError(f"{repository['index']}: {stanza['Package']}: Filename {filename!r} "
-                              "is not a .deb")
-        relative = filename[2:] if filename.startswith("./") else filename
-        result.append({"package": stanza["Package"], "version": stanza["Version"],
-                       "url": repository["url"] + relative,
-                       "dest": f"{dest}/debs/{repository['name']}/{name}",
-                       "checksum": "sha256:" + stanza["SHA256"]})
-    return result, external
-
-
-__all__ = ["BundleError", "archive_name", "bundle_images", "compare_versions", "downloads", "driver_needs",
-           "node_record", "parse_packages", "plan", "resolve"]
+__all__ = ["BundleError", "archive_name", "bundle_images", "driver_needs", "given_gpu", "node_input", "plan"]

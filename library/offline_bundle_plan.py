@@ -104,7 +104,8 @@ EXAMPLES = r"""
 RETURN = r"""
 nodes:
   description: Per node, the driver the nvidia_driver role installs there - host, method (after the role's
-    switch to C(ubuntu-signed) under Secure Boot), branch, version (null - the newest of the branch), module_type.
+    switch to C(ubuntu-signed) under Secure Boot), branch, version (null - the newest of the branch),
+    module_type. All but host are null for a node without an NVIDIA GPU (the role installs nothing).
   returned: always
   type: list
   elements: dict

@@ -110,9 +110,7 @@ def _packages(result, params, request, steps, os_info):
         family, key, _warning = nvidia_packages.release_of(os_info["distribution"],
                                                            os_info["distribution_version"])
         result["release"] = f"{family}-{key}"
-    if driver and source == "cuda":
-        result["repository"] = nvidia_packages.cuda_repository(family, key, os_info["architecture"])[0]
-        result["repository_packages"] = driver
-    else:
-        distribution += driver
-    result["distribution_packages"] = distribution
+        if driver and source == "cuda":
+            result["repository"] = nvidia_packages.cuda_repository(family, key, os_info["architecture"])[0]
+            result["repository_packages"], driver = driver, []
+    result["distribution_packages"] = distribution + driver

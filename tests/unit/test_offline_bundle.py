@@ -226,3 +226,8 @@ def test_the_playbook_reads_every_role_value_the_bundle_asks_the_driver_with():
     assert list(host_vars) == list(ob.ROLE_VALUES)
     for name, expression in host_vars.items():
         assert f"attribute='nvidia_driver_{name}', default=''" in expression, name
+
+
+def test_a_role_value_outside_its_choices_is_refused_as_the_module_refuses_it():
+    with pytest.raises(pi.BundleError, match=r"^g: nvidia_driver_method: 'dkms' is not one of packages, "):
+        ob.driver_needs(ob.node_input("g", {}, dict(UBUNTU, method="dkms")))

@@ -16,7 +16,13 @@ role's :class:`~ansible.module_utils.gpunode.driver.driver.DriverError`.
 """
 
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
-from ansible.module_utils.gpunode.driver.driver import build_request, plan, signed_fallback, signed_request
+from ansible.module_utils.gpunode.driver.driver import (
+    DriverError,
+    build_request,
+    plan,
+    signed_fallback,
+    signed_request,
+)
 from ansible.module_utils.gpunode.driver.state_call import ARGUMENT_SPEC
 from ansible.module_utils.parsing.convert_bool import boolean
 
@@ -30,12 +36,15 @@ UNREAD_ARCHIVE = {"names": [], "drivers": {}, "depends": {}}
 def role_params(values):
     """The arguments of ``nvidia_driver_state`` for the role's values (``method``, ``branch``, ...:
     the ``nvidia_driver_*`` names without the prefix); a value not given (None or "") is the
-    module's default, booleans as the module converts them (``"false"``)."""
+    module's default; booleans converted and choices checked as the module does."""
     params = {name: spec.get("default") for name, spec in ARGUMENT_SPEC.items()}
     for name, value in values.items():
         if value is None or value == "":
             continue
-        params[name] = boolean(value) if ARGUMENT_SPEC[name]["type"] == "bool" else value
+        spec = ARGUMENT_SPEC[name]
+        if spec.get("choices") and value not in spec["choices"]:
+            raise DriverError(f"nvidia_driver_{name}: {value!r} is not one of {', '.join(spec['choices'])}")
+        params[name] = boolean(value) if spec["type"] == "bool" else value
     return params
 
 

@@ -9,11 +9,12 @@ DOCUMENTATION = r"""
 module: offline_bundle_plan
 short_description: Decide what an offline bundle holds (packages, runfiles, images)
 description:
-  - Runs where playbooks/offline_bundle.yml runs (the machine with access). From each GPU node's
-    distribution, release, architecture and driver choice it lists the flat apt repositories to read
-    (NVIDIA's CUDA repository for the C(cuda) package source, the container toolkit's) and the packages
-    wanted from each, the packages that come from the distribution's own archive, the C(.run)
-    installers and the add-on images of the add-on mode.
+  - Runs where playbooks/offline_bundle.yml runs (the machine with access), and decides nothing itself. For
+    each GPU node it asks the driver concern what the nvidia_driver role installs there (the role's own
+    request and plan, from the node's distribution, release, architecture, kernel, GPUs and
+    C(nvidia_driver_*) values, on a node that has no driver yet) and lists it - the packages NVIDIA's
+    CUDA repository serves, those the distribution's own archive serves, the C(.run) installer - with
+    the container toolkit's repository and package and the add-on images of the add-on mode.
   - Given the downloaded C(Packages) indexes (O(indexes)), it also picks the exact C(.deb) files, with
     the dependencies found in the same index and the SHA256 the index gives for each.
   - Changes nothing; the playbook downloads.
@@ -21,21 +22,25 @@ options:
   nodes:
     description:
       - The GPU nodes as the operator gives them (offline_bundle_nodes), each with C(host),
-        C(distribution), C(distribution_version), C(architecture), and optionally C(method),
-        C(package_source), C(branch), C(version), C(module_type), C(fabricmanager), C(runfile_url),
-        C(runfile_checksum), C(kernel). They win over O(host_facts) for the same host.
+        C(distribution), C(distribution_version), C(architecture), C(gpus) (the GPUs' PCI device IDs,
+        such as C(1eb8)), and optionally C(kernel) (C(uname -r); needed by C(ubuntu-signed) and for the
+        kernel headers), C(nvswitches) (a count), C(secure_boot) (the role then takes Ubuntu's signed
+        modules where no signing key is set), and the nvidia_driver values that decide what the role
+        installs, named without the C(nvidia_driver_) prefix - C(method), C(package_source), C(branch),
+        C(version), C(module_type), C(fabricmanager), C(check_branch), C(install_prerequisites),
+        C(signing_key), C(signing_cert), C(runfile_url), C(runfile_checksum). A value left out is the
+        role's default. They win over O(host_facts) for the same host.
     type: list
     elements: dict
     default: []
   host_facts:
-    description: Host to its C(ansible_facts) (distribution, nvidia_driver, nvidia_gpu), for hosts not in
-      O(nodes).
+    description: Host to its C(ansible_facts) (distribution, architecture, kernel, nvidia_gpu), for hosts
+      not in O(nodes).
     type: dict
     default: {}
   host_vars:
     description:
-      - Each driver variable (method, package_source, branch, version, module_type, runfile_url,
-        runfile_checksum - the nvidia_driver_* names without the prefix) as a list of the values of the
+      - Each nvidia_driver value of O(nodes) (the names without the prefix) as a list of the values of the
         hosts of O(host_facts), in the order of its keys as given; empty values mean the role's default.
     type: dict
     default: {}
@@ -91,19 +96,27 @@ EXAMPLES = r"""
   offline_bundle_plan:
     nodes:
       - {host: gpu-01, distribution: Ubuntu, distribution_version: "24.04", architecture: x86_64,
-         package_source: cuda, branch: "580"}
+         kernel: 6.8.0-60-generic, gpus: [1eb8], package_source: cuda, branch: "580"}
     dest: /srv/gpunode-bundle
   register: bundle
 """
 
 RETURN = r"""
+nodes:
+  description: Per node, the driver the nvidia_driver role installs there - host, method (after the role's
+    switch to C(ubuntu-signed) under Secure Boot), branch, version (null - the newest of the branch),
+    module_type. All but host are null for a node without an NVIDIA GPU (the role installs nothing).
+  returned: always
+  type: list
+  elements: dict
 repositories:
   description: The flat apt repositories to read - name, url, index (the Packages file's URL), arch, packages.
   returned: always
   type: list
   elements: dict
 distro_packages:
-  description: Per release (C(ubuntu-24.04)), the packages that come from the distribution's archive.
+  description: Per release (C(ubuntu-24.04)), the packages that come from the distribution's archive, as the
+    role's apt requests (C(name), or C(name=VERSION-*) for a pinned driver).
   returned: always
   type: dict
 runfiles:
@@ -134,7 +147,8 @@ warnings_found:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpunode.common import offline_bundle
+from ansible.module_utils.gpunode.bundle import packages_index
+from ansible.module_utils.gpunode.bundle import plan as offline_bundle
 from ansible.module_utils.gpunode.common.text_file import read_text
 from ansible.module_utils.gpunode.common.values import ValueSyntaxError
 
@@ -162,12 +176,12 @@ def nodes_of(params):
     given = {str(n.get("host") or ""): n for n in params["nodes"]}
     if "" in given:
         raise offline_bundle.BundleError("offline_bundle_nodes: every node needs a host name")
-    records = [offline_bundle.node_record(host, {}, node) for host, node in given.items()]
+    records = [offline_bundle.node_input(host, {}, node) for host, node in given.items()]
     for index, host in enumerate(params["host_facts"]):
         if host not in given:
             driver = {name: values[index] for name, values in params["host_vars"].items()
-                      if isinstance(values, list) and index < len(values) and values[index]}
-            records.append(offline_bundle.node_record(host, params["host_facts"][host] or {}, driver))
+                      if isinstance(values, list) and index < len(values) and values[index] != ""}
+            records.append(offline_bundle.node_input(host, params["host_facts"][host] or {}, driver))
     if not records:
         raise offline_bundle.BundleError("no GPU nodes: give offline_bundle_nodes, or run the bundle with "
                                          "the inventory's gpu_nodes reachable")
@@ -184,10 +198,10 @@ def run(module):
     for repository in result["repositories"]:
         path = params["indexes"].get(repository["name"])
         if path:
-            text = read_text(path, offline_bundle.BundleError)
+            text = read_text(path, packages_index.BundleError)
             if text is None:
                 raise offline_bundle.BundleError(f"{path}: the index of {repository['name']} is missing")
-            found, external[repository["name"]] = offline_bundle.downloads(repository, text, params["dest"])
+            found, external[repository["name"]] = packages_index.downloads(repository, text, params["dest"])
             debs.extend(found)
     return dict(result, changed=False, debs=debs, external=external,
                 warnings_found=result.pop("warnings"))

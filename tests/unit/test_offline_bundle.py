@@ -1,14 +1,25 @@
-"""module_utils/gpunode/common/offline_bundle.py and library/offline_bundle_plan.py: what a bundle holds."""
+"""module_utils/gpunode/bundle/ and library/offline_bundle_plan.py: what a bundle holds.
+
+Which driver packages a node needs is the role's decision: test_offline_bundle_table.py
+holds them against the role's own plan, node by node.
+"""
 
 import hashlib
+import pathlib
 
 import offline_bundle_plan
 import pytest
 import yaml
-from ansible.module_utils.gpunode.common import offline_bundle as ob
+from ansible.module_utils.gpunode.bundle import packages_index as pi
+from ansible.module_utils.gpunode.bundle import plan as ob
 
-UBUNTU = {"host": "u", "distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "x86_64"}
-DEBIAN = {"host": "d", "distribution": "Debian", "distribution_version": "12", "architecture": "aarch64"}
+UBUNTU = {"host": "u", "distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "x86_64",
+          "kernel": "6.8.0-60-generic", "gpus": ["1eb8"]}
+DEBIAN = {"host": "d", "distribution": "Debian", "distribution_version": "12", "architecture": "aarch64",
+          "kernel": "6.1.0-37-arm64", "gpus": ["1eb8"]}
+BUILD = ["dkms", "gcc", "make"]
+V100_FACTS = {"present": True, "devices": [{"device_id": "1db1", "kind": "gpu"}],
+              "supported_branches": ["580", "535"], "recommended_branch": "580"}
 
 
 @pytest.mark.parametrize(("a", "b", "expected"), [
@@ -18,8 +29,8 @@ DEBIAN = {"host": "d", "distribution": "Debian", "distribution_version": "12", "
     ("1.0-1", "1.0-1", 0), ("0.9", "1.0~", -1),
 ])
 def test_compare_versions_as_dpkg_does(a, b, expected):
-    assert ob.compare_versions(a, b) == expected
-    assert ob.compare_versions(b, a) == -expected
+    assert pi.compare_versions(a, b) == expected
+    assert pi.compare_versions(b, a) == -expected
 
 
 def stanza(name, version, depends="", provides=""):
@@ -41,21 +52,31 @@ INDEX = "\n".join([
 
 
 def test_resolve_takes_the_newest_version_honours_exact_constraints_and_follows_virtual_packages():
-    debs, external = ob.resolve(ob.parse_packages(INDEX), ["cuda-drivers-580"], "amd64")
+    debs, external = pi.resolve(pi.parse_packages(INDEX), ["cuda-drivers-580"], "amd64")
     assert [(d["Package"], d["Version"]) for d in debs] == [
         ("cuda-drivers-580", "580.95.05-1"), ("nvidia-dkms-580", "580.95.05-1"),
         ("nvidia-driver-580", "580.95.05-1")]
     assert external == ["dkms", "libc6"]
-    debs, _ = ob.resolve(ob.parse_packages(INDEX), ["cuda-drivers-580 (= 580.82.07-1)"], "amd64")
+    debs, _ = pi.resolve(pi.parse_packages(INDEX), ["cuda-drivers-580 (= 580.82.07-1)"], "amd64")
     assert ("nvidia-driver-580", "580.105.08-1") in [(d["Package"], d["Version"]) for d in debs]
 
 
+def test_resolve_takes_the_roles_apt_requests_at_any_packaging_revision():
+    index = INDEX + "\n" + stanza("nvidia-driver-580", "580.95.05-0ubuntu1", "nvidia-kernel-580")
+    debs, _ = pi.resolve(pi.parse_packages(index), ["nvidia-driver-580=580.95.05-*"], "amd64")
+    assert [(d["Package"], d["Version"]) for d in debs] == [
+        ("nvidia-dkms-580", "580.95.05-1"), ("nvidia-driver-580", "580.95.05-1")]
+    with pytest.raises(pi.BundleError, match=r"no nvidia-driver-580=570.1-\* for amd64 \(versions there: "
+                                             r"580.105.08-1, 580.95.05-0ubuntu1, 580.95.05-1\)"):
+        pi.resolve(pi.parse_packages(index), ["nvidia-driver-580=570.1-*"], "amd64")
+
+
 def test_resolve_refuses_a_wanted_package_the_index_lacks_naming_the_versions_there():
-    with pytest.raises(ob.BundleError, match=r"no cuda-drivers-580 \(= 580.1-1\) for amd64 "
+    with pytest.raises(pi.BundleError, match=r"no cuda-drivers-580 \(= 580.1-1\) for amd64 "
                                              r"\(versions there: 580.82.07-1, 580.95.05-1\)"):
-        ob.resolve(ob.parse_packages(INDEX), ["cuda-drivers-580 (= 580.1-1)"], "amd64")
-    with pytest.raises(ob.BundleError, match="no cuda-drivers-580 for arm64"):
-        ob.resolve(ob.parse_packages(INDEX), ["cuda-drivers-580"], "arm64")
+        pi.resolve(pi.parse_packages(INDEX), ["cuda-drivers-580 (= 580.1-1)"], "amd64")
+    with pytest.raises(pi.BundleError, match="no cuda-drivers-580 for arm64"):
+        pi.resolve(pi.parse_packages(INDEX), ["cuda-drivers-580"], "arm64")
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -65,34 +86,36 @@ def test_resolve_refuses_a_wanted_package_the_index_lacks_naming_the_versions_th
     ("Version: 1\n", "package \\? has no Package, Filename, SHA256"),
 ])
 def test_parse_packages_errors_name_the_index_and_line(text, message):
-    with pytest.raises(ob.BundleError, match="^http://m/Packages: .*(" + message + ")"):
-        ob.parse_packages(text, "http://m/Packages")
+    with pytest.raises(pi.BundleError, match="^http://m/Packages: .*(" + message + ")"):
+        pi.parse_packages(text, "http://m/Packages")
 
 
 def test_downloads_join_flat_filenames_to_the_repository_and_refuse_odd_names():
     repository = {"name": "cuda-x", "url": "http://m/cuda/", "index": "http://m/cuda/Packages",
                   "arch": "amd64", "packages": ["nvidia-dkms-580"]}
-    debs, external = ob.downloads(repository, INDEX, "/b")
+    debs, external = pi.downloads(repository, INDEX, "/b")
     assert debs == [{"package": "nvidia-dkms-580", "version": "580.95.05-1",
                      "url": "http://m/cuda/pool/nvidia-dkms-580_580.95.05-1.deb",
                      "dest": "/b/debs/cuda-x/nvidia-dkms-580_580.95.05-1.deb",
                      "checksum": "sha256:" + hashlib.sha256(b"nvidia-dkms-580580.95.05-1").hexdigest()}]
     assert external == ["dkms"]
     bad = INDEX.replace("./pool/nvidia-dkms-580_580.95.05-1.deb", "../etc/passwd")
-    with pytest.raises(ob.BundleError, match=r"Filename '\.\./etc/passwd' is not a \.deb"):
-        ob.downloads(repository, bad, "/b")
+    with pytest.raises(pi.BundleError, match=r"Filename '\.\./etc/passwd' is not a \.deb"):
+        pi.downloads(repository, bad, "/b")
 
 
 def test_plan_per_node_source_and_method():
     nodes = [
-        ob.node_record("u", {}, dict(UBUNTU, package_source="cuda", branch="580", module_type="open")),
-        ob.node_record("d", {}, dict(DEBIAN, branch="535")),
-        ob.node_record("s", {}, dict(UBUNTU, host="s", method="ubuntu-signed", branch="580",
-                                     kernel="6.8.0-60-generic")),
-        ob.node_record("r", {}, dict(UBUNTU, method="runfile", version="580.95.05")),
+        ob.node_input("u", {}, dict(UBUNTU, package_source="cuda", branch="580", module_type="open")),
+        ob.node_input("d", {}, dict(DEBIAN, branch="535")),
+        ob.node_input("s", {}, dict(UBUNTU, host="s", method="ubuntu-signed", branch="580")),
+        ob.node_input("r", {}, dict(UBUNTU, method="runfile", version="580.95.05", kernel="")),
     ]
     plan = ob.plan(nodes, "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)",
                    cuda_repo_base="http://mirror/cuda/", toolkit_version="1.17.8-1")
+    assert [(n["host"], n["method"], n["branch"], n["version"], n["module_type"]) for n in plan["nodes"]] == [
+        ("u", "packages", "580", None, "open"), ("d", "packages", "535", None, "proprietary"),
+        ("s", "ubuntu-signed", "580", None, "open"), ("r", "runfile", "580", "580.95.05", "open")]
     assert [(r["name"], r["index"], r["packages"]) for r in plan["repositories"]] == [
         ("cuda-ubuntu-24.04-amd64", "http://mirror/cuda/ubuntu2404/x86_64/Packages", ["nvidia-open-580"]),
         ("toolkit-amd64", "https://nvidia.github.io/libnvidia-container/stable/deb/amd64/Packages",
@@ -101,28 +124,48 @@ def test_plan_per_node_source_and_method():
          ["nvidia-container-toolkit (= 1.17.8-1)"]),
     ]
     assert plan["distro_packages"] == {
-        "debian-12": ["nvidia-driver"],
-        "ubuntu-24.04": ["linux-modules-nvidia-580-server-6.8.0-60-generic",
-                         "nvidia-headless-no-dkms-580-server", "nvidia-utils-580-server"],
+        "debian-12": sorted([*BUILD, "linux-headers-6.1.0-37-arm64", "nvidia-driver"]),
+        "ubuntu-24.04": sorted([*BUILD, "linux-headers-6.8.0-60-generic",
+                                "linux-modules-nvidia-580-server-open-6.8.0-60-generic",
+                                "linux-modules-nvidia-580-server-open-generic",
+                                "nvidia-headless-no-dkms-580-server-open", "nvidia-utils-580-server"]),
     }
     assert plan["runfiles"] == [{"name": "NVIDIA-Linux-x86_64-580.95.05.run", "checksum": "",
                                  "url": "https://us.download.nvidia.com/tesla/580.95.05/"
                                         "NVIDIA-Linux-x86_64-580.95.05.run"}]
     assert any("no nvidia_driver_runfile_checksum" in w for w in plan["warnings"])
+    assert "r: the kernel is not known: its headers (linux-headers-<kernel>) are left out" in plan["warnings"]
 
 
-def test_node_record_from_facts_and_refusals():
+def test_the_inventory_decides_never_the_driver_a_node_runs_now():
     facts = {"distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "x86_64",
-             "kernel": "6.8.0-60-generic", "nvidia_driver": {"method": "packages", "branch": "570"},
-             "nvidia_gpu": {"recommended_branch": "580", "nvswitch_count": 4}}
-    record = ob.node_record("g", facts, {})
-    assert (record["branch"], record["fabricmanager"], record["kernel"]) == ("570", True, "6.8.0-60-generic")
-    assert ob.node_record("g", facts, {"version": "580.95.05"})["branch"] == "570"  # the facts' branch
-    assert ob.node_record("g", dict(facts, nvidia_driver={}), {})["branch"] == "580"
-    with pytest.raises(ob.BundleError, match=r"^g: no distribution facts"):
-        ob.node_record("g", {}, {"branch": "580"})
-    with pytest.raises(ob.BundleError, match=r"^g: no driver branch"):
-        ob.node_record("g", dict(facts, nvidia_driver={}, nvidia_gpu={}), {})
+             "kernel": "6.8.0-60-generic", "nvidia_driver": {"method": "packages", "branch": "620"},
+             "nvidia_gpu": {"present": True, "devices": [{"device_id": "1eb8", "kind": "gpu"}],
+                            "supported_branches": ["620", "580", "570"], "recommended_branch": "620",
+                            "nvswitch_count": 0}}
+    pinned = ob.driver_needs(ob.node_input("g", facts, {"version": "570.133.20"}))
+    assert pinned["driver"] == {"host": "g", "method": "packages", "branch": "570", "version": "570.133.20",
+                                "module_type": "open"}
+    assert "nvidia-headless-570-server-open=570.133.20-*" in pinned["distro_packages"]
+    assert ob.driver_needs(ob.node_input("g", facts, {}))["driver"]["branch"] == "620"  # the GPUs' branch
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"gpus": ["1eb8"]}, r"^g: no distribution facts"),
+    (dict(UBUNTU, gpus=None), r"^g: its GPUs are not known.*give gpus \(PCI device IDs such as 1eb8\)"),
+    (dict(UBUNTU, gpus=["T4"]), r"^g: gpus: 'T4' is not a PCI device ID"),
+    (dict(UBUNTU, driver_branch="580"), r"^g: unknown key\(s\) driver_branch; a node takes host, "),
+])
+def test_a_node_the_bundle_cannot_ask_about_is_refused_naming_it(given, message):
+    with pytest.raises(pi.BundleError, match=message):
+        ob.node_input("g", {}, given)
+
+
+def test_the_roles_refusals_name_the_node():
+    with pytest.raises(pi.BundleError, match=r"^g: driver branch 390 cannot drive every GPU on this host"):
+        ob.driver_needs(ob.node_input("g", {}, dict(UBUNTU, branch="390")))
+    with pytest.raises(pi.BundleError, match=r"^g: kernel release '' is not <version>-<flavour>"):
+        ob.driver_needs(ob.node_input("g", {}, dict(UBUNTU, kernel="", method="ubuntu-signed")))
 
 
 def test_images_per_mode_as_pinned_with_their_archive_and_mirror_path():
@@ -162,12 +205,29 @@ def test_module_plans_from_host_facts_and_given_nodes(run_module, tmp_path):
     ok, result = run_module(offline_bundle_plan, {
         "nodes": [dict(UBUNTU, package_source="cuda", branch="580")],
         "host_facts": {"d": {"distribution": "Debian", "distribution_version": "12.7",
-                             "architecture": "x86_64"}},
-        "host_vars": {"branch": ["535"], "method": [""]},
+                             "architecture": "x86_64", "nvidia_gpu": V100_FACTS}},
+        "host_vars": {"branch": ["535"], "method": [""], "install_prerequisites": [False]},
         "dest": str(tmp_path), "mode": "none", "indexes": {"toolkit-amd64": str(index)},
     }, check_mode=True)
     assert ok, result
-    assert result["distro_packages"] == {"debian-12": ["nvidia-driver"]}
+    assert result["distro_packages"] == {"debian-12": ["nvidia-driver"],  # no prerequisites asked
+                                         "ubuntu-24.04": sorted([*BUILD, "linux-headers-6.8.0-60-generic"])}
+    assert result["nodes"][1] == {"host": "d", "method": "packages", "branch": "535", "version": None,
+                                  "module_type": "proprietary"}
     assert [d["package"] for d in result["debs"]] == ["nvidia-container-toolkit"]
     ok, result = run_module(offline_bundle_plan, {"dest": str(tmp_path)})
     assert not ok and result["msg"].startswith("no GPU nodes")
+
+
+def test_the_playbook_reads_every_role_value_the_bundle_asks_the_driver_with():
+    playbook = yaml.safe_load((pathlib.Path(__file__).resolve().parents[2] / "playbooks/offline_bundle.yml")
+                              .read_text())
+    host_vars = playbook[1]["vars"]["__bundle_host_vars"]
+    assert list(host_vars) == list(ob.ROLE_VALUES)
+    for name, expression in host_vars.items():
+        assert f"attribute='nvidia_driver_{name}', default=''" in expression, name
+
+
+def test_a_role_value_outside_its_choices_is_refused_as_the_module_refuses_it():
+    with pytest.raises(pi.BundleError, match=r"^g: nvidia_driver_method: 'dkms' is not one of packages, "):
+        ob.driver_needs(ob.node_input("g", {}, dict(UBUNTU, method="dkms")))

@@ -28,11 +28,13 @@ pytestmark = pytest.mark.controller(reason="runs playbooks/offline_bundle.yml th
 
 NODES = [
     {"host": "gpu-ubuntu", "distribution": "Ubuntu", "distribution_version": "24.04",
-     "architecture": "x86_64", "package_source": "cuda", "branch": "580", "module_type": "open"},
+     "architecture": "x86_64", "kernel": "6.8.0-60-generic", "gpus": ["1eb8"], "package_source": "cuda",
+     "branch": "580"},
     {"host": "gpu-debian", "distribution": "Debian", "distribution_version": "12",
-     "architecture": "x86_64", "branch": "535"},
+     "architecture": "x86_64", "kernel": "6.1.0-37-amd64", "gpus": ["1db1"], "branch": "535"},
     {"host": "gpu-runfile", "distribution": "Ubuntu", "distribution_version": "22.04",
-     "architecture": "x86_64", "method": "runfile", "version": "580.95.05"},
+     "architecture": "x86_64", "kernel": "5.15.0-139-generic", "gpus": ["1eb8"], "method": "runfile",
+     "version": "580.95.05"},
 ]
 
 
@@ -136,7 +138,8 @@ def test_a_real_run_gathers_exactly_what_the_nodes_need(tmp_path, served):
         "debs/toolkit-amd64/nvidia-container-toolkit_1.17.10-1_amd64.deb",
     ]
     assert (out / "runfiles" / "NVIDIA-Linux-x86_64-580.95.05.run").is_file()
-    assert "nvidia-driver" in (out / "distro-packages" / "debian-12.txt").read_text().split()
+    assert (out / "distro-packages" / "debian-12.txt").read_text().split() == [
+        "dkms", "gcc", "linux-headers-6.1.0-37-amd64", "make", "nvidia-driver"]
     readme = (out / "README.txt").read_text()
     assert "dpkg-scanpackages" in readme and "gpu_cluster_addons_image_registry" in readme
     assert "libc6" in readme and "dkms" in readme  # what the distribution's archive must give

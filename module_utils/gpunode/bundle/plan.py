@@ -1,0 +1,194 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What an inventory needs carried to a site without internet (playbooks/offline_bundle.yml).
+
+Runs on the machine with access (the playbook's localhost) and decides nothing itself:
+
+- the driver: for each node it asks the driver concern what the nvidia_driver role
+  installs there (``driver.install_packages.role_install``: the role's own request and
+  plan, from the node's distribution, release, architecture, kernel, GPUs and
+  ``nvidia_driver_*`` values) and lists it: the packages NVIDIA's CUDA repository serves
+  (a flat apt repository whose ``Packages`` index :mod:`.packages_index` resolves to
+  exact ``.deb`` files), those the distribution's own archive serves (listed per
+  release), the ``.run`` installer;
+- the container toolkit's repository and package;
+- the add-on images (``addons.images``) of the add-on mode.
+
+Errors are raised as :class:`BundleError`, naming the host or the index. Standard
+library only; Python 3.8+.
+"""
+
+import re
+
+from ansible.module_utils.gpunode.addons import images as addon_images
+from ansible.module_utils.gpunode.bundle.packages_index import BundleError
+from ansible.module_utils.gpunode.driver import packages as nvidia_packages
+from ansible.module_utils.gpunode.driver.driver import DriverError
+from ansible.module_utils.gpunode.driver.gpu import choose_branches
+from ansible.module_utils.gpunode.driver.install_packages import role_install
+
+TOOLKIT_PACKAGE = "nvidia-container-toolkit"
+#: dpkg's architecture names ($(ARCH) in the toolkit's repository URL)
+DEB_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+CUDA_REPOS = nvidia_packages.CUDA_REPO_URL.split("{distro}", maxsplit=1)[0]
+#: the add-on images each mode runs (names of images.addon_images plus dra)
+MODE_IMAGES = {
+    "nvidia": ("nvidia_device_plugin",),
+    "gpushare": ("gpushare_device_plugin", "gpushare_extender"),
+    "hami": ("hami", "hami_kube_scheduler"),
+    "dra": ("dra", "nvidia_device_plugin"),
+}
+#: The nvidia_driver_* values (without the prefix) that decide what the role installs; the
+#: playbook reads each from the inventory (its __bundle_host_vars).
+ROLE_VALUES = ("method", "package_source", "branch", "version", "module_type", "fabricmanager",
+               "check_branch", "install_prerequisites", "signing_key", "signing_cert", "runfile_url",
+               "runfile_checksum")
+#: What offline_bundle_nodes says of a node besides its role values: the node and its GPUs.
+NODE_KEYS = ("host", "distribution", "distribution_version", "architecture", "kernel", "gpus",
+             "nvswitches", "secure_boot")
+_GPU_ID = re.compile(r"^(?:(?:0x)?10de:)?(?:0x)?([0-9a-f]{4})$")
+
+
+def node_input(host, facts, given):
+    """One node: ``{"host", "os_info", "gpu", "values", "secure_boot"}`` from its facts
+    (``ansible_facts``: distribution, architecture, kernel, ``nvidia_gpu``) and what is given for
+    it (an entry of offline_bundle_nodes, or its ``nvidia_driver_*`` values); given wins."""
+    unknown = sorted(set(given) - set(NODE_KEYS) - set(ROLE_VALUES))
+    if unknown:
+        raise BundleError(f"{host}: unknown key(s) {', '.join(unknown)}; a node takes "
+                          f"{', '.join(NODE_KEYS + ROLE_VALUES)}")
+    os_info = {
+        "distribution": given.get("distribution") or facts.get("distribution"),
+        "distribution_version": str(given.get("distribution_version") or facts.get("distribution_version")
+                                    or ""),
+        "architecture": given.get("architecture") or facts.get("architecture") or "x86_64",
+        "kernel": given.get("kernel") or facts.get("kernel") or "",
+    }
+    if not os_info["distribution"] or not os_info["distribution_version"]:
+        raise BundleError(f"{host}: no distribution facts; run the bundle with access to the node, or give "
+                          "it in offline_bundle_nodes (distribution, distribution_version, architecture)")
+    if given.get("gpus") is not None:
+        gpu = given_gpu(host, given["gpus"], given.get("nvswitches"), os_info["architecture"])
+    elif facts.get("nvidia_gpu"):
+        gpu = facts["nvidia_gpu"]
+    else:
+        raise BundleError(f"{host}: its GPUs are not known, and the driver's branch and module type depend "
+                          "on them: give gpus (PCI device IDs such as 1eb8) in offline_bundle_nodes, or run "
+                          "the bundle with the node reachable (its nvidia_gpu facts)")
+    values = {name: given.get(name) for name in ROLE_VALUES}
+    if isinstance(values["fabricmanager"], bool):  # an earlier bundle's yes/no
+        values["fabricmanager"] = "always" if values["fabricmanager"] else "never"
+    return {"host": host, "os_info": os_info, "gpu": gpu, "values": values,
+            "secure_boot": bool(given.get("secure_boot"))}
+
+
+def given_gpu(host, device_ids, nvswitches, architecture):
+    """The ``nvidia_gpu`` facts the driver's request reads, for GPUs named by PCI device ID."""
+    ids = []
+    for item in device_ids if isinstance(device_ids, list) else [device_ids]:
+        match = _GPU_ID.match(str(item).strip().lower())
+        if not match:
+            raise BundleError(f"{host}: gpus: {item!r} is not a PCI device ID (4 hex digits such as 1eb8, "
+                              "or 10de:1eb8)")
+        ids.append(match.group(1))
+    supported, recommended, _warnings = choose_branches(ids, architecture)
+    return {"present": bool(ids), "devices": [{"device_id": i, "kind": "gpu"} for i in ids],
+            "nvswitch_count": int(nvswitches or 0), "supported_branches": supported,
+            "recommended_branch": recommended}
+
+
+def driver_needs(node, cuda_repo_base=""):
+    """What the role installs on ``node`` (:func:`node_input`), as the driver concern answers:
+    ``{"driver", "release", "repository" (url or None), "packages", "distro_packages", "runfile"
+    (or None), "warnings"}``; ``driver``: the method, branch, version and module type it installs."""
+    try:
+        install = role_install(node["values"], node["gpu"], node["os_info"], node["secure_boot"])
+    except (DriverError, nvidia_packages.PackageError) as exc:
+        raise BundleError(f"{node['host']}: {exc}") from exc
+    url = install["repository"]
+    if url and cuda_repo_base:
+        url = cuda_repo_base.rstrip("/") + "/" + url[len(CUDA_REPOS):]
+    return {"driver": dict({k: install[k] for k in ("method", "branch", "version", "module_type")},
+                           host=node["host"]),
+            "release": install["release"], "repository": url, "packages": install["repository_packages"],
+            "distro_packages": install["distribution_packages"], "runfile": install["runfile"],
+            "warnings": [f"{node['host']}: {warning}" for warning in install["warnings"]]}
+
+
+def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addon_values=None,
+         kubernetes_version="", cuda_repo_base=""):
+    """The whole bundle: ``{"nodes", "repositories", "distro_packages", "runfiles", "images", "warnings"}``.
+
+    ``nodes``: per node the driver the role installs (``host``, ``method``, ``branch``, ``version``,
+    ``module_type``); ``repositories``: ``[{"name", "url", "index", "arch", "packages"}]`` (flat
+    repositories; ``index`` the Packages file's URL); ``distro_packages``: release -> sorted apt
+    requests (``name``, or ``name=VERSION-*`` for a pinned driver).
+    """
+    drivers, repositories, distro, runfiles, warnings = [], {}, {}, {}, []
+    for node in nodes:
+        needs = driver_needs(node, cuda_repo_base)
+        drivers.append(needs["driver"])
+        warnings.extend(needs["warnings"])
+        architecture = node["os_info"]["architecture"]
+        arch = DEB_ARCH.get(architecture, architecture)
+        if needs["repository"]:
+            _want(repositories, "cuda-" + needs["release"] + "-" + arch, needs["repository"], arch,
+                  needs["packages"])
+        if needs["distro_packages"]:
+            distro.setdefault(needs["release"], set()).update(needs["distro_packages"])
+        if needs["runfile"]:
+            runfiles[needs["runfile"]["name"]] = needs["runfile"]
+        toolkit = toolkit_repo_url.replace("$(ARCH)", arch)
+        _want(repositories, "toolkit-" + arch, toolkit.rstrip("/") + "/", arch,
+              [TOOLKIT_PACKAGE + (f" (= {toolkit_version})" if toolkit_version else "")])
+    for name, runfile in runfiles.items():
+        if not runfile["checksum"]:
+            warnings.append(f"{name}: no nvidia_driver_runfile_checksum given; the bundle records the "
+                            "checksum of what it downloaded")
+    return {
+        "nodes": drivers,
+        "repositories": sorted(repositories.values(), key=lambda r: r["name"]),
+        "distro_packages": {release: sorted(names) for release, names in sorted(distro.items())},
+        "runfiles": [runfiles[name] for name in sorted(runfiles)],
+        "images": bundle_images(mode, addon_values or {}, kubernetes_version, warnings),
+        "warnings": warnings,
+    }
+
+
+def _want(repositories, name, url, arch, packages):
+    entry = repositories.setdefault(name, {"name": name, "url": url, "index": url + "Packages", "arch": arch,
+                                           "packages": []})
+    entry["packages"] = sorted(set(entry["packages"]) | set(packages))
+
+
+def bundle_images(mode, addon_values, kubernetes_version, warnings):
+    """``[{"name", "image", "archive", "path"}]``: the add-on images of ``mode`` as pinned (never mirrored);
+    ``path``: the image's place under a mirror prefix (``images.mirrored``)."""
+    values = dict(addon_values)
+    values.pop(addon_images.REGISTRY_VARIABLE, None)
+    found = addon_images.addon_images(values, kubernetes_version or "0.0.0")
+    dra = addon_images.dra.settings_of({"image": values.get("gpu_cluster_addons_dra_image"),
+                                        "version": values.get("gpu_cluster_addons_dra_version")})
+    found["dra"] = f"{dra['image']}:{dra['version']}"
+    result = []
+    extender = values.get("gpu_cluster_addons_hami_scheduler") == "extender"
+    for name in MODE_IMAGES.get(mode, ()):
+        if name == "hami_kube_scheduler" and (extender or not kubernetes_version):
+            if not extender:
+                warnings.append("HAMi's kube-scheduler image needs gpu_cluster_addons_kubernetes_version "
+                                "(its tag is the cluster's version): left out")
+            continue
+        if name in found:
+            result.append({"name": name, "image": found[name], "archive": archive_name(found[name]),
+                           "path": addon_images.split_registry(found[name])[1]})
+    return result
+
+
+def archive_name(image):
+    """The OCI archive's file name for an image: its path and tag, '/' and ':' made '_'."""
+    path = addon_images.split_registry(image)[1].split("@")[0]
+    return "images/" + re.sub(r"[/:]", "_", path) + ".oci.tar"
+
+
+__all__ = ["BundleError", "archive_name", "bundle_images", "driver_needs", "given_gpu", "node_input", "plan"]

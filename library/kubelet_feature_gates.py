@@ -301,13 +301,13 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpunode.common.text_file import (
+from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
+from ansible.module_utils.gpunode.host.files import (
     check_removable,
     fsync_directory,
     shown_path,
     write_text,
 )
-from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
 from ansible.module_utils.gpunode.kubelet.plan import MissingRequirement, PlanError
 from ansible.module_utils.gpunode.kubelet.state_call import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, read
 

@@ -93,7 +93,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.addons.manifest_files import ManifestFilesError, diffs, plan
-from ansible.module_utils.gpunode.common.text_file import fsync_directory, resolved_path, write_text
+from ansible.module_utils.gpunode.host.files import fsync_directory, resolved_path, write_text
 
 
 def build_module():

@@ -12,8 +12,8 @@ and says what would change, the module carries it out.
 import os
 import re
 
-from ansible.module_utils.gpunode.common.text_file import check_removable, shown_path
-from ansible.module_utils.gpunode.common.text_file import read_text as read_file_text
+from ansible.module_utils.gpunode.host.files import check_removable, shown_path
+from ansible.module_utils.gpunode.host.files import read_text as read_file_text
 
 # One object per file, names like 10-serviceaccount-gpushare-device-plugin.yaml:
 # no directories, no hidden files, nothing outside the output directory.

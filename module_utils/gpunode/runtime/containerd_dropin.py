@@ -22,8 +22,8 @@ Standard library only; Python 3.8+ (this runs on target hosts).
 
 import os
 
-from ansible.module_utils.gpunode.common.file_backup import backup_copy
-from ansible.module_utils.gpunode.common.text_file import shown_path, write_text
+from ansible.module_utils.gpunode.host.backups import backup_copy
+from ansible.module_utils.gpunode.host.files import shown_path, write_text
 from ansible.module_utils.gpunode.runtime.containerd_config import ContainerdConfigError, other_imports, plan
 
 SYSTEMD_RUNTIME_DIR = "/run/systemd/system"  # present when systemd is PID 1 (sd_booted(3))

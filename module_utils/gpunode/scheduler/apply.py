@@ -30,7 +30,7 @@ import time
 
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.common.service_health import probe_url
-from ansible.module_utils.gpunode.common.text_file import (
+from ansible.module_utils.gpunode.host.files import (
     check_removable,
     fsync_directory,
     resolved_path,

@@ -11,7 +11,7 @@ configuration directory a daemon imports by glob: containerd's
 (``/var/backups/gpunode`` by default), at the file's own path below it, with
 the same suffix ``backup_local`` uses (``.PID.YYYY-mm-dd@HH:MM:SS~``), mode and
 times kept. A symbolic link's backup is a regular file holding its target's
-content (the file gpunode edits, see ``text_file.resolved_path``), filed
+content (the file gpunode edits, see ``files.resolved_path``), filed
 under the link's path.
 
 Standard library only; Python 3.8+ (this runs on target hosts).
@@ -21,7 +21,7 @@ import os
 import shutil
 import time
 
-from ansible.module_utils.gpunode.common.text_file import resolved_path
+from ansible.module_utils.gpunode.host.files import resolved_path
 
 DEFAULT_BACKUP_DIR = "/var/backups/gpunode"
 

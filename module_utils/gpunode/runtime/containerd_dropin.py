@@ -136,6 +136,6 @@ def write(writes, params, result, replace):
                 result["backup_files"][path] = backup_copy(path, params["backup_dir"])
             write_text(path, after, replace=replace)
         except OSError as exc:
-            raise WriteError(f"{path}: cannot write: {exc}") from exc
+            raise WriteError(str(exc)) from exc  # host/files and host/backups name the file and the cause
         if path in result["backup_files"] or before is None:
             result["restore"].append({"path": path, "backup": result["backup_files"].get(path)})

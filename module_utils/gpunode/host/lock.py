@@ -52,16 +52,14 @@ def open_lock_file(fallback_dir):
     """(path, fd) of the node's lock file: under LOCK_DIR, else under ``fallback_dir()``."""
     try:
         return _open_in(LOCK_DIR)
-    except OSError as exc:
-        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR):
-            raise NodeLockError(f"{LOCK_DIR}/{LOCK_NAME}: cannot open the node's lock: "
-                                f"{exc.strerror}") from exc
+    except OSError as exc:  # not root, /run read-only, something else in the way
+        first = f"{LOCK_DIR}/{LOCK_NAME}: {exc.strerror}"
     directory = fallback_dir()
     try:
         return _open_in(directory)
     except OSError as exc:
-        raise NodeLockError(f"{directory}/{LOCK_NAME}: cannot open the node's lock ({LOCK_DIR} is "
-                            f"not writable either): {exc.strerror}") from exc
+        raise NodeLockError(f"{directory}/{LOCK_NAME}: cannot open the node's lock: {exc.strerror} "
+                            f"(nor {first})") from exc
 
 
 def holder(fd):

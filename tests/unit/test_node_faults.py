@@ -117,6 +117,9 @@ WRITERS = {"docker_daemon_config": docker_node, "containerd_runtime": containerd
            "manifest_files": manifests_node}
 READERS = {**WRITERS, "nvidia_mig": mig_node}  # the modules that read a file the operator names
 EDITORS = {**READERS, "nvidia_driver_state": driver_node}  # every module that takes the node's lock
+MODULES = {module.__name__: module for module in (
+    docker_daemon_config, containerd_runtime, kubelet_feature_gates, kube_scheduler_extender, manifest_files,
+    nvidia_mig, nvidia_driver_state)}
 
 
 @pytest.fixture(autouse=True)
@@ -566,3 +569,24 @@ def check_kill(run_module, root, name, index, after_rename):
         assert killed[path] in (old[path], path.read_bytes()), (path, index, after_rename)
         if path.suffix in (".yaml", ".json") and killed[path] is not None:
             yaml.safe_load(killed[path])  # never a mix of the two
+
+
+@pytest.mark.parametrize("name", EDITORS)
+def test_every_editing_module_documents_lock_timeout_as_its_spec_has_it(monkeypatch, name):
+    module = MODULES[name]
+    captured = {}
+
+    class Captured(Exception):
+        pass
+
+    def capture(**kwargs):
+        captured.update(kwargs["argument_spec"])
+        raise Captured
+
+    monkeypatch.setattr(module, "AnsibleModule", capture)
+    with pytest.raises(Captured):
+        module.build_module()
+    documented = yaml.safe_load(module.DOCUMENTATION)["options"]["lock_timeout"]
+    assert captured["lock_timeout"] == {"type": "int", "default": 300}
+    assert (documented["type"], documented["default"]) == ("int", 300)
+    assert "/run/gpunode/lock" in " ".join(documented["description"])

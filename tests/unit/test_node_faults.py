@@ -12,11 +12,11 @@ import ctypes
 import json
 import os
 import pickle
+import select
 import signal
 import socket
 import stat
 import subprocess
-import time
 import traceback
 
 import containerd_runtime
@@ -455,15 +455,17 @@ def late_bound_write_text(*args, **kwargs):
     return host_files.write_text(*args, **kwargs)
 
 
-def interleave(run_module, first, second, write_function):
-    """Run ``first`` then ``second`` in two children: the first is held after it read, before it
-    writes, until the second has started; returns both outcomes."""
-    read_end, write_end = os.pipe()
+def interleave(run_module, first, second, write_function, wait=2.0):
+    """Run ``first`` and ``second`` in two children, the first held after its read, before its
+    write: until the second has finished, or ``wait`` seconds (a second run waiting for the lock
+    never finishes first). Returns the first's exit status and the second's outcome."""
+    held_read, held_write = os.pipe()  # first -> test: read done, write about to start
+    done_read, done_write = os.pipe()  # second -> first: finished
     real = getattr(host_files, write_function)
 
     def held(*args, **kwargs):
-        os.read(read_end, 1)  # the second run has started
-        time.sleep(0.5)  # ... and reached its read (or the lock)
+        os.write(held_write, b"h")
+        select.select([done_read], [], [], wait)
         return real(*args, **kwargs)
 
     pid_first = os.fork()
@@ -471,11 +473,12 @@ def interleave(run_module, first, second, write_function):
         setattr(host_files, write_function, held)
         ok, _result = run_module(*first)
         os._exit(0 if ok else 1)
-    time.sleep(0.3)  # the first run reads and stops before its write
+    assert select.select([held_read], [], [], 60)[0], "the first run never reached its write"
 
     def second_run():
-        os.write(write_end, b"x")
-        return run_module(*second)
+        outcome = run_module(*second)
+        os.write(done_write, b"d")
+        return outcome
 
     outcome = in_child(second_run)
     _pid, status = os.waitpid(pid_first, 0)

@@ -283,6 +283,16 @@ def test_a_drop_in_masked_by_a_link_to_dev_null_is_the_operators_decision(tmp_pa
     assert "masks a systemd unit or drop-in" in problem
 
 
+def test_a_fifo_that_appears_after_the_check_is_refused_by_the_open_not_waited_on(
+        tmp_path, monkeypatch, no_hang):
+    fifo = tmp_path / "daemon.json"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(host_files, "not_regular", lambda path: None)  # the stat saw a regular file
+
+    with pytest.raises(OSError, match=f"^{fifo}: is a FIFO"):
+        host_files.read_text(str(fifo))
+
+
 # ---------------------------------------------------------------- 3: a missing unit or drop-in
 
 

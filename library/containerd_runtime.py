@@ -97,6 +97,15 @@ options:
         an imports glob would load the copy.
     type: path
     default: /var/backups/gpunode
+  lock_timeout:
+    description:
+      - Seconds to wait for the node's lock, C(/run/gpunode/lock) (where C(/run) is not writable, a
+        file in the folder of Ansible's remote temporary directory). Every gpunode module that edits
+        the node holds it from before it reads what it changes until it has written, so two runs on
+        one node never lose an update. Not taken in check mode. A run that waits longer fails,
+        naming the lock and its holder's PID, and changes nothing.
+    type: int
+    default: 300
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 notes:
@@ -191,9 +200,10 @@ diff:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.gpunode.common import values
 from ansible.module_utils.gpunode.common.daemon_state import running_state
-from ansible.module_utils.gpunode.common.file_backup import DEFAULT_BACKUP_DIR
-from ansible.module_utils.gpunode.common.text_file import read_text
 from ansible.module_utils.gpunode.common.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
+from ansible.module_utils.gpunode.host.backups import DEFAULT_BACKUP_DIR
+from ansible.module_utils.gpunode.host.files import read_text
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
 from ansible.module_utils.gpunode.runtime import containerd_dropin as steps
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     DEFAULT_CONFIG,
@@ -215,6 +225,7 @@ ARGUMENT_SPEC = {
     "service": {"type": "str", "default": "containerd.service"},
     "backup": {"type": "bool", "default": False},
     "backup_dir": {"type": "path", "default": DEFAULT_BACKUP_DIR},
+    **LOCK_OPTION,
 }
 
 # The syntax of each value that lands in a file (checked before anything is read):
@@ -264,7 +275,12 @@ def run(module):
 
 def main():
     module = build_module()
-    module.exit_json(**run(module))
+    try:
+        with module_lock(module):
+            result = run(module)
+    except NodeLockError as exc:
+        module.fail_json(msg=str(exc), **steps.empty_result())
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,15 @@ options:
         with the file's modification time. Empty to skip the comparison.
     type: str
     default: docker.service
+  lock_timeout:
+    description:
+      - Seconds to wait for the node's lock, C(/run/gpunode/lock) (where C(/run) is not writable, a
+        file in the folder of Ansible's remote temporary directory). Every gpunode module that edits
+        the node holds it from before it reads what it changes until it has written, so two runs on
+        one node never lose an update. Not taken in check mode. A run that waits longer fails,
+        naming the lock and its holder's PID, and changes nothing.
+    type: int
+    default: 300
 notes:
   - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
     the end of the link is edited and the link kept; a backup holds that file's content; --diff
@@ -131,7 +140,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.gpunode.common.daemon_state import running_state
 from ansible.module_utils.gpunode.common.json_config import JSONConfigError, plan
-from ansible.module_utils.gpunode.common.text_file import read_text, resolved_path, shown_path, write_text
+from ansible.module_utils.gpunode.host.backups import backup_beside
+from ansible.module_utils.gpunode.host.files import read_text, resolved_path, shown_path, write_text
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
 
 NEW_FILE_MODE = 0o644
 ARGUMENT_SPEC = {
@@ -139,6 +150,7 @@ ARGUMENT_SPEC = {
     "settings": {"type": "dict", "required": True},
     "backup": {"type": "bool", "default": False},
     "service": {"type": "str", "default": "docker.service"},
+    **LOCK_OPTION,
 }
 
 
@@ -173,12 +185,12 @@ def run(module):
     else:
         result["restart_required"] = unit["active"] and (changed or bool(result["stale_files"]))
     if changed and not module.check_mode:
-        if module.params["backup"] and text is not None:
-            result["backup_file"] = module.backup_local(path)
         try:
+            if module.params["backup"] and text is not None:
+                result["backup_file"] = backup_beside(path)
             write_text(path, new_text, NEW_FILE_MODE, replace=module.atomic_move)
         except OSError as exc:
-            module.fail_json(msg=f"{path}: cannot write: {to_native(exc)}", **result)
+            module.fail_json(msg=to_native(exc), **result)
         if result["backup_file"] or text is None:
             result["restore"] = [{"path": path, "backup": result["backup_file"]}]
     result["changed"] = changed
@@ -191,7 +203,12 @@ def run(module):
 
 def main():
     module = build_module()
-    module.exit_json(**run(module))
+    try:
+        with module_lock(module):
+            result = run(module)
+    except NodeLockError as exc:
+        module.fail_json(msg=str(exc), changed=False, path=module.params["path"])
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -196,6 +196,15 @@ options:
     description: Where the processes are read (C(/proc)); tests point it at a fake tree.
     type: path
     default: /proc
+  lock_timeout:
+    description:
+      - Seconds to wait for the node's lock, C(/run/gpunode/lock) (where C(/run) is not writable, a
+        file in the folder of Ansible's remote temporary directory). Every gpunode module that edits
+        the node holds it from before it reads what it changes until it has written, so two runs on
+        one node never lose an update. Not taken in check mode. A run that waits longer fails,
+        naming the lock and its holder's PID, and changes nothing.
+    type: int
+    default: 300
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 notes:
@@ -362,6 +371,7 @@ import copy
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.gpunode.common import k8s_names, values
 from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
 from ansible.module_utils.gpunode.scheduler import apply
 from ansible.module_utils.gpunode.scheduler.config import (
     DEFAULT_MANIFEST,
@@ -404,6 +414,7 @@ ARGUMENT_SPEC = {
     "health_url": {"type": "str", "default": "https://127.0.0.1:10259/healthz"},
     "health_validate_certs": {"type": "bool", "default": False},
     "proc_root": {"type": "path", "default": "/proc"},
+    **LOCK_OPTION,
 }
 # The syntax of each value that lands in a file or on kube-scheduler's command line, checked
 # before anything is read: config_path is a flag value (--config=PATH, RKE2's config=PATH) and
@@ -459,9 +470,11 @@ def main():
         module.fail_json(msg=missing_required_lib("PyYAML (python3-yaml)"), exception=YAML_IMPORT_ERROR,
                          missing_library="PyYAML", missing_packages=[PACKAGES["PyYAML"]])
     try:
-        module.exit_json(**run(module))
-    except KubeSchedulerError as exc:
+        with module_lock(module):
+            result = run(module)
+    except (KubeSchedulerError, NodeLockError) as exc:
         module.fail_json(msg=str(exc))
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -145,6 +145,15 @@ options:
     description: Keep a timestamped copy of each file changed (never where the kubelet would load it).
     type: bool
     default: false
+  lock_timeout:
+    description:
+      - Seconds to wait for the node's lock, C(/run/gpunode/lock) (where C(/run) is not writable, a
+        file in the folder of Ansible's remote temporary directory). Every gpunode module that edits
+        the node holds it from before it reads what it changes until it has written, so two runs on
+        one node never lose an update. Not taken in check mode. A run that waits longer fails,
+        naming the lock and its holder's PID, and changes nothing.
+    type: int
+    default: 300
 notes:
   - At most one of O(config_file), O(flags_file), O(rke_cluster_yml), O(rke2_config).
   - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
@@ -301,20 +310,23 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpunode.common.text_file import (
+from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
+from ansible.module_utils.gpunode.host.backups import backup_beside
+from ansible.module_utils.gpunode.host.files import (
+    FileError,
     check_removable,
     fsync_directory,
     shown_path,
     write_text,
 )
-from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
 from ansible.module_utils.gpunode.kubelet.plan import MissingRequirement, PlanError
 from ansible.module_utils.gpunode.kubelet.state_call import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, read
 
 
 def build_module():
-    return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), mutually_exclusive=MUTUALLY_EXCLUSIVE,
-                         supports_check_mode=True)
+    return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC, **LOCK_OPTION),
+                         mutually_exclusive=MUTUALLY_EXCLUSIVE, supports_check_mode=True)
 
 
 def run(module):
@@ -354,26 +366,33 @@ def write(module, changes, result):
     restore = []
     for name, (old, new) in sorted(changes.items()):
         backup = None
-        if module.params["backup"] and old is not None:
-            backup = module.backup_local(name)
-            result.setdefault("backup_file", backup)
-            result.setdefault("backup_files", {})[name] = backup
-        if old is None or backup:
-            restore.append({"path": name, "backup": backup})
         try:
+            if module.params["backup"] and old is not None:
+                backup = backup_beside(name)
+                result.setdefault("backup_file", backup)
+                result.setdefault("backup_files", {})[name] = backup
+            if old is None or backup:
+                restore.append({"path": name, "backup": backup})
             if new is None:
                 os.unlink(name)
                 fsync_directory(name)
             else:
                 write_text(name, new, replace=module.atomic_move)
+        except FileError as exc:  # names the file and the cause
+            module.fail_json(msg=str(exc), **result)
         except OSError as exc:
-            module.fail_json(msg=f"{name}: cannot write: {exc.strerror or exc}", **result)
+            module.fail_json(msg=f"{name}: cannot remove: {exc.strerror or exc}", **result)
     return restore
 
 
 def main():
     module = build_module()
-    module.exit_json(**run(module))
+    try:
+        with module_lock(module):
+            result = run(module)
+    except NodeLockError as exc:
+        module.fail_json(msg=str(exc), changed=False)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

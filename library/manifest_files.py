@@ -35,6 +35,15 @@ options:
     description: Keep a timestamped copy of each file before it is rewritten or removed.
     type: bool
     default: false
+  lock_timeout:
+    description:
+      - Seconds to wait for the node's lock, C(/run/gpunode/lock) (where C(/run) is not writable, a
+        file in the folder of Ansible's remote temporary directory). Every gpunode module that edits
+        the node holds it from before it reads what it changes until it has written, so two runs on
+        one node never lose an update. Not taken in check mode. A run that waits longer fails,
+        naming the lock and its holder's PID, and changes nothing.
+    type: int
+    default: 300
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 notes:
@@ -93,7 +102,15 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.addons.manifest_files import ManifestFilesError, diffs, plan
-from ansible.module_utils.gpunode.common.text_file import fsync_directory, resolved_path, write_text
+from ansible.module_utils.gpunode.host.backups import backup_beside
+from ansible.module_utils.gpunode.host.files import (
+    FileError,
+    fsync_directory,
+    make_folders,
+    resolved_path,
+    write_text,
+)
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
 
 
 def build_module():
@@ -104,6 +121,7 @@ def build_module():
             "remove": {"type": "list", "elements": "str", "default": []},
             "mode": {"type": "raw", "default": "0644"},
             "backup": {"type": "bool", "default": False},
+            **LOCK_OPTION,
         },
         supports_check_mode=True,
     )
@@ -125,28 +143,37 @@ def run(module):
         result["diff"] = diffs(changes)
     if not changes or module.check_mode:
         return result
-    if not os.path.isdir(directory):
-        try:
-            os.makedirs(directory, mode=0o755)
-        except OSError as exc:
-            raise ManifestFilesError(f"{directory}: cannot create: {exc.strerror}") from exc
+    try:
+        make_folders(directory)  # 0755 whatever the umask
+    except OSError as exc:
+        raise ManifestFilesError(f"{directory}: cannot create: {exc.strerror}") from exc
     for change in changes:
-        if params["backup"] and change["before"] is not None:
-            result["backup_files"].append(module.backup_local(change["path"]))
-        if change["action"] == "remove":
-            os.unlink(change["path"])
-            fsync_directory(change["path"])
-        else:
-            write_text(change["path"], change["after"], replace=module.atomic_move)
-            module.set_mode_if_different(resolved_path(change["path"]), params["mode"], False)
+        try:
+            write_change(module, change, result)
+        except OSError as exc:  # host/files and host/backups name the file and the cause
+            raise ManifestFilesError(str(exc) if isinstance(exc, FileError)
+                                     else f"{change['path']}: cannot remove: {exc.strerror}") from exc
     return result
+
+
+def write_change(module, change, result):
+    """Back up (with ``backup``), then write or remove one file. Raises OSError."""
+    if module.params["backup"] and change["before"] is not None:
+        result["backup_files"].append(backup_beside(change["path"]))
+    if change["action"] == "remove":
+        os.unlink(change["path"])
+        fsync_directory(change["path"])
+    else:
+        write_text(change["path"], change["after"], replace=module.atomic_move)
+        module.set_mode_if_different(resolved_path(change["path"]), module.params["mode"], False)
 
 
 def main():
     module = build_module()
     try:
-        result = run(module)
-    except ManifestFilesError as exc:
+        with module_lock(module):
+            result = run(module)
+    except (ManifestFilesError, NodeLockError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 

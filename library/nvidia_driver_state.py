@@ -154,6 +154,15 @@ options:
     description: Directory holding C(<kernel>/build) and the installed modules.
     type: path
     default: /lib/modules
+  lock_timeout:
+    description:
+      - Seconds to wait for the node's lock, C(/run/gpunode/lock) (where C(/run) is not writable, a
+        file in the folder of Ansible's remote temporary directory). Every gpunode module that edits
+        the node holds it from before it reads what it changes until it has written, so two runs on
+        one node never lose an update. Not taken in check mode. A run that waits longer fails,
+        naming the lock and its holder's PID, and changes nothing.
+    type: int
+    default: 300
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -468,18 +477,22 @@ state:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.driver.state_call import ARGUMENT_SPEC, ERRORS, read
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
 
 
 def build_module():
-    return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), supports_check_mode=True)
+    return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC, **LOCK_OPTION), supports_check_mode=True)
 
 
 def main():
     module = build_module()
     try:
-        result = read(module)
+        with module_lock(module):
+            result = read(module)
     except ERRORS as exc:
         module.fail_json(msg=str(exc), **getattr(exc, "result", {}))
+    except NodeLockError as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

@@ -59,6 +59,15 @@ options:
       - nvidia-dcgm.service
       - nvidia-persistenced.service
       - nvidia-fabricmanager.service
+  lock_timeout:
+    description:
+      - Seconds to wait for the node's lock, C(/run/gpunode/lock) (where C(/run) is not writable, a
+        file in the folder of Ansible's remote temporary directory). Every gpunode module that edits
+        the node holds it from before it reads what it changes until it has written, so two runs on
+        one node never lose an update. Not taken in check mode. A run that waits longer fails,
+        naming the lock and its holder's PID, and changes nothing.
+    type: int
+    default: 300
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -147,7 +156,6 @@ import json
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.gpunode.common import k8s_names, values
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.gpunode.common.text_file import read_text
 from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR, yaml
 from ansible.module_utils.gpunode.driver.mig import (
     DRAIN_SERVICES,
@@ -158,6 +166,8 @@ from ansible.module_utils.gpunode.driver.mig import (
     diff_text,
     parse_config,
 )
+from ansible.module_utils.gpunode.host.files import read_text
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
 
 ARGUMENT_SPEC = {
     "config": {"type": "dict"},
@@ -166,6 +176,7 @@ ARGUMENT_SPEC = {
     "nvidia_smi": {"type": "path"},
     "drain": {"type": "bool", "default": False},
     "drain_services": {"type": "list", "elements": "str", "default": list(DRAIN_SERVICES)},
+    **LOCK_OPTION,
 }
 
 # The syntax of the values that land in a file or on a command line, checked before anything runs:
@@ -230,8 +241,9 @@ def main():
     module = build_module()
     commands = []  # what ran before a refusal or a failed command, for the failure's result
     try:
-        result = run(module, commands)
-    except MigError as exc:
+        with module_lock(module):
+            result = run(module, commands)
+    except (MigError, NodeLockError) as exc:
         module.fail_json(msg=str(exc), changed=bool(commands), commands=commands)
     module.exit_json(**result)
 

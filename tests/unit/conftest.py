@@ -185,6 +185,13 @@ def _module_process_state(request, monkeypatch):
         state.clear()
 
 
+@pytest.fixture(autouse=True)
+def _node_lock_in_tmp(tmp_path_factory, monkeypatch):
+    """Modules run by tests take the node's lock under a temp folder, never /run/gpunode."""
+    monkeypatch.setattr("ansible.module_utils.gpunode.host.lock.LOCK_DIR",
+                        str(tmp_path_factory.getbasetemp() / "run-gpunode"))
+
+
 @pytest.fixture
 def run_module(monkeypatch):
     """Run a module's main() with arguments; returns (ok, result).

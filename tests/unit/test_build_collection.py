@@ -39,7 +39,7 @@ PROJECT_FILES = {
     "library/nvidia_gpu_facts.py": "",
     "roles/r/library/manifest_files.py": "",
     "module_utils/gpunode/__init__.py": "",
-    "module_utils/gpunode/common/text_file.py": "",
+    "module_utils/gpunode/host/files.py": "",
     "filter_plugins/addons.py": "class FilterModule:\n    def filters(self):\n"
                                 "        return {'gpu_addons_api': 1, 'gpu_addons_manifest_files': 2}\n",
     "test_plugins/ready.py": "class TestModule:\n    def tests(self):\n        return {'gpu_ready': 1}\n",
@@ -218,7 +218,7 @@ def test_imports_of_project_module_utils_point_into_the_collection(own):
     )
     from ansible.module_utils.gpunode.common import values
     try:
-        from ansible.module_utils.gpunode.common.text_file import read_text as read_file_text
+        from ansible.module_utils.gpunode.host.files import read_text as read_file_text
     except ImportError:
         read_file_text = None
     ''')
@@ -226,7 +226,7 @@ def test_imports_of_project_module_utils_point_into_the_collection(own):
     assert "from ansible.module_utils.basic import AnsibleModule\n" in out
     assert f"from {package}.common.json_config import (  # comment kept\n    JSONConfigError,\n" in out
     assert f"from {package}.common import values\n" in out
-    assert f"    from {package}.common.text_file import read_text as read_file_text\n" in out
+    assert f"    from {package}.host.files import read_text as read_file_text\n" in out
     assert '# Ünïcode before the imports: "é"' in out
 
 

@@ -1,10 +1,10 @@
-"""module_utils/daemon_state and file_backup: is the running daemon older than its files; backups."""
+"""module_utils/daemon_state and host/backups: is the running daemon older than its files; backups."""
 
 import os
 import time
 
 from ansible.module_utils.gpunode.common import daemon_state
-from ansible.module_utils.gpunode.common.file_backup import backup_copy
+from ansible.module_utils.gpunode.host.backups import backup_copy
 
 SHOW = """\
 Id=docker.service

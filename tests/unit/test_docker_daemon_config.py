@@ -166,7 +166,7 @@ def test_mode_argument_is_applied(run_module, tmp_path):
 def test_directory_path_fails(run_module, tmp_path):
     ok, result = run_module(docker_daemon_config, {"path": str(tmp_path), "settings": NVIDIA})
     assert not ok
-    assert result["msg"] == f"{tmp_path}: is a directory; left unchanged"
+    assert result["msg"] == f"{tmp_path}: is a directory, not a regular file; left unchanged"
 
 
 def test_non_utf8_file_fails_untouched(run_module, tmp_path):

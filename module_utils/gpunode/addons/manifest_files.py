@@ -12,8 +12,8 @@ and says what would change, the module carries it out.
 import os
 import re
 
-from ansible.module_utils.gpunode.common.text_file import check_removable, shown_path
-from ansible.module_utils.gpunode.common.text_file import read_text as read_file_text
+from ansible.module_utils.gpunode.host.files import check_regular, check_removable, shown_path
+from ansible.module_utils.gpunode.host.files import read_text as read_file_text
 
 # One object per file, names like 10-serviceaccount-gpushare-device-plugin.yaml:
 # no directories, no hidden files, nothing outside the output directory.
@@ -67,8 +67,6 @@ def plan(directory, files, remove=()):
             content += "\n"
         path = os.path.join(directory, name)
         shown = shown_path(path, ManifestFilesError)  # a link is followed: its target is written
-        if os.path.exists(path) and not os.path.isfile(path):
-            raise ManifestFilesError(f"{shown}: not a regular file; left unchanged")
         before = read_text(path)
         if before == content:
             continue
@@ -86,8 +84,7 @@ def plan(directory, files, remove=()):
         check_name(name)
         path = os.path.join(directory, name)
         check_removable(path, ManifestFilesError)  # an operator's link: neither it nor its target
-        if os.path.exists(path) and not os.path.isfile(path):
-            raise ManifestFilesError(f"{path}: not a regular file; left unchanged")
+        check_regular(path, ManifestFilesError)  # a FIFO, a device, a folder: named, never removed
         before = read_text(path)
         if before is None:
             continue

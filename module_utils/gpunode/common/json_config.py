@@ -16,7 +16,9 @@ Rules:
 - "Converged" means semantically equal parsed JSON, with types compared
   strictly (``1``, ``1.0`` and ``true`` are different values).
 - The text written keeps the file's indentation (tabs or N spaces; 4 spaces
-  for a new file), is UTF-8 and ends with a newline.
+  for a new file) and its line endings (CRLF when its first line ends with
+  CRLF, as a file edited on Windows does; LF for a new file), is UTF-8 and ends
+  with a newline.
 
 Docker specifics (:func:`docker_settings`): Docker reads a runtime's arguments
 from ``runtimeArgs``; ``nvidia-ctk runtime configure`` writes ``args``, which
@@ -99,9 +101,15 @@ def detect_indent(text):
     return DEFAULT_INDENT
 
 
-def render(data, indent=DEFAULT_INDENT):
-    """Pretty-printed JSON text with a trailing newline."""
-    return json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
+def detect_newline(text):
+    """The line ending of ``text``: CRLF when its first line ends with one, else LF."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def render(data, indent=DEFAULT_INDENT, newline="\n"):
+    """Pretty-printed JSON text with a trailing newline (JSON escapes a newline inside a string)."""
+    return (json.dumps(data, indent=indent, ensure_ascii=False) + "\n").replace("\n", newline)
 
 
 def docker_settings(current, settings):
@@ -145,4 +153,4 @@ def plan(text, settings, path, docker=False):
     if text is not None and text.strip() and equal(current, config):
         return False, text, config
     indent = detect_indent(text) if text else DEFAULT_INDENT
-    return True, render(config, indent), config
+    return True, render(config, indent, detect_newline(text or "")), config

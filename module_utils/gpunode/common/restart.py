@@ -14,7 +14,7 @@ import tempfile
 
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.common.service_health import command_problem, probe_url, wait_until
-from ansible.module_utils.gpunode.common.text_file import fsync_directory, resolved_path, shown_path
+from ansible.module_utils.gpunode.host.files import fsync_directory, resolved_path, shown_path
 
 
 class Service:

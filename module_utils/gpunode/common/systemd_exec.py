@@ -65,6 +65,13 @@ def line_no(text, index):
     return text.count("\n", 0, index) + 1
 
 
+def _line_break_at(text, index, end):
+    """The length of the line break (LF 1, CRLF 2) at ``text[index]`` before ``end``, else 0."""
+    if index < end and text[index] == "\n":
+        return 1
+    return 2 if text[index:index + 2] == "\r\n" and index + 1 < end else 0
+
+
 def split_words(text, start=0, end=None):
     """Shell-like words of ``text[start:end]`` with their raw spans and unquoted values."""
     end = len(text) if end is None else end
@@ -75,16 +82,16 @@ def split_words(text, start=0, end=None):
         if char in " \t\r\n":
             i += 1
             continue
-        if char == "\\" and i + 1 < end and text[i + 1] == "\n":
-            i += 2
+        if char == "\\" and _line_break_at(text, i + 1, end):
+            i += _line_break_at(text, i + 1, end) + 1
             continue
         word_start = i
         buf = []
         while i < end and text[i] not in " \t\r\n":
             char = text[i]
             if char == "\\":
-                if i + 1 < end and text[i + 1] == "\n":
-                    i += 2
+                if _line_break_at(text, i + 1, end):
+                    i += _line_break_at(text, i + 1, end) + 1
                 elif i + 1 < end:
                     buf.append(text[i + 1])
                     i += 2
@@ -194,7 +201,7 @@ def env_file_value(text, start, end, quote):
 
 
 def logical_lines(text):
-    """(start, end) of each logical line of a unit file (backslash continuations joined)."""
+    """(start, end) of each logical line of a unit file (backslash continuations joined, CRLF read as LF)."""
     lines = []
     i = 0
     length = len(text)
@@ -209,7 +216,8 @@ def logical_lines(text):
                 j = eol + 1
                 continue
             break
-        lines.append((i, eol))
+        # systemd reads CRLF unit files: the CR is no part of the line (its span excludes it)
+        lines.append((i, eol - 1 if eol > i and text[eol - 1] == "\r" else eol))
         i = eol + 1
     return lines
 

@@ -20,7 +20,6 @@ from ansible.module_utils.gpunode.common.dpkg_database import (
     parse_dpkg_query,
     parse_madison,
 )
-from ansible.module_utils.gpunode.common.text_file import read_text
 from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.gpunode.driver.driver import (
     FABRICMANAGER,
@@ -39,6 +38,7 @@ from ansible.module_utils.gpunode.driver.driver import (
     userspace_version_from_names,
 )
 from ansible.module_utils.gpunode.driver.gpu import read_loaded
+from ansible.module_utils.gpunode.host.files import read_text
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
 INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))

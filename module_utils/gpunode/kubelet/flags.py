@@ -177,10 +177,19 @@ def _span_edits(text, start, end, gate_string, first=True):
     return edits
 
 
+def keep_line_endings(before, after):
+    """``after`` with the line endings of ``before``: a CRLF file (first line ends CRLF) stays CRLF."""
+    first = before.find("\n")
+    if first > 0 and before[first - 1] == "\r":
+        return re.sub(r"(?<!\r)\n", "\r\n", after)
+    return after
+
+
 def _apply(text, edits):
+    new = text
     for start, end, replacement in sorted(edits, reverse=True):
-        text = text[:start] + replacement + text[end:]
-    return text
+        new = new[:start] + replacement + new[end:]
+    return keep_line_endings(text, new)
 
 
 def _append_env_line(text, name, value):
@@ -188,8 +197,8 @@ def _append_env_line(text, name, value):
     if not text:
         return line + "\n"
     if text.endswith("\n"):
-        return text + line + "\n"
-    return text + "\n" + line
+        return keep_line_endings(text, text + line + "\n")
+    return keep_line_endings(text, text + "\n" + line)
 
 
 def _new_environment_edit(text, places, name, value):

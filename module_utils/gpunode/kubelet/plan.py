@@ -217,6 +217,12 @@ def _resolve(units, host):
         raise PlanError(f"{exc}; left unchanged") from None
 
 
+def is_unit_file(path):
+    """A systemd unit (``*.service``) or drop-in (``*.service.d/*.conf``), which must exist to be edited."""
+    folder = os.path.basename(os.path.dirname(path))
+    return path.endswith(".service") or (path.endswith(".conf") and folder.endswith(".service.d"))
+
+
 def _read(host, path, missing_ok=False):
     text = host.read_text(path)
     if text is None and not missing_ok:
@@ -707,8 +713,10 @@ class FlagsTarget(Target):
         self.request = ({}, {})  # (gates to set, gates skipped), set by plan() before write()
         if self.path:
             self.text = host.read_text(self.path)
-            if self.text is None and params["flags_format"] == "systemd":
-                raise PlanError(f"{self.path}: does not exist")
+            if self.text is None and (params["flags_format"] == "systemd" or is_unit_file(self.path)):
+                raise PlanError(f"{self.path}: does not exist; a systemd unit or drop-in is never created "
+                                "(systemd would not read one without its [Service] section): name the "
+                                "kubelet's existing unit, drop-in or environment file; left unchanged")
             self.fmt = (
                 "env"
                 if self.text is None

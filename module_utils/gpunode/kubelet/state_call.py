@@ -13,7 +13,7 @@ import os
 import time
 
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.gpunode.common.text_file import read_text
+from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.kubelet.plan import TARGET_PATHS, PlanError, plan
 
 ARGUMENT_SPEC = {

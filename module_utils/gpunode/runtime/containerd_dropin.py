@@ -22,8 +22,8 @@ Standard library only; Python 3.8+ (this runs on target hosts).
 
 import os
 
-from ansible.module_utils.gpunode.common.file_backup import backup_copy
-from ansible.module_utils.gpunode.common.text_file import shown_path, write_text
+from ansible.module_utils.gpunode.host.backups import backup_copy
+from ansible.module_utils.gpunode.host.files import shown_path, write_text
 from ansible.module_utils.gpunode.runtime.containerd_config import ContainerdConfigError, other_imports, plan
 
 SYSTEMD_RUNTIME_DIR = "/run/systemd/system"  # present when systemd is PID 1 (sd_booted(3))
@@ -136,6 +136,6 @@ def write(writes, params, result, replace):
                 result["backup_files"][path] = backup_copy(path, params["backup_dir"])
             write_text(path, after, replace=replace)
         except OSError as exc:
-            raise WriteError(f"{path}: cannot write: {exc}") from exc
+            raise WriteError(str(exc)) from exc  # host/files and host/backups name the file and the cause
         if path in result["backup_files"] or before is None:
             result["restore"].append({"path": path, "backup": result["backup_files"].get(path)})

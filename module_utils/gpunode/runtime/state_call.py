@@ -15,8 +15,8 @@ from ansible.module_utils.gpunode.common.daemon_state import process_start, stal
 from ansible.module_utils.gpunode.common.json_config import JSONConfigError
 from ansible.module_utils.gpunode.common.json_config import parse as parse_json
 from ansible.module_utils.gpunode.common.json_config import plan as json_plan
-from ansible.module_utils.gpunode.common.text_file import read_text
 from ansible.module_utils.gpunode.common.toml_reader import TOML_PACKAGES, TOML_PARSER
+from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     DEFAULT_CONFIG,
     DEFAULT_DROPIN,

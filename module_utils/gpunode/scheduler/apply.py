@@ -25,14 +25,16 @@ module calls ``fail_json``. Standard library and PyYAML only; Python 3.8+.
 
 import json
 import os
-import shutil
 import time
 
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.common.service_health import probe_url
-from ansible.module_utils.gpunode.common.text_file import (
+from ansible.module_utils.gpunode.host.backups import copy_backup
+from ansible.module_utils.gpunode.host.files import (
+    FileError,
     check_removable,
     fsync_directory,
+    make_folders,
     resolved_path,
     shown_path,
     write_text,
@@ -90,15 +92,14 @@ def backup_dir_for(params):
 
 
 def make_backup(path, directory):
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    make_folders(directory, 0o700)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     target = os.path.join(directory, f"{os.path.basename(path)}.{stamp}~")
     n = 1
     while os.path.exists(target):
         n += 1
         target = os.path.join(directory, f"{os.path.basename(path)}.{stamp}.{n}~")
-    shutil.copy2(resolved_path(path), target)  # a link: its target's content, never a link
-    return target
+    return copy_backup(path, target)  # a link: its target's content; no partial copy left
 
 
 def listdir(path):
@@ -424,7 +425,7 @@ def _backups_and_journal(decision, order):
             out["backup_files"][path] = backup
         journal["files"][path] = {"backup": backup, "sha256": digest(new)}
     if params["backup"] and not (decision.flavor == "rke" and params["cluster_yml"]):
-        os.makedirs(decision.backup_dir, mode=0o700, exist_ok=True)
+        make_folders(decision.backup_dir, 0o700)
         write_text(os.path.join(decision.backup_dir, JOURNAL), json.dumps(journal, indent=2) + "\n",
                    new_file_mode=0o600)
     if out["restart"] is not None and params["backup"]:
@@ -454,8 +455,13 @@ def write(node, decision):
         manifest = params["manifest_path"]
         # present: the config exists before the scheduler is pointed at it; absent: the reverse
         order = sorted(files, key=lambda p: (p == manifest) == (params["state"] == "present"))
-        _backups_and_journal(decision, order)
-        for path in order:
-            _write_file(path, files[path][1], decision.static_dir, node.module.atomic_move)
+        try:
+            _backups_and_journal(decision, order)
+            for path in order:
+                _write_file(path, files[path][1], decision.static_dir, node.module.atomic_move)
+        except FileError as exc:  # host/files and host/backups name the file and the cause
+            raise KubeSchedulerError(str(exc)) from exc
+        except OSError as exc:
+            raise KubeSchedulerError(f"{exc.filename or 'a scheduler file'}: {exc.strerror or exc}") from exc
     if decision.kubeadm_new is not None:
         node.replace_kubeadm_config(decision.configmap, decision.kubeadm_new)

@@ -29,9 +29,9 @@ from ansible.module_utils.gpunode.common.json_config import detect_indent
 from ansible.module_utils.gpunode.common.json_config import render as render_json
 from ansible.module_utils.gpunode.common.kube_version import minor as kube_minor
 from ansible.module_utils.gpunode.common.kube_version import parse as parse_kube_version
-from ansible.module_utils.gpunode.common.text_file import read_text
 from ansible.module_utils.gpunode.common.yaml_edit import YamlEditError, apply_ops_to_data, is_flow
 from ansible.module_utils.gpunode.common.yaml_edit import edit as edit_yaml
+from ansible.module_utils.gpunode.host.files import read_text
 
 GROUP = "kubescheduler.config.k8s.io"
 POLICY = "Policy"

@@ -20,6 +20,21 @@ files, the kube-scheduler manifest, add-on manifests) reads it with
   bring the old file back. An existing file keeps its mode and owner; a new
   one gets ``new_file_mode``.
 
+What ``read_text`` and ``write_text`` refuse, and what holds on a hardened node
+(issue 28):
+
+- Only regular files are read or written. A directory, a character or block
+  device, a FIFO or a socket at the path (or at the end of its link, e.g. a
+  drop-in linked to ``/dev/null``, systemd's way to mask it) is refused with the
+  path and what it is, decided by ``stat`` before any ``open`` (a FIFO never
+  blocks a run), and the read itself opens with ``O_NONBLOCK`` and checks again.
+- Every write error is a ``FileError`` (an ``OSError``) whose message names the
+  file and the cause (``/etc/x: cannot write: No space left on device``);
+  ``strerror`` keeps the cause alone.
+- Folders gpunode creates get 0755 and a new file its ``new_file_mode``,
+  whatever the process's umask (077 on CIS-hardened hosts): each is set with
+  ``chmod`` after it is made.
+
 Symbolic links are followed, like ``template``/``lineinfile`` with
 ``follow=yes``: image builders and configuration-management tools link /etc
 files into a tree they manage, and the daemon reads the link's target.
@@ -41,20 +56,89 @@ and chains resolved); ``write_text`` edits that file and keeps the link.
 
 import errno
 import os
+import stat
 import tempfile
+
+FOLDER_MODE = 0o755
+FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+MASKED = ("a symbolic link to /dev/null masks a systemd unit or drop-in: the operator's decision, "
+          "not a file to edit")
+
+
+class FileError(OSError):
+    """An OSError whose message names the file and the cause; ``strerror`` is the cause alone."""
+
+    def __init__(self, message, cause=None, code=None):
+        super().__init__(code, cause or message)
+        self.message = message
+
+    def __str__(self):
+        return self.message
+
+
+def file_kind(mode):
+    """What a ``st_mode`` that is not a regular file is, in words (``a FIFO (named pipe)``)."""
+    for test, kind in FILE_KINDS:
+        if test(mode):
+            return kind
+    return f"a file of type {stat.S_IFMT(mode):o}"
+
+
+def not_regular(path):
+    """Why ``path`` (a link: the file it leads to) is no file to edit, or None.
+
+    None when it is a regular file or does not exist; decided with ``stat``
+    alone, so a FIFO is never opened.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path}: cannot read: {exc.strerror}"
+    if stat.S_ISREG(mode):
+        return None
+    kind = file_kind(mode)
+    if not os.path.islink(path):
+        return f"{path}: is {kind}, not a regular file"
+    target = os.path.realpath(path)
+    why = f"{path}: a symbolic link to {target}, which is {kind}, not a regular file"
+    return f"{why} ({MASKED})" if target == "/dev/null" else why
+
+
+def check_regular(path, error=OSError):
+    """Raise ``error`` naming ``path`` and what it is when it exists and is not a regular file."""
+    problem = not_regular(path)
+    if problem:
+        raise error(problem)
 
 
 def read_text(path, error=OSError):
-    """The text of ``path``, or None when it does not exist. Raises ``error``."""
-    if os.path.isdir(path):
-        raise error(f"{path}: is a directory")
+    """The text of ``path``, or None when it does not exist. Raises ``error``.
+
+    Anything but a regular file (or a link to one) is refused before it is opened.
+    """
+    check_regular(path, error)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):  # replaced between the stat and the open
+            raise error(f"{path}: is {file_kind(mode)}, not a regular file")
+        try:
+            data = handle.read()
+        except OSError as exc:
+            raise error(f"{path}: cannot read: {exc.strerror}") from exc
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -107,6 +191,21 @@ def fsync_directory(path):
         os.close(fd)
 
 
+def make_folders(directory, mode=FOLDER_MODE):
+    """Create ``directory`` and any missing parents, each with ``mode`` whatever the umask."""
+    directory = os.path.abspath(directory)
+    if os.path.isdir(directory):
+        return
+    make_folders(os.path.dirname(directory), mode)
+    try:
+        os.mkdir(directory, mode)
+    except FileExistsError:
+        if os.path.isdir(directory):
+            return
+        raise
+    os.chmod(directory, mode)
+
+
 def write_text(path, text, new_file_mode=0o644, tmp_dir=None, replace=os.replace):
     """Write ``text`` to ``path`` atomically; returns True when the file is new.
 
@@ -114,11 +213,24 @@ def write_text(path, text, new_file_mode=0o644, tmp_dir=None, replace=os.replace
     link kept. ``replace(tmp, target)`` does the final rename: ``os.replace``,
     or a module's ``atomic_move`` (which also keeps the SELinux context), and
     the folder is fsynced after it. Folders missing on the way to a path that
-    is not a link are created (0755). Raises OSError.
+    is not a link are created (0755 whatever the umask). Anything there that is
+    not a regular file is refused. Raises ``FileError`` naming ``path`` and the
+    cause.
     """
-    path = resolved_path(path)
+    target = resolved_path(path, FileError)
+    check_regular(target, FileError)
+    try:
+        return _write_regular(target, text, new_file_mode, tmp_dir, replace)
+    except FileError:
+        raise
+    except OSError as exc:
+        cause = exc.strerror or str(exc)
+        raise FileError(f"{path}: cannot write: {cause}", cause, exc.errno) from exc
+
+
+def _write_regular(path, text, new_file_mode, tmp_dir, replace):
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, mode=0o755, exist_ok=True)
+    make_folders(directory)
     fd, tmp = tempfile.mkstemp(dir=tmp_dir or directory, prefix=".gpunode-")
     try:
         with os.fdopen(fd, "wb") as handle:

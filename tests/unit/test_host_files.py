@@ -1,12 +1,12 @@
-"""module_utils/text_file: exact reads, atomic writes that keep mode and owner, links followed."""
+"""host/files: exact reads, atomic writes that keep mode and owner, links followed."""
 
 import os
 import re
 import stat
 
 import pytest
-from ansible.module_utils.gpunode.common.file_backup import backup_copy
-from ansible.module_utils.gpunode.common.text_file import (
+from ansible.module_utils.gpunode.host.backups import backup_copy
+from ansible.module_utils.gpunode.host.files import (
     check_removable,
     fsync_directory,
     read_text,

@@ -130,8 +130,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.gpunode.common.daemon_state import running_state
-from ansible.module_utils.gpunode.common.json_config import JSONConfigError, plan
 from ansible.module_utils.gpunode.common.text_file import read_text, resolved_path, shown_path, write_text
+from ansible.module_utils.gpunode.formats.json_config import JSONConfigError, plan
 
 NEW_FILE_MODE = 0o644
 ARGUMENT_SPEC = {

@@ -360,8 +360,8 @@ diff:
 import copy
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpunode.common import k8s_names, values
-from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
+from ansible.module_utils.gpunode.formats import k8s_names, values
+from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR
 from ansible.module_utils.gpunode.scheduler import apply
 from ansible.module_utils.gpunode.scheduler.config import (
     DEFAULT_MANIFEST,

@@ -145,10 +145,8 @@ diff:
 import json
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpunode.common import k8s_names, values
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.common.text_file import read_text
-from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR, yaml
 from ansible.module_utils.gpunode.driver.mig import (
     DRAIN_SERVICES,
     MigError,
@@ -158,6 +156,8 @@ from ansible.module_utils.gpunode.driver.mig import (
     diff_text,
     parse_config,
 )
+from ansible.module_utils.gpunode.formats import k8s_names, values
+from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR, yaml
 
 ARGUMENT_SPEC = {
     "config": {"type": "dict"},

@@ -136,7 +136,7 @@ warnings_found:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.common import offline_bundle
 from ansible.module_utils.gpunode.common.text_file import read_text
-from ansible.module_utils.gpunode.common.values import ValueSyntaxError
+from ansible.module_utils.gpunode.formats.values import ValueSyntaxError
 
 ARGUMENT_SPEC = {
     "nodes": {"type": "list", "elements": "dict", "default": []},

@@ -5,7 +5,7 @@ import copy
 import nvidia_container_runtime_state
 import pytest
 import yaml
-from ansible.module_utils.gpunode.common.json_config import plan as json_plan
+from ansible.module_utils.gpunode.formats.json_config import plan as json_plan
 from ansible.module_utils.gpunode.runtime import state as crs
 from ansible.module_utils.gpunode.runtime.containerd_config import plan as containerd_plan
 from conftest import FIXTURES

@@ -6,7 +6,8 @@ import time
 import containerd_runtime
 import pytest
 import yaml
-from ansible.module_utils.gpunode.common import daemon_state, toml_reader
+from ansible.module_utils.gpunode.common import daemon_state
+from ansible.module_utils.gpunode.formats import toml_reader
 from conftest import FIXTURES
 from symlinks import ELSEWHERE, LAYOUTS, Link, backup_text, snapshot
 

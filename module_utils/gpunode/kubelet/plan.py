@@ -36,10 +36,10 @@ Python 3.8+, standard library (and PyYAML for YAML files): runs on targets.
 import os
 import re
 
-from ansible.module_utils.gpunode.common.kube_version import text as version_text
 from ansible.module_utils.gpunode.common.systemd_exec import UnitError, resolve
-from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR, YamlEditError
-from ansible.module_utils.gpunode.common.yaml_edit import get as yaml_get
+from ansible.module_utils.gpunode.formats.kube_version import text as version_text
+from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR, YamlEditError
+from ansible.module_utils.gpunode.formats.yaml_edit import get as yaml_get
 from ansible.module_utils.gpunode.kubelet.compat import (
     cgroup_v1_refusal,
     cgroup_version,

@@ -25,13 +25,13 @@ try:
 except ImportError:  # the node has no python3-yaml; the module says so
     yaml = None
 
-from ansible.module_utils.gpunode.common.json_config import detect_indent
-from ansible.module_utils.gpunode.common.json_config import render as render_json
-from ansible.module_utils.gpunode.common.kube_version import minor as kube_minor
-from ansible.module_utils.gpunode.common.kube_version import parse as parse_kube_version
 from ansible.module_utils.gpunode.common.text_file import read_text
-from ansible.module_utils.gpunode.common.yaml_edit import YamlEditError, apply_ops_to_data, is_flow
-from ansible.module_utils.gpunode.common.yaml_edit import edit as edit_yaml
+from ansible.module_utils.gpunode.formats.json_config import detect_indent
+from ansible.module_utils.gpunode.formats.json_config import render as render_json
+from ansible.module_utils.gpunode.formats.kube_version import minor as kube_minor
+from ansible.module_utils.gpunode.formats.kube_version import parse as parse_kube_version
+from ansible.module_utils.gpunode.formats.yaml_edit import YamlEditError, apply_ops_to_data, is_flow
+from ansible.module_utils.gpunode.formats.yaml_edit import edit as edit_yaml
 
 GROUP = "kubescheduler.config.k8s.io"
 POLICY = "Policy"

@@ -24,10 +24,10 @@ import hashlib
 import os
 import time
 
-from ansible.module_utils.gpunode.common.kube_version import KubeVersionError
-from ansible.module_utils.gpunode.common.kube_version import minor as kube_minor
-from ansible.module_utils.gpunode.common.kube_version import parse as parse_kube_version
-from ansible.module_utils.gpunode.common.kube_version import text as kube_text
+from ansible.module_utils.gpunode.formats.kube_version import KubeVersionError
+from ansible.module_utils.gpunode.formats.kube_version import minor as kube_minor
+from ansible.module_utils.gpunode.formats.kube_version import parse as parse_kube_version
+from ansible.module_utils.gpunode.formats.kube_version import text as kube_text
 from ansible.module_utils.gpunode.scheduler.kubeadm_config import CONFIGMAP
 
 SCHEDULER = "kube-scheduler"

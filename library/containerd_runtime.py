@@ -189,11 +189,12 @@ diff:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpunode.common.daemon_state import running_state
 from ansible.module_utils.gpunode.common.file_backup import DEFAULT_BACKUP_DIR
 from ansible.module_utils.gpunode.common.text_file import read_text
 from ansible.module_utils.gpunode.formats import values
 from ansible.module_utils.gpunode.formats.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
+from ansible.module_utils.gpunode.host.commands import Host
+from ansible.module_utils.gpunode.host.systemd import running_state
 from ansible.module_utils.gpunode.runtime import containerd_dropin as steps
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     DEFAULT_CONFIG,
@@ -252,7 +253,7 @@ def run(module):
     for warning in outcome["warnings"]:
         module.warn(warning)
     writes = steps.changes(result, params, node, outcome)
-    steps.restart(result, *running_state(module, params["service"], steps.read_files(params, node)))
+    steps.restart(result, *running_state(Host(module), params["service"], steps.read_files(params, node)))
     if module.check_mode:
         return result
     try:

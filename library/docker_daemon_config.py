@@ -129,9 +129,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
-from ansible.module_utils.gpunode.common.daemon_state import running_state
 from ansible.module_utils.gpunode.common.text_file import read_text, resolved_path, shown_path, write_text
 from ansible.module_utils.gpunode.formats.json_config import JSONConfigError, plan
+from ansible.module_utils.gpunode.host.commands import Host
+from ansible.module_utils.gpunode.host.systemd import running_state
 
 NEW_FILE_MODE = 0o644
 ARGUMENT_SPEC = {
@@ -167,7 +168,7 @@ def run(module):
         "before": text or "",
         "after": new_text,
     }
-    unit, result["stale_files"] = running_state(module, module.params["service"], [path])
+    unit, result["stale_files"] = running_state(Host(module), module.params["service"], [path])
     if unit is None:
         result["restart_required"] = changed
     else:

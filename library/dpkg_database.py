@@ -82,7 +82,6 @@ configured:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.common.dpkg_database import (
     FRONTEND_LOCKED_ENV,
     DpkgError,
@@ -91,6 +90,7 @@ from ansible.module_utils.gpunode.common.dpkg_database import (
     interrupted,
     parse_dpkg_query,
 )
+from ansible.module_utils.gpunode.host.commands import C_LOCALE
 
 
 def build_module():

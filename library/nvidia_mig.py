@@ -145,7 +145,6 @@ diff:
 import json
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.common.text_file import read_text
 from ansible.module_utils.gpunode.driver.mig import (
     DRAIN_SERVICES,
@@ -158,6 +157,7 @@ from ansible.module_utils.gpunode.driver.mig import (
 )
 from ansible.module_utils.gpunode.formats import k8s_names, values
 from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR, yaml
+from ansible.module_utils.gpunode.host.commands import C_LOCALE
 
 ARGUMENT_SPEC = {
     "config": {"type": "dict"},

@@ -6,8 +6,8 @@ import time
 import containerd_runtime
 import pytest
 import yaml
-from ansible.module_utils.gpunode.common import daemon_state
 from ansible.module_utils.gpunode.formats import toml_reader
+from ansible.module_utils.gpunode.host import systemd
 from conftest import FIXTURES
 from symlinks import ELSEWHERE, LAYOUTS, Link, backup_text, snapshot
 
@@ -170,11 +170,11 @@ def test_other_imports_are_read_from_disk(run_module, tmp_path, containerd_16):
 def _running(monkeypatch, started, active=True):
     """containerd.service runs, its main process started at ``started``."""
     monkeypatch.setattr(
-        daemon_state,
+        systemd,
         "units_state",
         lambda module, units: {u: {"active": active, "pid": 4242, "loaded": True} for u in units},
     )
-    monkeypatch.setattr(daemon_state, "process_start", lambda pid: started)
+    monkeypatch.setattr(systemd, "process_start", lambda pid: started)
 
 
 def test_a_write_the_daemon_has_not_read_needs_a_restart(run_module, tmp_path, containerd_16, monkeypatch):

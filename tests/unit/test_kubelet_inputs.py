@@ -79,7 +79,7 @@ def untouched(tmp_path, monkeypatch):
 
     for name in ("read_text", "exists", "isdir", "listdir", "run", "which"):
         monkeypatch.setattr(kubelet_state_call.Host, name, guard(name))
-    monkeypatch.setattr(kubelet_plan, "kubelet_processes", guard("kubelet_processes"))
+    monkeypatch.setattr(kubelet_plan, "scan", guard("scan"))
 
     def snapshot():
         return {name: (tmp_path / name).read_bytes() for name in sorted(os.listdir(tmp_path))}

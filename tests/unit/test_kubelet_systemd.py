@@ -6,7 +6,7 @@ gpunode in their shape, see tests/fixtures/kubelet/SOURCE.txt).
 """
 
 import pytest
-from ansible.module_utils.gpunode.common.systemd_exec import UnitError, resolve
+from ansible.module_utils.gpunode.host.systemd import UnitError, resolve
 from ansible.module_utils.gpunode.kubelet.flags import (
     FlagsError,
     check_reaches_kubelet,

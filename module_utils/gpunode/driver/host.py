@@ -13,7 +13,6 @@ under the roots given. A reading that cannot be trusted raises
 import glob
 import os
 
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.common.dpkg_database import (
     ADMINDIR,
     interrupted,
@@ -39,6 +38,7 @@ from ansible.module_utils.gpunode.driver.driver import (
     userspace_version_from_names,
 )
 from ansible.module_utils.gpunode.driver.gpu import read_loaded
+from ansible.module_utils.gpunode.host.commands import C_LOCALE
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
 INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))

@@ -29,7 +29,7 @@ Standard library only: this runs on target hosts (Python 3.8+).
 import re
 from collections import namedtuple
 
-from ansible.module_utils.gpunode.common.systemd_exec import (
+from ansible.module_utils.gpunode.host.systemd import (
     ENVIRONMENT,
     ENVIRONMENT_FILE,
     Arg,

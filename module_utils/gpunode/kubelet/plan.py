@@ -36,10 +36,18 @@ Python 3.8+, standard library (and PyYAML for YAML files): runs on targets.
 import os
 import re
 
-from ansible.module_utils.gpunode.common.systemd_exec import UnitError, resolve
 from ansible.module_utils.gpunode.formats.kube_version import text as version_text
 from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR, YamlEditError
 from ansible.module_utils.gpunode.formats.yaml_edit import get as yaml_get
+from ansible.module_utils.gpunode.host.processes import scan, wall_time
+from ansible.module_utils.gpunode.host.systemd import (
+    SHOW_PROPERTIES,
+    UnitError,
+    loaded,
+    resolve,
+    show,
+    unit_files,
+)
 from ansible.module_utils.gpunode.kubelet.compat import (
     cgroup_v1_refusal,
     cgroup_version,
@@ -79,14 +87,6 @@ from ansible.module_utils.gpunode.kubelet.gates import (
     refused_in_file,
 )
 from ansible.module_utils.gpunode.kubelet.inputs import InputError, check_params
-from ansible.module_utils.gpunode.kubelet.node import (
-    SHOW_PROPERTIES,
-    kubelet_processes,
-    loaded,
-    parse_systemctl_show,
-    unit_files,
-    wall_time,
-)
 from ansible.module_utils.gpunode.kubelet.rke_args import (
     read_rke1_gates,
     read_rke2_gates,
@@ -162,17 +162,13 @@ class Discovery:
 def discover(params, host):
     """Find the kubelet: its process, its unit (or RKE2's), the unit's files resolved."""
     found = Discovery()
-    processes = kubelet_processes(params["proc_root"])
+    processes = scan("kubelet", params["proc_root"])
     units = [params["service"]] if params["service"] else []
     if processes and processes[-1].unit:
         units.append(processes[-1].unit)
     units += [KUBELET_UNIT, *RKE2_UNITS]
     units = [u if u.endswith(".service") else u + ".service" for u in dict.fromkeys(units)]
-    systemctl = host.which("systemctl")
-    if systemctl:
-        rc, out, _err = host.run([systemctl, "show", "--no-pager", "-p", ",".join(SHOW_PROPERTIES), *units])
-        if rc == 0:
-            found.units = {show.get("Id"): show for show in parse_systemctl_show(out)}
+    found.units = {block.get("Id"): block for block in show(host, units, SHOW_PROPERTIES) or []}
     rke2_units = [u for u in RKE2_UNITS if loaded(found.units.get(u))]
     explicit = next((name for name in TARGET_PATHS if params[name]), None)
     found.rke2 = explicit == "rke2_config" or (
@@ -200,10 +196,10 @@ def discover(params, host):
         found.service = KUBELET_UNIT
     if found.service and not found.service.endswith(".service"):
         found.service += ".service"
-    show = found.units.get(found.service or KUBELET_UNIT, {})
-    paths = params["unit_files"] if params["unit_files"] is not None else unit_files(show)
+    block = found.units.get(found.service or KUBELET_UNIT, {})
+    paths = params["unit_files"] if params["unit_files"] is not None else unit_files(block)
     if paths:
-        found.need_reload = show.get("NeedDaemonReload") == "yes"
+        found.need_reload = block.get("NeedDaemonReload") == "yes"
         found.unit_files = [(path, _read(host, path)) for path in paths]
         found.command = _resolve(found.unit_files, host)
     return found

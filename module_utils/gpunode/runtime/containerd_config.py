@@ -85,10 +85,10 @@ import glob
 import os
 import re
 
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.formats.json_config import deep_merge
 from ansible.module_utils.gpunode.formats.kube_version import parse as parse_version
 from ansible.module_utils.gpunode.formats.toml_reader import loads
+from ansible.module_utils.gpunode.host.commands import C_LOCALE
 
 CRI_PLUGIN = {
     1: "cri",

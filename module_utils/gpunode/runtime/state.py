@@ -14,7 +14,7 @@ add-ons read. A converged node costs that one call.
 
 This file holds the decisions, free of Ansible: parsers for what commands
 print, the kubelet engine, RKE2/k3s configuration, CDI, and ``build_plan``.
-``NodeReader`` does the reading through a module's ``run_command``.
+``NodeReader`` does the reading through the one host-access class (``host/commands.py``).
 
 Sources of the facts used here:
 
@@ -55,7 +55,6 @@ import json
 import os
 import re
 
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     ContainerdConfigError,
     containerd_release,
@@ -756,22 +755,19 @@ class Planner:
 
 
 class NodeReader:
-    """Reads what ``Planner`` needs: a few commands through the module, the rest from files.
+    """Reads what ``Planner`` needs: a few commands through a ``host/commands.py`` Host, the rest from files.
 
     ``tools`` holds the helpers shared with the writing modules: read_text,
     units_state, process_start, stale_files, containerd_facts, other_imports,
     parse_json (daemon.json), toml_parser (name or None), yaml_load (or None).
     """
 
-    def __init__(self, module, wanted, tools, proc_root="/proc", sys_root="/sys"):
-        self.module = module
+    def __init__(self, host, wanted, tools, proc_root="/proc", sys_root="/sys"):
+        self.host = host
         self.wanted = wanted
         self.tools = tools
         self.proc_root = proc_root
         self.sys_root = sys_root
-
-    def run(self, argv):
-        return self.module.run_command(argv, environ_update=C_LOCALE)
 
     def text(self, path):
         return self.tools["read_text"](path, RuntimeStateError)
@@ -783,18 +779,18 @@ class NodeReader:
 
     def read(self):
         wanted, tools = self.wanted, self.tools
-        dpkg_query = self.module.get_bin_path("dpkg-query")
-        if not dpkg_query or not self.module.get_bin_path("apt-get"):
+        dpkg_query = self.host.which("dpkg-query")
+        if not dpkg_query or not self.host.which("apt-get"):
             raise RuntimeStateError(
                 "nvidia_container_runtime supports apt-based hosts (Debian, Ubuntu): "
                 "dpkg-query or apt-get not found"
             )
         watched = [wanted["package"], TOOLKIT, *wanted["toml_packages"], "python3-yaml"]
-        _rc, out, _err = self.run(
+        _rc, out, _err = self.host.run(
             [dpkg_query, "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\\n", *watched]
         )
         units = tools["units_state"](
-            self.module,
+            self.host,
             [*ENGINE_UNITS.values(), *(unit for flavor in RANCHER.values() for unit in flavor["units"])],
         )
         observed = {
@@ -809,9 +805,9 @@ class NodeReader:
             "cdi_specs": {path: self.text(path) for path in (CDI_GENERATED_SPEC, CDI_REFRESH_SPEC)},
         }
         found = []
-        if self.module.get_bin_path("dockerd") or units["docker.service"]["loaded"]:
+        if self.host.which("dockerd") or units["docker.service"]["loaded"]:
             found.append("docker")
-        if self.module.get_bin_path("containerd") or units["containerd.service"]["loaded"]:
+        if self.host.which("containerd") or units["containerd.service"]["loaded"]:
             found.append("containerd")
         observed["engines_found"] = found
         observed["rancher"], observed["rancher_state"] = self.rancher(units)
@@ -857,10 +853,10 @@ class NodeReader:
         )
         if not needs:
             return {}
-        apt_cache = self.module.get_bin_path("apt-cache")
+        apt_cache = self.host.which("apt-cache")
         if not apt_cache:
             return {}
-        _rc, out, _err = self.run(
+        _rc, out, _err = self.host.run(
             [apt_cache, "policy", wanted["package"], TOOLKIT, *wanted["toml_packages"], "python3-yaml"]
         )
         return parse_apt_policy(out)
@@ -871,13 +867,13 @@ class NodeReader:
         config = self.tools["parse_json"](text or "", path)
         info = None
         version = None
-        docker = self.module.get_bin_path("docker")
+        docker = self.host.which("docker")
         if unit["active"] and docker:
-            rc, out, _err = self.run([docker, "info", "--format", "{{json .}}"])
+            rc, out, _err = self.host.run([docker, "info", "--format", "{{json .}}"])
             info = parse_docker_info(out) if rc == 0 else None
             version = info["server_version"] if info else None
-        if version is None and self.module.get_bin_path("dockerd"):
-            rc, out, _err = self.run([self.module.get_bin_path("dockerd"), "--version"])
+        if version is None and self.host.which("dockerd"):
+            rc, out, _err = self.host.run([self.host.which("dockerd"), "--version"])
             version = version_from_output(out.replace(",", " ")) if rc == 0 else None
         return {
             "version": version,
@@ -892,7 +888,7 @@ class NodeReader:
     def containerd(self, unit):
         wanted, tools = self.wanted, self.tools
         config_path, dropin_path = wanted["containerd_config"], wanted["containerd_dropin"]
-        version, defaults = tools["containerd_facts"](self.module, None)
+        version, defaults = tools["containerd_facts"](self.host.module, None)
         config_text = self.text(config_path)
         state = {
             "version": version,
@@ -981,7 +977,7 @@ class NodeReader:
             "kubelet_args": args,
             "kubelet_config_text": self.text(config_path),
             "kubelet_flag_texts": [text for text in map(self.text, KUBELET_FLAG_FILES) if text],
-            "kubelet_installed": bool(self.module.get_bin_path("kubelet")),
+            "kubelet_installed": bool(self.host.which("kubelet")),
             "rancher_config": config,
             "sockets": [path for path, _engine in KUBEADM_SOCKETS if os.path.exists(path)],
         }

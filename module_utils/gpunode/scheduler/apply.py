@@ -28,7 +28,6 @@ import os
 import shutil
 import time
 
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.common.service_health import probe_url
 from ansible.module_utils.gpunode.common.text_file import (
     check_removable,
@@ -37,6 +36,7 @@ from ansible.module_utils.gpunode.common.text_file import (
     shown_path,
     write_text,
 )
+from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.scheduler.config import (
     KubeSchedulerError,
     load_yaml,
@@ -116,15 +116,16 @@ def _mtime(path):
 
 
 class Node:
-    """The host side: files, processes, commands."""
+    """The scheduler's side of the node: files, processes, commands (through ``host/``)."""
 
     def __init__(self, module, read=read_file):
         self.module = module
+        self.host = Host(module)
         self.params = module.params
         self.read = read
 
     def run(self, argv, data=None):
-        return self.module.run_command(argv, environ_update=C_LOCALE, data=data, binary_data=data is not None)
+        return self.host.run(argv, data=data)
 
     def schedulers(self):
         return processes("kube-scheduler", self.params["proc_root"])
@@ -134,14 +135,14 @@ class Node:
         return servers[0] if servers else None
 
     def rke2_version(self):
-        binary = self.module.get_bin_path("rke2", opt_dirs=[os.path.dirname(b) for b in RKE2_BINARIES])
+        binary = self.host.which("rke2", opt_dirs=[os.path.dirname(b) for b in RKE2_BINARIES])
         if not binary:
             return None
         rc, out, _err = self.run([binary, "--version"])
         return out if rc == 0 else None
 
     def kubectl(self):
-        return self.params["kubectl"] or self.module.get_bin_path("kubectl")
+        return self.params["kubectl"] or self.host.which("kubectl")
 
     def get_kubeadm_config(self):
         """((configmap, ClusterConfiguration text), None), or (None, why it cannot be read)."""

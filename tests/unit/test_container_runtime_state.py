@@ -18,15 +18,6 @@ BINARY = "/usr/bin/nvidia-container-runtime"
 # --- parsers -------------------------------------------------------------------------
 
 
-def test_dpkg_query_lists_installed_packages_only():
-    out = (
-        "nvidia-container-toolkit 1.17.8-1 ii \n"
-        "python3-toml 0.10.1-1 rc \n"  # removed, config files left
-        "python3-yaml:amd64 5.3.1-5 hi \n"  # held
-    )
-    assert crs.parse_dpkg_query(out) == {"nvidia-container-toolkit": "1.17.8-1", "python3-yaml": "5.3.1-5"}
-
-
 APT_POLICY = """\
 nvidia-container-toolkit:
   Installed: (none)

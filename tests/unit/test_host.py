@@ -3,8 +3,9 @@
 import os
 import time
 
+import pytest
 from ansible.module_utils.gpunode.driver.driver import parse_systemctl_show as driver_parse
-from ansible.module_utils.gpunode.host import processes, systemd
+from ansible.module_utils.gpunode.host import packages, processes, systemd
 from ansible.module_utils.gpunode.host.commands import C_LOCALE, Host
 
 
@@ -105,3 +106,51 @@ def test_scan_finds_a_command_oldest_first_without_cgroups(tmp_path):
 def test_the_start_of_a_process_of_this_kernel_is_on_the_boot_clock():
     started = processes.start_time(os.getpid())
     assert started is not None and time.time() - 3600 * 24 * 365 < started <= time.time()
+
+
+class ScriptedHost:
+    """A node with dpkg: answers dpkg-query the way dpkg does."""
+
+    def __init__(self, answers, programs=("dpkg-query",)):
+        self.answers, self.programs, self.ran = answers, programs, []
+
+    def which(self, name, opt_dirs=None):
+        return f"/usr/bin/{name}" if name in self.programs else None
+
+    def run(self, argv, data=None):
+        self.ran.append(argv)
+        return self.answers.get(argv[2], (1, "", "not scripted"))
+
+
+DPKG = (
+    "nvidia-container-toolkit\t1.17.8-1\tinstall ok installed\n"
+    "python3-toml\t0.10.1-1\tdeinstall ok config-files\n"
+    "python3-yaml:amd64\t5.3.1-5\thold ok installed\n"
+    "nvidia-utils-570-server\t570.133.20-0ubuntu1\thold ok half-configured\n"
+)
+
+
+def test_the_package_manager_tells_installed_and_held_packages():
+    apt = packages.manager(ScriptedHost({"-W": (1, DPKG, "dpkg-query: no packages found matching x\n")}))
+    assert apt.name == "apt"
+    assert apt.installed_versions(["nvidia-container-toolkit", "python3-toml", "python3-yaml", "x"]) == {
+        "nvidia-container-toolkit": "1.17.8-1", "python3-yaml": "5.3.1-5"}
+    held = apt.held(["python3-yaml", "nvidia-utils-570-server"])
+    assert held == ["nvidia-utils-570-server", "python3-yaml"]
+
+
+def test_a_database_dpkg_query_cannot_read_is_an_error_naming_the_command():
+    apt = packages.Apt(ScriptedHost({"-W": (2, "", "cannot open status\n")}))
+    with pytest.raises(packages.DpkgError, match=r"^dpkg-query -W failed \(rc 2\): cannot open status$"):
+        apt.packages()
+
+
+def test_the_owner_of_a_path_is_the_package_dpkg_names():
+    host = ScriptedHost({"-S": (0, "diversion by x from: /usr/bin/nvidia-smi\n"
+                                   "nvidia-utils-570-server:amd64: /usr/bin/nvidia-smi\n", "")})
+    assert packages.Apt(host).owner("/usr/bin/nvidia-smi") == "nvidia-utils-570-server"
+    assert packages.Apt(ScriptedHost({})).owner("/usr/local/bin/nvidia-smi") is None
+
+
+def test_a_node_without_a_known_package_manager_has_none():
+    assert packages.manager(ScriptedHost({}, programs=())) is None

@@ -12,9 +12,9 @@ import nvidia_kernel_modules
 import pytest
 import yaml
 from ansible.module_utils import basic
-from ansible.module_utils.gpunode.common import dpkg_database as dpkg_utils
 from ansible.module_utils.gpunode.driver import host as driver_host
 from ansible.module_utils.gpunode.driver import state_call as driver_state_call
+from ansible.module_utils.gpunode.host import packages as dpkg_utils
 from conftest import FIXTURES, ROOT, load_file, shared_files
 
 PCI_IDS = str(FIXTURES / "pci-ids" / "pci.ids")

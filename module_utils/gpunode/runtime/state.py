@@ -55,6 +55,7 @@ import json
 import os
 import re
 
+from ansible.module_utils.gpunode.host.packages import Apt
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     ContainerdConfigError,
     containerd_release,
@@ -94,19 +95,6 @@ class RuntimeStateError(Exception):
 
 
 # --- what commands print ------------------------------------------------------
-
-
-def parse_dpkg_query(output):
-    """``dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n'`` -> {package: version}.
-
-    Only installed packages (status ``ii``/``hi``) get a version; others are absent.
-    """
-    installed = {}
-    for line in (output or "").splitlines():
-        parts = line.split()
-        if len(parts) >= 3 and parts[2][:2] in ("ii", "hi"):
-            installed[parts[0].split(":")[0]] = parts[1]
-    return installed
 
 
 def parse_apt_policy(output):
@@ -779,22 +767,18 @@ class NodeReader:
 
     def read(self):
         wanted, tools = self.wanted, self.tools
-        dpkg_query = self.host.which("dpkg-query")
-        if not dpkg_query or not self.host.which("apt-get"):
+        if not self.host.which("dpkg-query") or not self.host.which("apt-get"):
             raise RuntimeStateError(
                 "nvidia_container_runtime supports apt-based hosts (Debian, Ubuntu): "
                 "dpkg-query or apt-get not found"
             )
         watched = [wanted["package"], TOOLKIT, *wanted["toml_packages"], "python3-yaml"]
-        _rc, out, _err = self.host.run(
-            [dpkg_query, "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\\n", *watched]
-        )
         units = tools["units_state"](
             self.host,
             [*ENGINE_UNITS.values(), *(unit for flavor in RANCHER.values() for unit in flavor["units"])],
         )
         observed = {
-            "installed": parse_dpkg_query(out),
+            "installed": Apt(self.host).installed_versions(watched),
             "toml_parser": tools["toml_parser"],
             "yaml_available": tools["yaml_load"] is not None,
             "python": wanted["python"],

@@ -4,7 +4,6 @@ import copy
 
 import nvidia_container_runtime_state
 import pytest
-import yaml
 from ansible.module_utils.gpunode.formats.json_config import plan as json_plan
 from ansible.module_utils.gpunode.runtime import state as crs
 from ansible.module_utils.gpunode.runtime.containerd_config import plan as containerd_plan
@@ -548,10 +547,3 @@ def test_module_publishes_the_facts_and_the_plan(run_module, monkeypatch):
         assert set(engine) == {"nvidia_runtime", "default_runtime", "managed_by"}
 
 
-def test_module_documentation_matches_argument_spec():
-    doc = yaml.safe_load(nvidia_container_runtime_state.DOCUMENTATION)["options"]
-    spec = nvidia_container_runtime_state.ARGUMENT_SPEC
-    assert set(doc) == set(spec)
-    for name, option in spec.items():
-        assert doc[name]["type"] == option["type"], name
-        assert doc[name].get("default") == option.get("default"), name

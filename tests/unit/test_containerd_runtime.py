@@ -5,7 +5,6 @@ import time
 
 import containerd_runtime
 import pytest
-import yaml
 from ansible.module_utils.gpunode.formats import toml_reader
 from ansible.module_utils.gpunode.host import systemd
 from conftest import FIXTURES
@@ -274,10 +273,3 @@ def test_a_linked_dropin_is_edited_through_the_link(run_module, tmp_path, contai
     assert os.listdir(dropin.parent) == ["99-nvidia.toml"]  # still the link alone
 
 
-def test_documentation_matches_argument_spec():
-    doc = yaml.safe_load(containerd_runtime.DOCUMENTATION)["options"]
-    spec = containerd_runtime.ARGUMENT_SPEC
-    assert set(doc) == set(spec)
-    for name, option in spec.items():
-        assert doc[name]["type"] == option["type"], name
-        assert doc[name].get("default") == option.get("default"), name

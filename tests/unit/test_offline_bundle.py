@@ -4,7 +4,6 @@ import hashlib
 
 import offline_bundle_plan
 import pytest
-import yaml
 from ansible.module_utils.gpunode.common import offline_bundle as ob
 
 UBUNTU = {"host": "u", "distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "x86_64"}
@@ -144,16 +143,6 @@ def test_images_per_mode_as_pinned_with_their_archive_and_mirror_path():
     dra = ob.bundle_images("dra", values, "", [])
     assert dra[0]["image"] == "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.5.0"
     assert ob.bundle_images("none", values, "", []) == []
-
-
-def test_module_documentation_matches_argument_spec():
-    doc = yaml.safe_load(offline_bundle_plan.DOCUMENTATION)["options"]
-    spec = offline_bundle_plan.ARGUMENT_SPEC
-    assert set(doc) == set(spec)
-    for name, option in spec.items():
-        assert doc[name]["type"] == option["type"], name
-        assert doc[name].get("default") == option.get("default"), name
-        assert doc[name].get("choices") == option.get("choices"), name
 
 
 def test_module_plans_from_host_facts_and_given_nodes(run_module, tmp_path):

@@ -37,17 +37,9 @@ from ansible.module_utils.gpunode.common.text_file import (
     write_text,
 )
 from ansible.module_utils.gpunode.host.commands import Host
-from ansible.module_utils.gpunode.scheduler.config import (
-    KubeSchedulerError,
-    load_yaml,
-    parse_manifest,
-    plan,
-    read_file,
-    resolve_params,
-    rke2_files,
-    rke_state_path,
-    rke_up_pending,
-)
+from ansible.module_utils.gpunode.scheduler.api import KubeSchedulerError
+from ansible.module_utils.gpunode.scheduler.config import plan, resolve_params
+from ansible.module_utils.gpunode.scheduler.config_file import load_yaml, read_file
 from ansible.module_utils.gpunode.scheduler.kubeadm_config import (
     CONFIGMAP,
     KEY,
@@ -55,6 +47,7 @@ from ansible.module_utils.gpunode.scheduler.kubeadm_config import (
     read_configmap,
     write_configmap,
 )
+from ansible.module_utils.gpunode.scheduler.manifest import parse_manifest
 from ansible.module_utils.gpunode.scheduler.node import (
     RKE2_BINARIES,
     binary_version,
@@ -68,6 +61,7 @@ from ansible.module_utils.gpunode.scheduler.node import (
     scheduler_facts,
     tag_version,
 )
+from ansible.module_utils.gpunode.scheduler.rke import rke2_files, rke_state_path, rke_up_pending
 
 # The change written but not yet seen running and healthy, kept in the backup directory.
 JOURNAL = "gpunode-scheduler-unverified.json"

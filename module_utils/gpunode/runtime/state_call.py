@@ -26,7 +26,9 @@ from ansible.module_utils.gpunode.runtime.containerd_config import (
     other_imports,
 )
 from ansible.module_utils.gpunode.runtime.containerd_config import plan as containerd_plan
-from ansible.module_utils.gpunode.runtime.state import NodeReader, Planner, RuntimeStateError
+from ansible.module_utils.gpunode.runtime.engines import RuntimeStateError
+from ansible.module_utils.gpunode.runtime.reader import NodeReader
+from ansible.module_utils.gpunode.runtime.state import Planner
 
 try:
     import yaml

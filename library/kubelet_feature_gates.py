@@ -308,7 +308,7 @@ from ansible.module_utils.gpunode.common.text_file import (
     write_text,
 )
 from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR
-from ansible.module_utils.gpunode.kubelet.plan import MissingRequirement, PlanError
+from ansible.module_utils.gpunode.kubelet.discovery import MissingRequirement, PlanError
 from ansible.module_utils.gpunode.kubelet.state_call import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, read
 
 

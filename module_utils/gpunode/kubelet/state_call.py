@@ -10,7 +10,8 @@ every concern (``gpunode_node_state``) both call :func:`read`; it raises
 """
 
 from ansible.module_utils.gpunode.host.commands import Host
-from ansible.module_utils.gpunode.kubelet.plan import TARGET_PATHS, PlanError, plan
+from ansible.module_utils.gpunode.kubelet.discovery import TARGET_PATHS, PlanError
+from ansible.module_utils.gpunode.kubelet.plan import plan
 
 ARGUMENT_SPEC = {
     "gates": {"type": "dict", "default": {}},

@@ -1,4 +1,4 @@
-"""systemd_exec and kubelet_flags.plan_edit: where a --feature-gates flag really reaches the kubelet.
+"""host/systemd.py resolve() and kubelet/flags.py plan_edit: where --feature-gates reaches the kubelet.
 
 Unit files: kubeadm's drop-ins (the real ones of the ../shared corpus), the
 official RPM layout and a kubespray node's unit and kubelet.env (written for

@@ -68,7 +68,7 @@ class Discovery:
         self.units = {}
         self.service = None
         self.unit_files = []  # [(path, text)]
-        self.command = None  # systemd_exec.ServiceCommand of the kubelet's unit
+        self.command = None  # host/systemd.py ServiceCommand of the kubelet's unit
         self.rke2 = False
         self.need_reload = False
 

@@ -14,10 +14,10 @@ one round trip):
 3. Where gates go, in the order the kubelet reads them: a drop-in gpunode
    owns in the ``--config-dir`` directory when the kubelet reads one (the
    main files untouched); else the ``--config`` file (YAML or JSON); else the
-   flags, at the assignment that really reaches ExecStart (kubelet_flags).
+   flags, at the assignment that really reaches ExecStart (kubelet/flags.py).
    An explicit ``config_file``/``flags_file``/``rke2_config``/
    ``rke_cluster_yml`` is used as given, and checked the same way.
-4. The gates: checked against the version (kubelet_gates), merged with what
+4. The gates: checked against the version (kubelet/gates.py), merged with what
    the files hold; a later drop-in or a ``--feature-gates`` flag that would
    override them (flags win over the config, per gate) is an error.
 5. Whether the kubelet must restart: the files change, or what runs is

@@ -246,7 +246,7 @@ def run(module):
     if TOML_PARSER is None:
         module.fail_json(msg=missing_required_lib(TOML_REQUIREMENT), exception=TOML_IMPORT_ERROR, **result)
     try:
-        node = steps.read_node(module, params, read_text, containerd_facts)
+        node = steps.read_node(Host(module), params, read_text, containerd_facts)
         outcome = steps.plan_files(params, node)
     except ContainerdConfigError as exc:
         module.fail_json(msg=f"{exc}; left unchanged", **result)

@@ -172,7 +172,7 @@ class NodeReader:
     def containerd(self, unit):
         wanted, tools = self.wanted, self.tools
         config_path, dropin_path = wanted["containerd_config"], wanted["containerd_dropin"]
-        version, defaults = tools["containerd_facts"](self.host.module, None)
+        version, defaults = tools["containerd_facts"](self.host, None)
         config_text = self.text(config_path)
         state = {
             "version": version,

@@ -198,12 +198,13 @@ diff:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpunode.common import values
-from ansible.module_utils.gpunode.common.daemon_state import running_state
-from ansible.module_utils.gpunode.common.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
+from ansible.module_utils.gpunode.formats import values
+from ansible.module_utils.gpunode.formats.toml_reader import TOML_IMPORT_ERROR, TOML_PARSER, TOML_REQUIREMENT
 from ansible.module_utils.gpunode.host.backups import DEFAULT_BACKUP_DIR
+from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.systemd import running_state
 from ansible.module_utils.gpunode.runtime import containerd_dropin as steps
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     DEFAULT_CONFIG,
@@ -256,14 +257,14 @@ def run(module):
     if TOML_PARSER is None:
         module.fail_json(msg=missing_required_lib(TOML_REQUIREMENT), exception=TOML_IMPORT_ERROR, **result)
     try:
-        node = steps.read_node(module, params, read_text, containerd_facts)
+        node = steps.read_node(Host(module), params, read_text, containerd_facts)
         outcome = steps.plan_files(params, node)
     except ContainerdConfigError as exc:
         module.fail_json(msg=f"{exc}; left unchanged", **result)
     for warning in outcome["warnings"]:
         module.warn(warning)
     writes = steps.changes(result, params, node, outcome)
-    steps.restart(result, *running_state(module, params["service"], steps.read_files(params, node)))
+    steps.restart(result, *running_state(Host(module), params["service"], steps.read_files(params, node)))
     if module.check_mode:
         return result
     try:

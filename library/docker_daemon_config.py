@@ -138,11 +138,12 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
-from ansible.module_utils.gpunode.common.daemon_state import running_state
-from ansible.module_utils.gpunode.common.json_config import JSONConfigError, plan
+from ansible.module_utils.gpunode.formats.json_config import JSONConfigError, plan
 from ansible.module_utils.gpunode.host.backups import backup_beside
+from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import read_text, resolved_path, shown_path, write_text
 from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.systemd import running_state
 
 NEW_FILE_MODE = 0o644
 ARGUMENT_SPEC = {
@@ -179,7 +180,7 @@ def run(module):
         "before": text or "",
         "after": new_text,
     }
-    unit, result["stale_files"] = running_state(module, module.params["service"], [path])
+    unit, result["stale_files"] = running_state(Host(module), module.params["service"], [path])
     if unit is None:
         result["restart_required"] = changed
     else:

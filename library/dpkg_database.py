@@ -82,14 +82,14 @@ configured:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.gpunode.common.dpkg_database import (
+from ansible.module_utils.gpunode.host.commands import C_LOCALE, Host
+from ansible.module_utils.gpunode.host.packages import (
     FRONTEND_LOCKED_ENV,
+    Apt,
     DpkgError,
     FrontendLock,
     installed,
     interrupted,
-    parse_dpkg_query,
 )
 
 
@@ -107,13 +107,11 @@ def build_module():
 
 
 def read_packages(module):
-    query = module.get_bin_path("dpkg-query", required=True)
-    rc, out, err = module.run_command(
-        [query, f"--admindir={module.params['admindir']}", "-W", "-f", "${Package}\t${Version}\t${Status}\n"],
-        environ_update=C_LOCALE)
-    if rc != 0:
-        module.fail_json(msg=f"dpkg-query -W failed (rc {rc}): {err.strip()}")
-    return parse_dpkg_query(out)
+    module.get_bin_path("dpkg-query", required=True)
+    try:
+        return Apt(Host(module), module.params["admindir"]).packages()
+    except DpkgError as exc:
+        module.fail_json(msg=str(exc))
 
 
 def dpkg(module, args, data=None):

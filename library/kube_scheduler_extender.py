@@ -369,16 +369,16 @@ diff:
 import copy
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpunode.common import k8s_names, values
-from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
+from ansible.module_utils.gpunode.formats import k8s_names, values
+from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR
 from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
 from ansible.module_utils.gpunode.scheduler import apply
-from ansible.module_utils.gpunode.scheduler.config import (
+from ansible.module_utils.gpunode.scheduler.api import (
     DEFAULT_MANIFEST,
     DEFAULT_RKE2_CONFIG,
     KubeSchedulerError,
-    read_file,
 )
+from ansible.module_utils.gpunode.scheduler.config_file import read_file
 
 EXTENDER_SPEC = {
     "url_prefix": {"type": "str", "default": "http://127.0.0.1:32766/gpushare-scheduler"},

@@ -310,7 +310,7 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR
+from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR
 from ansible.module_utils.gpunode.host.backups import backup_beside
 from ansible.module_utils.gpunode.host.files import (
     FileError,
@@ -320,7 +320,7 @@ from ansible.module_utils.gpunode.host.files import (
     write_text,
 )
 from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
-from ansible.module_utils.gpunode.kubelet.plan import MissingRequirement, PlanError
+from ansible.module_utils.gpunode.kubelet.discovery import MissingRequirement, PlanError
 from ansible.module_utils.gpunode.kubelet.state_call import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, read
 
 

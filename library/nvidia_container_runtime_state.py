@@ -218,7 +218,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpunode.common.values import ValueSyntaxError
+from ansible.module_utils.gpunode.formats.values import ValueSyntaxError
 from ansible.module_utils.gpunode.runtime.state_call import ARGUMENT_SPEC, ERRORS, read
 
 

@@ -116,9 +116,9 @@ nvidia_loaded:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.driver.driver import LOAD_MODULES, NVIDIA_MODULES
 from ansible.module_utils.gpunode.driver.gpu import read_loaded
+from ansible.module_utils.gpunode.host.commands import C_LOCALE
 
 
 def build_module():

@@ -154,9 +154,6 @@ diff:
 import json
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpunode.common import k8s_names, values
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.gpunode.common.yaml_edit import YAML_IMPORT_ERROR, yaml
 from ansible.module_utils.gpunode.driver.mig import (
     DRAIN_SERVICES,
     MigError,
@@ -166,6 +163,9 @@ from ansible.module_utils.gpunode.driver.mig import (
     diff_text,
     parse_config,
 )
+from ansible.module_utils.gpunode.formats import k8s_names, values
+from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR, yaml
+from ansible.module_utils.gpunode.host.commands import C_LOCALE
 from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
 

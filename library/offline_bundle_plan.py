@@ -149,7 +149,7 @@ warnings_found:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.bundle import packages_index
 from ansible.module_utils.gpunode.bundle import plan as offline_bundle
-from ansible.module_utils.gpunode.common.values import ValueSyntaxError
+from ansible.module_utils.gpunode.formats.values import ValueSyntaxError
 from ansible.module_utils.gpunode.host.files import read_text
 
 ARGUMENT_SPEC = {

@@ -154,12 +154,12 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
-from ansible.module_utils.gpunode.common.restart import Service
 from ansible.module_utils.gpunode.common.service_health import (
     HealthCheckError,
     compile_expectations,
     failure_message,
 )
+from ansible.module_utils.gpunode.host.restart import Service
 
 
 def build_module():

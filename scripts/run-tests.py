@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Run gpunode's test steps side by side (`make test`, `make molecule`).
 
-Steps: `lint` (ruff, yamllint, ansible-lint), `unit` (scripts/unit-tests.py:
-every target Python and the controller), `molecule:SCENARIO` (`molecule test
+Steps: `lint` (`make lint`: ruff, scripts/check_function_length.py, yamllint,
+ansible-lint), `unit` (scripts/unit-tests.py: every target Python and the
+controller), `molecule:SCENARIO` (`molecule test
 -s SCENARIO`) and `image:FLAVOR` (tests/simnode/build-image.sh FLAVOR, which
 does nothing when the image is up to date). A scenario starts once the images
 its platforms use are built. At most --jobs steps run at once (default: the

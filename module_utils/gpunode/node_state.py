@@ -14,7 +14,7 @@ role reads it again and fails there, with the message of its own module.
 from ansible.module_utils.gpunode.common.arguments import ArgumentsError, validated
 from ansible.module_utils.gpunode.driver import state_call as driver
 from ansible.module_utils.gpunode.kubelet import state_call as kubelet
-from ansible.module_utils.gpunode.kubelet.plan import MissingRequirement
+from ansible.module_utils.gpunode.kubelet.discovery import MissingRequirement
 from ansible.module_utils.gpunode.runtime import state_call as container_runtime
 
 # in the order site.yml converges them

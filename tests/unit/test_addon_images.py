@@ -2,7 +2,7 @@
 
 import pytest
 from ansible.module_utils.gpunode.addons import dra, images
-from ansible.module_utils.gpunode.common.values import ValueSyntaxError
+from ansible.module_utils.gpunode.formats.values import ValueSyntaxError
 
 PREFIX = "registry.local:5000/mirror"
 DIGEST = "sha256:" + "0123456789abcdef" * 4

@@ -1,12 +1,12 @@
 # Copyright: (c) 2026, gpunode maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""One-line apt sources as deb822 stanzas (module_utils/gpunode/common/apt_sources.py), by sources.list(5)."""
+"""One-line apt sources as deb822 stanzas (module_utils/gpunode/host/packages.py), by sources.list(5)."""
 
 import re
 
 import pytest
-from ansible.module_utils.gpunode.common.apt_sources import (
+from ansible.module_utils.gpunode.host.packages import (
     OPTION_FIELDS,
     AptSourceError,
     deb822_text,

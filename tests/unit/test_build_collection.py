@@ -212,11 +212,11 @@ def test_imports_of_project_module_utils_point_into_the_collection(own):
     # Ünïcode before the imports: "é"
     """Doc."""
     from ansible.module_utils.basic import AnsibleModule
-    from ansible.module_utils.gpunode.common.json_config import (  # comment kept
+    from ansible.module_utils.gpunode.formats.json_config import (  # comment kept
         JSONConfigError,
         plan,
     )
-    from ansible.module_utils.gpunode.common import values
+    from ansible.module_utils.gpunode.formats import values
     try:
         from ansible.module_utils.gpunode.host.files import read_text as read_file_text
     except ImportError:
@@ -224,15 +224,15 @@ def test_imports_of_project_module_utils_point_into_the_collection(own):
     ''')
     package = "ansible_collections.gpunode.gpunode.plugins.module_utils.gpunode"
     assert "from ansible.module_utils.basic import AnsibleModule\n" in out
-    assert f"from {package}.common.json_config import (  # comment kept\n    JSONConfigError,\n" in out
-    assert f"from {package}.common import values\n" in out
+    assert f"from {package}.formats.json_config import (  # comment kept\n    JSONConfigError,\n" in out
+    assert f"from {package}.formats import values\n" in out
     assert f"    from {package}.host.files import read_text as read_file_text\n" in out
     assert '# Ünïcode before the imports: "é"' in out
 
 
 @pytest.mark.parametrize(
     "statement",
-    ["import ansible.module_utils.gpunode.common.json_config\n",
+    ["import ansible.module_utils.gpunode.formats.json_config\n",
      "from ansible.module_utils import basic, gpunode\n"],
 )
 def test_import_forms_the_build_cannot_rewrite_fail_with_file_and_line(bc, own, statement):

@@ -4,8 +4,9 @@ import copy
 
 import nvidia_container_runtime_state
 import pytest
-import yaml
-from ansible.module_utils.gpunode.common.json_config import plan as json_plan
+from ansible.module_utils.gpunode.formats.json_config import plan as json_plan
+from ansible.module_utils.gpunode.runtime import engines as cre
+from ansible.module_utils.gpunode.runtime import reader as crr
 from ansible.module_utils.gpunode.runtime import state as crs
 from ansible.module_utils.gpunode.runtime.containerd_config import plan as containerd_plan
 from conftest import FIXTURES
@@ -16,15 +17,6 @@ DEFAULTS_16 = (OWN / "containerd-config-default-1.6.20-debian.toml").read_text()
 BINARY = "/usr/bin/nvidia-container-runtime"
 
 # --- parsers -------------------------------------------------------------------------
-
-
-def test_dpkg_query_lists_installed_packages_only():
-    out = (
-        "nvidia-container-toolkit 1.17.8-1 ii \n"
-        "python3-toml 0.10.1-1 rc \n"  # removed, config files left
-        "python3-yaml:amd64 5.3.1-5 hi \n"  # held
-    )
-    assert crs.parse_dpkg_query(out) == {"nvidia-container-toolkit": "1.17.8-1", "python3-yaml": "5.3.1-5"}
 
 
 APT_POLICY = """\
@@ -51,7 +43,7 @@ python3-toml:
 
 
 def test_apt_policy_tells_known_packages_and_versions():
-    known = crs.parse_apt_policy(APT_POLICY + "N: Unable to locate package nvidia-docker2\n")
+    known = cre.parse_apt_policy(APT_POLICY + "N: Unable to locate package nvidia-docker2\n")
     assert known == {
         "nvidia-container-toolkit": {"candidate": "1.17.8-1", "versions": ["1.17.8-1", "1.17.7-1"]},
         "python3-tomli": {"candidate": "2.0.1-2", "versions": ["2.0.1-2"]},
@@ -62,7 +54,7 @@ def test_apt_policy_tells_known_packages_and_versions():
     ("debian", "upstream"), [("1.17.8-1", "1.17.8"), ("1:2.0-1ubuntu2", "2.0"), ("1.18.0", "1.18.0")]
 )
 def test_upstream_version(debian, upstream):
-    assert crs.upstream_version(debian) == upstream
+    assert cre.upstream_version(debian) == upstream
 
 
 def test_docker_info_runtimes_and_default():
@@ -70,11 +62,11 @@ def test_docker_info_runtimes_and_default():
         '{"ServerVersion":"26.1.5+dfsg1","DefaultRuntime":"nvidia","Runtimes":{"io.containerd.runc.v2":'
         '{"path":"runc","status":{"a":"b"}},"nvidia":{"path":"/usr/bin/nvidia-container-runtime"},"runc":{"path":"runc"}}}'
     )
-    info = crs.parse_docker_info(text)
+    info = cre.parse_docker_info(text)
     assert info["default_runtime"] == "nvidia"
     assert info["runtimes"]["nvidia"] == BINARY
-    assert crs.release_of(info["server_version"]) == (26, 1)
-    assert crs.parse_docker_info("Cannot connect to the Docker daemon") is None
+    assert cre.release_of(info["server_version"]) == (26, 1)
+    assert cre.parse_docker_info("Cannot connect to the Docker daemon") is None
 
 
 # --- the kubelet's engine ----------------------------------------------------------------
@@ -101,8 +93,8 @@ def test_docker_info_runtimes_and_default():
     ],
 )
 def test_the_running_kubelet_decides(argv, engine):
-    args = crs.kubelet_argv([["/sbin/init"], ["sshd: root"], argv])
-    assert crs.kubelet_engine({"kubelet_args": args, "sockets": ["/var/run/crio/crio.sock"]}) == engine
+    args = cre.kubelet_argv([["/sbin/init"], ["sshd: root"], argv])
+    assert cre.kubelet_engine({"kubelet_args": args, "sockets": ["/var/run/crio/crio.sock"]}) == engine
 
 
 @pytest.mark.parametrize(
@@ -117,7 +109,7 @@ def test_the_kubelet_configuration_file_names_the_endpoint(config):
         "kubelet_args": ["--config=/etc/kubernetes/kubelet/config.json"],
         "kubelet_config_text": config,
     }
-    assert crs.kubelet_engine(observed) == "cri-o"
+    assert cre.kubelet_engine(observed) == "cri-o"
 
 
 def test_an_installed_kubelet_that_does_not_run_yet():
@@ -126,31 +118,31 @@ def test_an_installed_kubelet_that_does_not_run_yet():
         '--pod-infra-container-image=x"\n'
     )
     observed = {"kubelet_args": None, "kubelet_installed": True, "kubelet_flag_texts": [flags]}
-    assert crs.kubelet_engine(observed) == "docker"
+    assert cre.kubelet_engine(observed) == "docker"
     # no flags: kubeadm's socket detection, and the kubelet's default without one
     bare = {"kubelet_args": None, "kubelet_installed": True, "sockets": ["/var/run/crio/crio.sock"]}
-    assert crs.kubelet_engine(bare) == "cri-o"
-    assert crs.kubelet_engine(dict(bare, sockets=[])) == "containerd"
+    assert cre.kubelet_engine(bare) == "cri-o"
+    assert cre.kubelet_engine(dict(bare, sockets=[])) == "containerd"
 
 
 def test_rke2_and_k3s_use_their_containerd_unless_told_otherwise():
-    assert crs.kubelet_engine({"kubelet_args": None, "rancher": "k3s", "rancher_config": {}}) == "containerd"
+    assert cre.kubelet_engine({"kubelet_args": None, "rancher": "k3s", "rancher_config": {}}) == "containerd"
     assert (
-        crs.kubelet_engine({"kubelet_args": None, "rancher": "k3s", "rancher_config": {"docker": True}})
+        cre.kubelet_engine({"kubelet_args": None, "rancher": "k3s", "rancher_config": {"docker": True}})
         == "docker"
     )
     endpoint = {"container-runtime-endpoint": "unix:///var/run/crio/crio.sock"}
     assert (
-        crs.kubelet_engine({"kubelet_args": None, "rancher": "rke2", "rancher_config": endpoint}) == "cri-o"
+        cre.kubelet_engine({"kubelet_args": None, "rancher": "rke2", "rancher_config": endpoint}) == "cri-o"
     )
 
 
 def test_no_kubelet_no_engine():
-    assert crs.kubelet_engine({"kubelet_args": None, "kubelet_installed": False}) is None
+    assert cre.kubelet_engine({"kubelet_args": None, "kubelet_installed": False}) is None
 
 
 def test_rancher_config_files_merge_like_rke2():
-    merged = crs.rancher_effective(
+    merged = cre.rancher_effective(
         [
             {"node-label": ["a=1"], "default-runtime": "runc"},
             {"node-label+": ["b=2"]},
@@ -174,7 +166,7 @@ def test_rancher_config_files_merge_like_rke2():
     ],
 )
 def test_docker_cdi_by_version(docker, config, expected):
-    assert crs.docker_cdi(crs.release_of(docker), config) == expected
+    assert cre.docker_cdi(cre.release_of(docker), config) == expected
 
 
 @pytest.mark.parametrize(
@@ -207,7 +199,7 @@ def test_docker_cdi_by_version(docker, config, expected):
     ],
 )
 def test_cdi_spec_follows_the_loaded_driver(toolkit, specs, driver, action, path):
-    spec = crs.cdi_spec_plan(toolkit, specs, driver)
+    spec = cre.cdi_spec_plan(toolkit, specs, driver)
     assert (spec["action"], spec["path"]) == (action, path)
 
 
@@ -315,7 +307,7 @@ def converge(observed, plan):
     for spec in plan["packages"]:
         name, _, version = spec.partition("=")
         node["installed"][name] = version or "1"
-    node["installed"].setdefault(crs.TOOLKIT, node["installed"].get("nvidia-container-toolkit", "1.17.8-1"))
+    node["installed"].setdefault(cre.TOOLKIT, node["installed"].get("nvidia-container-toolkit", "1.17.8-1"))
     node["toolkit_binary"] = True
     if plan["docker"]["configure"]:
         _changed, text, config = json_plan(
@@ -406,7 +398,7 @@ def test_a_stale_package_index_is_refreshed_whatever_its_age():
     plan, _facts = build(observed)
 
     assert plan["install"] and plan["update_cache"] and not plan["repo_source"]
-    known = dict(observed, apt=crs.parse_apt_policy(APT_POLICY))
+    known = dict(observed, apt=cre.parse_apt_policy(APT_POLICY))
     assert not build(known)[0]["update_cache"]
 
 
@@ -440,7 +432,7 @@ def test_docker_s_containerd_with_cri_disabled_is_left_alone():
 def test_an_engine_asked_for_but_not_installed_is_refused():
     observed = fresh_node()
     observed["engines_found"] = ["docker"]
-    with pytest.raises(crs.RuntimeStateError, match="lists containerd, not installed on this host"):
+    with pytest.raises(cre.RuntimeStateError, match="lists containerd, not installed on this host"):
         build(observed, engines=["containerd"])
 
 
@@ -502,10 +494,10 @@ def test_rke2_gets_the_default_runtime_option_and_a_restart():
 
 
 def test_rke2_converged_needs_nothing_and_regenerates_when_it_lags():
-    text = crs.rancher_dropin_text("nvidia")
+    text = cre.rancher_dropin_text("nvidia")
     converged = rke2_node(dropin_text=text, generated=("nvidia", {"runc": None, "nvidia": BINARY}, True))
     converged["installed"] = {"nvidia-container-toolkit": "1.17.8-1"}
-    converged.update(keyring_ok=True, sources_text=crs.sources_text(WANTED["repo_url"], WANTED["keyring"]))
+    converged.update(keyring_ok=True, sources_text=cre.sources_text(WANTED["repo_url"], WANTED["keyring"]))
     converged["cdi_specs"] = {"/etc/cdi/nvidia.yaml": "535.129.03"}
     assert not build(converged)[0]["changes"]
     lagging = copy.deepcopy(converged)
@@ -544,7 +536,7 @@ def test_module_refuses_bad_arguments(run_module, args, message):
 
 def test_module_publishes_the_facts_and_the_plan(run_module, monkeypatch):
     observed = fresh_node()
-    monkeypatch.setattr(crs.NodeReader, "read", lambda self: observed)
+    monkeypatch.setattr(crr.NodeReader, "read", lambda self: observed)
 
     ok, result = run_module(nvidia_container_runtime_state, {"version": "1.17.8-1"}, check_mode=True)
 
@@ -557,10 +549,3 @@ def test_module_publishes_the_facts_and_the_plan(run_module, monkeypatch):
         assert set(engine) == {"nvidia_runtime", "default_runtime", "managed_by"}
 
 
-def test_module_documentation_matches_argument_spec():
-    doc = yaml.safe_load(nvidia_container_runtime_state.DOCUMENTATION)["options"]
-    spec = nvidia_container_runtime_state.ARGUMENT_SPEC
-    assert set(doc) == set(spec)
-    for name, option in spec.items():
-        assert doc[name]["type"] == option["type"], name
-        assert doc[name].get("default") == option.get("default"), name

@@ -1,7 +1,7 @@
 """module_utils/containerd_config: drop-in and imports edits over real config.toml files."""
 
 import pytest
-from ansible.module_utils.gpunode.common import toml_reader
+from ansible.module_utils.gpunode.formats import toml_reader
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     CRI_PLUGIN,
     ContainerdConfigError,

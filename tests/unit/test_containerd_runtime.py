@@ -5,8 +5,8 @@ import time
 
 import containerd_runtime
 import pytest
-import yaml
-from ansible.module_utils.gpunode.common import daemon_state, toml_reader
+from ansible.module_utils.gpunode.formats import toml_reader
+from ansible.module_utils.gpunode.host import systemd
 from conftest import FIXTURES
 from symlinks import ELSEWHERE, LAYOUTS, Link, backup_text, snapshot
 
@@ -169,11 +169,11 @@ def test_other_imports_are_read_from_disk(run_module, tmp_path, containerd_16):
 def _running(monkeypatch, started, active=True):
     """containerd.service runs, its main process started at ``started``."""
     monkeypatch.setattr(
-        daemon_state,
+        systemd,
         "units_state",
         lambda module, units: {u: {"active": active, "pid": 4242, "loaded": True} for u in units},
     )
-    monkeypatch.setattr(daemon_state, "process_start", lambda pid: started)
+    monkeypatch.setattr(systemd, "process_start", lambda pid: started)
 
 
 def test_a_write_the_daemon_has_not_read_needs_a_restart(run_module, tmp_path, containerd_16, monkeypatch):
@@ -273,10 +273,3 @@ def test_a_linked_dropin_is_edited_through_the_link(run_module, tmp_path, contai
     assert os.listdir(dropin.parent) == ["99-nvidia.toml"]  # still the link alone
 
 
-def test_documentation_matches_argument_spec():
-    doc = yaml.safe_load(containerd_runtime.DOCUMENTATION)["options"]
-    spec = containerd_runtime.ARGUMENT_SPEC
-    assert set(doc) == set(spec)
-    for name, option in spec.items():
-        assert doc[name]["type"] == option["type"], name
-        assert doc[name].get("default") == option.get("default"), name

@@ -9,7 +9,7 @@ import os
 
 import containerd_runtime
 import pytest
-from ansible.module_utils.gpunode.common import toml_reader
+from ansible.module_utils.gpunode.formats import toml_reader
 from conftest import FIXTURES
 from test_k8s_names import BREAKERS, CYRILLIC_A, HYPHEN, assert_refused, injected
 

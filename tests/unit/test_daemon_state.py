@@ -1,10 +1,11 @@
-"""module_utils/daemon_state and host/backups: is the running daemon older than its files; backups."""
+"""host/systemd.py and host/processes.py (is the running daemon older than its files) and host/backups.py."""
 
 import os
 import time
 
-from ansible.module_utils.gpunode.common import daemon_state
+from ansible.module_utils.gpunode.host import processes, systemd
 from ansible.module_utils.gpunode.host.backups import backup_copy
+from ansible.module_utils.gpunode.host.commands import Host
 
 SHOW = """\
 Id=docker.service
@@ -29,7 +30,7 @@ class FakeModule:
         self.rc, self.out, self.systemctl = rc, out, systemctl
         self.calls = []
 
-    def get_bin_path(self, name, required=False):
+    def get_bin_path(self, name, required=False, opt_dirs=None):
         return self.systemctl if name == "systemctl" else None
 
     def run_command(self, argv, environ_update=None):
@@ -39,7 +40,7 @@ class FakeModule:
 
 def test_units_state_reads_every_unit_in_one_call():
     module = FakeModule()
-    states = daemon_state.units_state(module, ["docker.service", "containerd.service", "rke2-agent.service"])
+    states = systemd.units_state(Host(module), ["docker.service", "containerd.service", "rke2-agent.service"])
     assert states == {
         "docker.service": {"active": True, "pid": 812, "loaded": True},
         "containerd.service": {"active": False, "pid": None, "loaded": True},
@@ -49,9 +50,9 @@ def test_units_state_reads_every_unit_in_one_call():
 
 
 def test_without_systemd_nothing_is_loaded():
-    states = daemon_state.units_state(FakeModule(systemctl=None), ["docker.service"])
+    states = systemd.units_state(Host(FakeModule(systemctl=None)), ["docker.service"])
     assert states == {"docker.service": {"active": False, "pid": None, "loaded": False}}
-    assert daemon_state.units_state(FakeModule(rc=1), ["x.service"])["x.service"]["loaded"] is False
+    assert systemd.units_state(Host(FakeModule(rc=1)), ["x.service"])["x.service"]["loaded"] is False
 
 
 def test_process_start_uses_ticks_since_boot(tmp_path):
@@ -60,14 +61,14 @@ def test_process_start_uses_ticks_since_boot(tmp_path):
     # the command name may hold spaces and parentheses
     fields = ["S"] + ["0"] * 18 + [str(250 * ticks)] + ["0"] * 10
     (tmp_path / "42" / "stat").write_text("42 (contain (er) d) " + " ".join(fields) + "\n")
-    started = daemon_state.process_start(42, proc_root=str(tmp_path), now=10_000.0, boottime=300.0)
+    started = processes.start_time(42, proc_root=str(tmp_path), now=10_000.0, boottime=300.0)
     assert started == 10_000.0 - 300.0 + 250.0
-    assert daemon_state.process_start(43, proc_root=str(tmp_path)) is None
+    assert processes.start_time(43, proc_root=str(tmp_path)) is None
 
 
 def test_the_running_process_started_now(tmp_path):
     """Our own process: started before now, after boot (the real /proc)."""
-    started = daemon_state.process_start(os.getpid())
+    started = systemd.process_start(os.getpid())
     assert started is not None and started <= time.time()
 
 
@@ -77,16 +78,16 @@ def test_stale_files_are_those_changed_after_the_start(tmp_path):
     new.write_text("b")
     os.utime(old, (1000, 1000))
     os.utime(new, (3000, 3000))
-    assert daemon_state.stale_files(2000.0, [str(old), str(new), str(tmp_path / "absent")]) == [str(new)]
-    assert daemon_state.stale_files(None, [str(new)]) == []
+    assert processes.stale_files(2000.0, [str(old), str(new), str(tmp_path / "absent")]) == [str(new)]
+    assert processes.stale_files(None, [str(new)]) == []
 
 
 def test_running_state_of_a_stopped_or_unknown_service():
-    assert daemon_state.running_state(FakeModule(), "", ["/x"]) == (None, [])
+    assert systemd.running_state(Host(FakeModule()), "", ["/x"]) == (None, [])
     unknown = FakeModule(out=SHOW.split("\n\n")[2])
-    assert daemon_state.running_state(unknown, "rke2-agent.service", ["/x"]) == (None, [])
+    assert systemd.running_state(Host(unknown), "rke2-agent.service", ["/x"]) == (None, [])
     stopped = FakeModule(out=SHOW.split("\n\n")[1])
-    state, stale = daemon_state.running_state(stopped, "containerd.service", ["/x"])
+    state, stale = systemd.running_state(Host(stopped), "containerd.service", ["/x"])
     assert state == {"active": False, "pid": None, "loaded": True} and stale == []
 
 

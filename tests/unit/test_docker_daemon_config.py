@@ -229,13 +229,8 @@ def test_mode_of_a_linked_file_is_set_on_the_target(run_module, tmp_path):
     assert stat.S_IMODE(link.target.stat().st_mode) == 0o600
 
 
-def test_documentation_matches_argument_spec():
-    doc = yaml.safe_load(docker_daemon_config.DOCUMENTATION)["options"]
-    spec = docker_daemon_config.ARGUMENT_SPEC
-    assert set(doc) == set(spec)
-    for name, option in spec.items():
-        assert doc[name]["type"] == option["type"], name
-        assert doc[name].get("default") == option.get("default"), name
-        assert doc[name].get("required", False) == option.get("required", False), name
+def test_return_documents_what_the_module_returns():
     returned = yaml.safe_load(docker_daemon_config.RETURN)
     assert {"changed", "diff", "backup_file", "config"} <= set(returned)
+
+

@@ -1,6 +1,6 @@
-"""module_utils/gpunode/common/dpkg_database.py: dpkg's database as the driver role reads it."""
+"""module_utils/gpunode/host/packages.py: dpkg's database as the driver role reads it."""
 
-from ansible.module_utils.gpunode.common.dpkg_database import (
+from ansible.module_utils.gpunode.host.packages import (
     installed,
     interrupted,
     journal_entries,

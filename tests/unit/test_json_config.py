@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from ansible.module_utils.gpunode.common.json_config import (
+from ansible.module_utils.gpunode.formats.json_config import (
     JSONConfigError,
     deep_merge,
     detect_indent,

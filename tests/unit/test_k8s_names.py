@@ -1,4 +1,4 @@
-"""module_utils/gpunode/common/k8s_names.py and values.py: the syntax of inventory values, per kind.
+"""module_utils/gpunode/formats/k8s_names.py and values.py: the syntax of inventory values, per kind.
 
 For each kind, hostile values are built from a valid one by putting in what
 breaks the format it lands in (a quote ends a string, a newline splits a line,
@@ -11,9 +11,9 @@ repr and states the rule.
 
 import pytest
 from ansible.module_utils.gpunode.addons import cluster as gpu_cluster_addons
-from ansible.module_utils.gpunode.common import k8s_names as k8s
-from ansible.module_utils.gpunode.common import values
-from ansible.module_utils.gpunode.common.values import ValueSyntaxError
+from ansible.module_utils.gpunode.formats import k8s_names as k8s
+from ansible.module_utils.gpunode.formats import values
+from ansible.module_utils.gpunode.formats.values import ValueSyntaxError
 
 QUOTE, APOSTROPHE, NEWLINE, CR, NUL = '"', "'", "\n", "\r", "\x00"
 # every character that breaks one of the formats the values land in

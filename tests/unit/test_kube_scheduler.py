@@ -6,12 +6,16 @@ import re
 
 import pytest
 import yaml
+from ansible.module_utils.gpunode.scheduler import api as ka
 from ansible.module_utils.gpunode.scheduler import config as ks
+from ansible.module_utils.gpunode.scheduler import config_file as kf
+from ansible.module_utils.gpunode.scheduler import manifest as km
+from ansible.module_utils.gpunode.scheduler import rke as kr
 from conftest import FIXTURES, shared_files
 
 OWN = FIXTURES / "kube-scheduler"
-MANIFEST = ks.DEFAULT_MANIFEST
-CONFIG = ks.DEFAULT_CONFIG_PATH["kubeadm"]
+MANIFEST = ka.DEFAULT_MANIFEST
+CONFIG = ka.DEFAULT_CONFIG_PATH["kubeadm"]
 GPUSHARE = {
     "url_prefix": "http://127.0.0.1:32766/gpushare-scheduler", "filter_verb": "filter", "bind_verb": "bind",
     "enable_https": False, "node_cache_capable": True, "ignorable": False,
@@ -117,16 +121,16 @@ def args_of(text):
     ("v1.28.9+rke2r1", "v1"), ("v1.26.8-rancher1-1", "v1"), ("1.32", "v1"),
 ])
 def test_preferred_api_is_served_by_that_version(version, api):
-    assert ks.preferred_api(ks.parse_version(version)) == api
+    assert ka.preferred_api(ka.parse_version(version)) == api
     if api != "Policy":
-        minor = ks.parse_version(version)[1]
+        minor = ka.parse_version(version)[1]
         assert SERVED[api][0] <= minor <= SERVED[api][1]
 
 
 @pytest.mark.parametrize("bad", ["", "latest", "2.0.1", "one.two"])
 def test_bad_version_is_refused(bad):
-    with pytest.raises(ks.KubeSchedulerError, match="kubernetes_version"):
-        ks.parse_version(bad)
+    with pytest.raises(ka.KubeSchedulerError, match="kubernetes_version"):
+        ka.parse_version(bad)
 
 
 # ---------------------------------------------------------------- kubeadm over real manifests
@@ -164,7 +168,7 @@ def make_fs(path):
         for arg in args:
             if arg.startswith(flag + "="):
                 container_path = arg.split("=", 1)[1]
-                source = ks.host_path(data, 0, container_path)
+                source = km.host_path(data, 0, container_path)
                 if source:
                     fs[source] = paired_config(container_path, minor) if path.parent != OWN else \
                         (OWN / "policy-v1-other-extender.json").read_text()
@@ -176,14 +180,14 @@ def test_kubeadm_manifest_present_idempotent_absent(path):
     fs, original, minor = make_fs(path)
     before = dict(fs)
     if path.name.startswith("MALFORMED"):
-        with pytest.raises(ks.KubeSchedulerError) as err:
+        with pytest.raises(ka.KubeSchedulerError) as err:
             run(fs, "1.16.2")
         assert MANIFEST in str(err.value) and "not valid YAML" in str(err.value)
         assert fs == before
         return
     try:
         result = run(fs, f"1.{minor}.0")
-    except ks.KubeSchedulerError as exc:
+    except ka.KubeSchedulerError as exc:
         # the only refusal in the corpus: --config whose mount has a relative mountPath
         assert "zhengyansheng" in path.name, exc
         assert "--config=/etc/kubernetes/scheduler-extender-config.yaml" in str(exc)
@@ -197,7 +201,7 @@ def test_kubeadm_manifest_present_idempotent_absent(path):
     config_flags = [a for a in args if a.startswith(("--config=", "--policy-config-file="))]
     assert len(config_flags) == 1
     container_path = config_flags[0].split("=", 1)[1]
-    source = ks.host_path(data, 0, container_path)
+    source = km.host_path(data, 0, container_path)
     assert source in fs, "the config file is mounted from the host and exists"
     old_data = yaml.safe_load(original)
     old_container = old_data["spec"]["containers"][0]
@@ -227,7 +231,7 @@ def test_kubeadm_manifest_present_idempotent_absent(path):
     before_absent = dict(fs)
     try:
         run(fs, f"1.{minor}.0", state="absent")
-    except ks.KubeSchedulerError as exc:
+    except ka.KubeSchedulerError as exc:
         assert source.endswith(".json") and str(exc).startswith(source) and "allow_rewrite" in str(exc)
         assert fs == before_absent
         result = run(fs, f"1.{minor}.0", state="absent", allow_rewrite=True)
@@ -254,7 +258,7 @@ def test_new_manifest_gets_flag_volume_and_mount_with_free_names():
     assert mount["readOnly"] is True and mount["name"] == "gpunode-scheduler-extender-2"
     assert volume["hostPath"] == {"path": CONFIG, "type": "File"}
     assert "# only the local apiserver talks to us" in fs[MANIFEST]
-    assert ks.host_path(data, 0, CONFIG) == CONFIG
+    assert km.host_path(data, 0, CONFIG) == CONFIG
 
 
 def test_port0_and_deprecated_flags_are_carried_into_a_new_config():
@@ -296,19 +300,19 @@ def test_policy_in_a_mounted_directory_is_merged_on_the_host_path():
 def test_policy_flag_on_123_is_refused_naming_it():
     text = (OWN / "kubeadm-v1.16.15-policy-json.yaml").read_text().replace("v1.16.15", "v1.23.17")
     fs = FS({MANIFEST: text, "/srv/scheduler-policy/scheduler-policy.json": "{}"})
-    with pytest.raises(ks.KubeSchedulerError, match="--policy-config-file=/etc/kubernetes/policy"):
+    with pytest.raises(ka.KubeSchedulerError, match="--policy-config-file=/etc/kubernetes/policy"):
         run(fs, "1.23.17")
     assert fs[MANIFEST] == text
 
 
 def test_foreign_file_at_config_path_is_not_taken_over():
     fs = FS({MANIFEST: (OWN / "kubeadm-v1.29.2-commented.yaml").read_text(), CONFIG: "something: else\n"})
-    with pytest.raises(ks.KubeSchedulerError, match=f"{CONFIG}: exists"):
+    with pytest.raises(ka.KubeSchedulerError, match=f"{CONFIG}: exists"):
         run(fs, "1.29.2")
 
 
 def test_config_in_static_pod_dir_is_refused():
-    with pytest.raises(ks.KubeSchedulerError, match="static pod"):
+    with pytest.raises(ka.KubeSchedulerError, match="static pod"):
         ks.plan(params("1.29.2", config_path="/etc/kubernetes/manifests/extender.yaml"), FS().read)
 
 
@@ -348,9 +352,9 @@ def test_merge_into_existing_config(path, minor):
     text = path.read_bytes().decode("utf-8")
     warnings = []
     try:
-        new, api = ks.merge_config(str(path), text, version=(1, minor), extender=GPUSHARE,
+        new, api = kf.merge_config(str(path), text, version=(1, minor), extender=GPUSHARE,
                                    kubeconfig="/etc/kubernetes/scheduler.conf", warnings=warnings)
-    except ks.KubeSchedulerError as exc:
+    except ka.KubeSchedulerError as exc:
         message = str(exc)
         assert message.startswith(str(path)) and message.endswith("left unchanged")
         data = yaml.safe_load(text)
@@ -377,7 +381,7 @@ def test_merge_into_existing_config(path, minor):
         assert comments(text) == comments(new)
         assert ("\r\n" in text) == ("\r\n" in new)
         assert not warnings
-    again, _ = ks.merge_config(str(path), new, version=(1, minor), extender=GPUSHARE,
+    again, _ = kf.merge_config(str(path), new, version=(1, minor), extender=GPUSHARE,
                                kubeconfig="/etc/kubernetes/scheduler.conf", warnings=[])
     assert again == new
 
@@ -386,8 +390,8 @@ def test_unknown_api_version_is_refused():
     path = next((p for p in shared_files("kube-scheduler") if "XVERSIONX" in p.name), None)
     text = path.read_text() if path else "apiVersion: kubescheduler.config.k8s.io/XVERSIONX\n" \
         "kind: KubeSchedulerConfiguration\n"
-    with pytest.raises(ks.KubeSchedulerError, match="XVERSIONX"):
-        ks.merge_config("/etc/x.yaml", text, version=(1, 29), extender=GPUSHARE, kubeconfig="k", warnings=[])
+    with pytest.raises(ka.KubeSchedulerError, match="XVERSIONX"):
+        kf.merge_config("/etc/x.yaml", text, version=(1, 29), extender=GPUSHARE, kubeconfig="k", warnings=[])
 
 
 def crlf_two_extenders():
@@ -401,32 +405,32 @@ def crlf_two_extenders():
 
 
 def test_a_second_binding_extender_is_refused():
-    with pytest.raises(ks.KubeSchedulerError, match="only one binding extender"):
-        ks.merge_config("/etc/x.yaml", crlf_two_extenders(), version=(1, 29), extender=GPUSHARE,
+    with pytest.raises(ka.KubeSchedulerError, match="only one binding extender"):
+        kf.merge_config("/etc/x.yaml", crlf_two_extenders(), version=(1, 29), extender=GPUSHARE,
                         kubeconfig="k", warnings=[])
 
 
 def test_crlf_file_keeps_crlf_and_other_extenders():
     text = crlf_two_extenders()
-    new, _ = ks.merge_config("/etc/x.yaml", text, version=(1, 29), extender=NO_BIND, kubeconfig="k",
+    new, _ = kf.merge_config("/etc/x.yaml", text, version=(1, 29), extender=NO_BIND, kubeconfig="k",
                              warnings=[])
     assert new.count("\n") == new.count("\r\n")
     data = yaml.safe_load(new)
     assert data["extenders"][:-1] == yaml.safe_load(text)["extenders"]
     assert "bindVerb" not in data["extenders"][-1]
     check_ksc(data, 29)
-    back = ks.strip_config("/etc/x.yaml", new, NO_BIND, warnings=[])
+    back = kf.strip_config("/etc/x.yaml", new, NO_BIND, warnings=[])
     assert back == text
 
 
 def test_unserved_api_with_plugins_is_refused_portable_one_is_converted():
     plugins = next((p for p in shared_files("kube-scheduler") if "v1beta2-profiles" in p.name), None)
     if plugins:
-        with pytest.raises(ks.KubeSchedulerError, match="profiles"):
-            ks.merge_config(str(plugins), plugins.read_text(), version=(1, 29), extender=GPUSHARE,
+        with pytest.raises(ka.KubeSchedulerError, match="profiles"):
+            kf.merge_config(str(plugins), plugins.read_text(), version=(1, 29), extender=GPUSHARE,
                             kubeconfig="k", warnings=[])
     text = (OWN / "ksc-v1beta2-portable-commented.yaml").read_text()
-    new, api = ks.merge_config("/etc/x.yaml", text, version=(1, 29), extender=GPUSHARE, kubeconfig="k",
+    new, api = kf.merge_config("/etc/x.yaml", text, version=(1, 29), extender=GPUSHARE, kubeconfig="k",
                                warnings=[])
     assert api == "kubescheduler.config.k8s.io/v1"
     check_ksc(yaml.safe_load(new), 29)
@@ -435,15 +439,15 @@ def test_unserved_api_with_plugins_is_refused_portable_one_is_converted():
 
 def test_ksc_refused_before_119():
     text = (OWN / "ksc-v1beta2-portable-commented.yaml").read_text()
-    with pytest.raises(ks.KubeSchedulerError, match=r"needs Kubernetes 1\.19"):
-        ks.merge_config("/etc/x.yaml", text, version=(1, 18), extender=GPUSHARE, kubeconfig="k", warnings=[])
+    with pytest.raises(ka.KubeSchedulerError, match=r"needs Kubernetes 1\.19"):
+        kf.merge_config("/etc/x.yaml", text, version=(1, 18), extender=GPUSHARE, kubeconfig="k", warnings=[])
 
 
 def test_open_insecure_port_blocks_conversion():
     text = "apiVersion: kubescheduler.config.k8s.io/v1beta1\nkind: KubeSchedulerConfiguration\n" \
         "clientConnection:\n  kubeconfig: /k\nhealthzBindAddress: 0.0.0.0:10251\n"
-    with pytest.raises(ks.KubeSchedulerError, match="healthzBindAddress"):
-        ks.merge_config("/etc/x.yaml", text, version=(1, 25), extender=GPUSHARE, kubeconfig="k", warnings=[])
+    with pytest.raises(ka.KubeSchedulerError, match="healthzBindAddress"):
+        kf.merge_config("/etc/x.yaml", text, version=(1, 25), extender=GPUSHARE, kubeconfig="k", warnings=[])
 
 
 # ---------------------------------------------------------------- RKE1
@@ -510,7 +514,7 @@ def test_rke1_node_writes_config_with_rke_kubeconfig():
 
 RKE2 = [p for p in shared_files("rke", "rke2-*")] + [OWN / "rke2-config-commented.yaml"]
 RKE2_CONFIG = "/etc/rancher/rke2/config.yaml"
-RKE2_FILE = ks.DEFAULT_CONFIG_PATH["rke2"]
+RKE2_FILE = ka.DEFAULT_CONFIG_PATH["rke2"]
 
 
 @pytest.mark.parametrize("path", RKE2, ids=lambda p: p.name)
@@ -528,7 +532,7 @@ def test_rke2_config(path):
     assert comments(text) == comments(fs[RKE2_CONFIG])
     config = yaml.safe_load(fs[RKE2_FILE])
     check_ksc(config, 28)
-    assert config["clientConnection"]["kubeconfig"] == ks.DEFAULT_KUBECONFIG["rke2"]
+    assert config["clientConnection"]["kubeconfig"] == ka.DEFAULT_KUBECONFIG["rke2"]
     assert result["api_version"] == config["apiVersion"]
     assert ks.plan(params("1.28.9", flavor="rke2"), fs.read)["files"] == {}
     run(fs, "1.28.9", flavor="rke2", state="absent")
@@ -545,8 +549,8 @@ def test_rke2_without_config_file_creates_it():
 # ---------------------------------------------------------------- misc
 
 def test_new_config_text_starts_with_marker_and_validates():
-    text = ks.new_config("v1", (1, 29), GPUSHARE, "/etc/kubernetes/scheduler.conf")
-    assert text.splitlines()[0] == ks.MARKER
+    text = kf.new_config("v1", (1, 29), GPUSHARE, "/etc/kubernetes/scheduler.conf")
+    assert text.splitlines()[0] == ka.MARKER
     check_ksc(yaml.safe_load(text), 29)
 
 
@@ -578,10 +582,10 @@ def test_an_edit_that_cannot_keep_the_layout_is_refused_unless_rewrite_is_allowe
     # a nested block sequence: yaml_edit cannot take one item out without touching its neighbour
     text = "# keep me\nouter:\n- - a\n  - b\n"
     ops = [("remove", ["outer", 0, 0])]
-    with pytest.raises(ks.KubeSchedulerError, match=r"^/etc/x.yaml: cannot be edited exactly .*rewrite"):
-        ks.edit_text("/etc/x.yaml", text, ops, warnings=[])
+    with pytest.raises(ka.KubeSchedulerError, match=r"^/etc/x.yaml: cannot be edited exactly .*rewrite"):
+        kf.edit_text("/etc/x.yaml", text, ops, warnings=[])
     warnings = []
-    new = ks.edit_text("/etc/x.yaml", text, ops, rewrite=True, warnings=warnings)
+    new = kf.edit_text("/etc/x.yaml", text, ops, rewrite=True, warnings=warnings)
     assert yaml.safe_load(new) == {"outer": [["b"]]}
     assert warnings == [
         "/etc/x.yaml: re-written as a whole (allow_rewrite): comments and layout were not kept"]
@@ -601,8 +605,8 @@ def test_rke_generated_empty_extra_args_stays_flow_and_comes_back():
 
 @pytest.mark.parametrize("minor", range(29, 39))
 def test_only_v1_is_served_from_129_through_the_tables_last_version(minor):
-    assert ks.served_list((1, minor)) == "kubescheduler.config.k8s.io/v1"
-    assert ks.version_warnings((1, minor)) == []
+    assert ka.served_list((1, minor)) == "kubescheduler.config.k8s.io/v1"
+    assert ka.version_warnings((1, minor)) == []
 
 
 def test_a_version_newer_than_the_table_gets_v1_and_a_warning_naming_the_tables_last_version():
@@ -617,15 +621,15 @@ def test_a_version_newer_than_the_table_gets_v1_and_a_warning_naming_the_tables_
 def test_rke_up_pending_compares_cluster_yml_with_the_last_applied_state():
     cluster = (OWN / "rke1-cluster-commented.yml").read_text()
     applied = {"currentState": {"rkeConfig": {"services": {"scheduler": {"extraArgs": {"v": "2"}}}}}}
-    assert ks.rke_up_pending("/rke/cluster.yml", cluster, None) is None
-    assert ks.rke_up_pending("/rke/cluster.yml", cluster, json.dumps(applied)) == []
+    assert kr.rke_up_pending("/rke/cluster.yml", cluster, None) is None
+    assert kr.rke_up_pending("/rke/cluster.yml", cluster, json.dumps(applied)) == []
     gated = cluster.replace("    fail_swap_on: false\n", "    fail_swap_on: false\n    extra_args:\n"
                             "      feature-gates: DynamicResourceAllocation=true\n")
-    assert ks.rke_up_pending("/rke/cluster.yml", gated, json.dumps(applied)) == [
+    assert kr.rke_up_pending("/rke/cluster.yml", gated, json.dumps(applied)) == [
         "services.kubelet.extra_args.feature-gates is 'DynamicResourceAllocation=true' in /rke/cluster.yml, "
         "None in what the last rke up applied (/rke/cluster.rkestate)"]
-    with pytest.raises(ks.KubeSchedulerError, match=r"^/rke/cluster.rkestate: not valid JSON"):
-        ks.rke_up_pending("/rke/cluster.yml", cluster, "{")
+    with pytest.raises(ka.KubeSchedulerError, match=r"^/rke/cluster.rkestate: not valid JSON"):
+        kr.rke_up_pending("/rke/cluster.yml", cluster, "{")
 
 
 def test_rke2_dropin_that_replaces_the_list_gets_the_flag_and_absent_takes_it_back():
@@ -661,17 +665,17 @@ HAMI = {
 
 @pytest.mark.parametrize("minor", [18, 29])
 def test_switching_to_hami_takes_gpushares_extender_out_in_the_same_edit(minor):
-    fmt = ks.preferred_api((1, minor))
-    gpushare_only = ks.new_config(fmt, (1, minor), GPUSHARE, "/etc/kubernetes/scheduler.conf")
-    new, _ = ks.merge_config("/etc/x.yaml", gpushare_only, version=(1, minor), extender=HAMI,
+    fmt = ka.preferred_api((1, minor))
+    gpushare_only = kf.new_config(fmt, (1, minor), GPUSHARE, "/etc/kubernetes/scheduler.conf")
+    new, _ = kf.merge_config("/etc/x.yaml", gpushare_only, version=(1, minor), extender=HAMI,
                              kubeconfig="k", warnings=[])
     data = yaml.safe_load(new)
     assert [e["urlPrefix"] for e in data["extenders"]] == [HAMI["url_prefix"]]
-    assert ks.MARKER in new  # still gpunode's file: state=absent removes it
-    again, _ = ks.merge_config("/etc/x.yaml", new, version=(1, minor), extender=HAMI, kubeconfig="k",
+    assert ka.MARKER in new  # still gpunode's file: state=absent removes it
+    again, _ = kf.merge_config("/etc/x.yaml", new, version=(1, minor), extender=HAMI, kubeconfig="k",
                                warnings=[])
     assert again == new  # converged
-    back, _ = ks.merge_config("/etc/x.yaml", new, version=(1, minor),
+    back, _ = kf.merge_config("/etc/x.yaml", new, version=(1, minor),
                               extender=dict(GPUSHARE, replaces=[HAMI["url_prefix"]]), kubeconfig="k",
                               warnings=[])
     assert [e["urlPrefix"] for e in yaml.safe_load(back)["extenders"]] == [GPUSHARE["url_prefix"]]
@@ -683,9 +687,9 @@ def test_replacing_keeps_foreign_extenders():
             "  # telemetry-aware scheduling, not ours\n"
             "  - urlPrefix: \"https://tas:9001\"\n"
             "    prioritizeVerb: \"scheduler/prioritize\"\n    weight: 1\n")
-    with_gpushare, _ = ks.merge_config("/etc/x.yaml", text, version=(1, 29), extender=GPUSHARE,
+    with_gpushare, _ = kf.merge_config("/etc/x.yaml", text, version=(1, 29), extender=GPUSHARE,
                                        kubeconfig="k", warnings=[])
-    new, _ = ks.merge_config("/etc/x.yaml", with_gpushare, version=(1, 29), extender=HAMI, kubeconfig="k",
+    new, _ = kf.merge_config("/etc/x.yaml", with_gpushare, version=(1, 29), extender=HAMI, kubeconfig="k",
                              warnings=[])
     urls = [e["urlPrefix"] for e in yaml.safe_load(new)["extenders"]]
     assert GPUSHARE["url_prefix"] not in urls and HAMI["url_prefix"] in urls
@@ -694,16 +698,16 @@ def test_replacing_keeps_foreign_extenders():
 
 
 def test_without_replaces_the_second_binding_extender_is_still_refused():
-    gpushare_only = ks.new_config("v1", (1, 29), GPUSHARE, "k")
-    with pytest.raises(ks.KubeSchedulerError, match="only one binding extender"):
-        ks.merge_config("/etc/x.yaml", gpushare_only, version=(1, 29), extender=dict(HAMI, replaces=[]),
+    gpushare_only = kf.new_config("v1", (1, 29), GPUSHARE, "k")
+    with pytest.raises(ka.KubeSchedulerError, match="only one binding extender"):
+        kf.merge_config("/etc/x.yaml", gpushare_only, version=(1, 29), extender=dict(HAMI, replaces=[]),
                         kubeconfig="k", warnings=[])
 
 
 def test_absent_takes_out_the_replaced_extenders_too():
     """A mode without an extender in kube-scheduler (nvidia, HAMi's own scheduler) removes either one."""
-    hami_only = ks.new_config("v1", (1, 29), HAMI, "k")
+    hami_only = kf.new_config("v1", (1, 29), HAMI, "k")
     none = dict(GPUSHARE, replaces=[HAMI["url_prefix"]])
-    assert ks.strip_config("/etc/x.yaml", hami_only, none, warnings=[]) is None  # ours: the file goes
-    gpushare_only = ks.new_config("v1", (1, 29), GPUSHARE, "k")
-    assert ks.strip_config("/etc/x.yaml", gpushare_only, none, warnings=[]) is None
+    assert kf.strip_config("/etc/x.yaml", hami_only, none, warnings=[]) is None  # ours: the file goes
+    gpushare_only = kf.new_config("v1", (1, 29), GPUSHARE, "k")
+    assert kf.strip_config("/etc/x.yaml", gpushare_only, none, warnings=[]) is None

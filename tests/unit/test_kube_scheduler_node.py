@@ -3,6 +3,7 @@
 import subprocess
 
 import pytest
+from ansible.module_utils.gpunode.host import processes
 from ansible.module_utils.gpunode.scheduler import node as kn
 from fake_proc import KUBEADM_SCHEDULER_ARGV, FakeProc
 
@@ -35,8 +36,8 @@ def test_processes_are_found_by_command_name_with_argv_and_start_time(tmp_path):
 def test_a_command_name_with_spaces_and_parentheses_does_not_shift_the_fields(tmp_path):
     proc = FakeProc(tmp_path)
     proc.add(5, "odd) name (x", ["x"], age=42)
-    assert abs(kn.start_time(5, str(proc.root)) - proc.started(42)) < 1
-    assert kn.start_time(6, str(proc.root)) is None
+    assert abs(processes.start_time(5, str(proc.root)) - proc.started(42)) < 1
+    assert processes.start_time(6, str(proc.root)) is None
 
 
 def test_the_running_binary_tells_its_version(tmp_path):

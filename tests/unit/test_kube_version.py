@@ -1,7 +1,7 @@
 """module_utils/kube_version: one reading of Kubernetes versions."""
 
 import pytest
-from ansible.module_utils.gpunode.common.kube_version import KubeVersionError, minor, parse, text
+from ansible.module_utils.gpunode.formats.kube_version import KubeVersionError, minor, parse, text
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ import json
 import pytest
 import yaml
 from ansible.module_utils.gpunode.scheduler import kubeadm_config as kc
-from ansible.module_utils.gpunode.scheduler.config import KubeSchedulerError
+from ansible.module_utils.gpunode.scheduler.api import KubeSchedulerError
 from conftest import FIXTURES
 
 CONFIGMAPS = sorted((FIXTURES / "kubeadm-config").glob("configmap-*.json"))

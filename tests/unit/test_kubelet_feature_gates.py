@@ -23,30 +23,6 @@ def copy(src, tmp_path, name=None):
     return dest
 
 
-def test_documentation_matches_the_argument_spec():
-    doc = yaml.safe_load(kubelet_feature_gates.DOCUMENTATION)
-    module_args = {}
-
-    class Capture(Exception):
-        pass
-
-    def fake(**kwargs):
-        module_args.update(kwargs["argument_spec"])
-        raise Capture
-
-    original = kubelet_feature_gates.AnsibleModule
-    kubelet_feature_gates.AnsibleModule = fake
-    try:
-        with pytest.raises(Capture):
-            kubelet_feature_gates.build_module()
-    finally:
-        kubelet_feature_gates.AnsibleModule = original
-    assert set(doc["options"]) == set(module_args)
-    for name, spec in module_args.items():
-        assert doc["options"][name].get("type", "str") == spec.get("type", "str"), name
-        assert doc["options"][name].get("default") == spec.get("default"), name
-
-
 @pytest.fixture
 def config(tmp_path):
     return copy(FIXTURES / "kubelet" / "config-featuregates-comments.yaml", tmp_path, "config.yaml")

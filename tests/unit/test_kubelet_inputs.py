@@ -11,7 +11,7 @@ import os
 
 import kubelet_feature_gates
 import pytest
-from ansible.module_utils.gpunode.kubelet import plan as kubelet_plan
+from ansible.module_utils.gpunode.kubelet import discovery as kubelet_discovery
 from ansible.module_utils.gpunode.kubelet import state_call as kubelet_state_call
 from ansible.module_utils.gpunode.kubelet.gates import GateError, check_gate_name, decide
 from ansible.module_utils.gpunode.kubelet.inputs import InputError, check_params
@@ -79,7 +79,7 @@ def untouched(tmp_path, monkeypatch):
 
     for name in ("read_text", "exists", "isdir", "listdir", "run", "which"):
         monkeypatch.setattr(kubelet_state_call.Host, name, guard(name))
-    monkeypatch.setattr(kubelet_plan, "kubelet_processes", guard("kubelet_processes"))
+    monkeypatch.setattr(kubelet_discovery, "scan", guard("scan"))
 
     def snapshot():
         return {name: (tmp_path / name).read_bytes() for name in sorted(os.listdir(tmp_path))}

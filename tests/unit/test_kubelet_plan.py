@@ -14,9 +14,10 @@ import time
 import kubelet_feature_gates
 import pytest
 import yaml
+from ansible.module_utils.gpunode.host.processes import scan, unit_of_cgroup
+from ansible.module_utils.gpunode.host.systemd import parse_show
 from ansible.module_utils.gpunode.kubelet import config as kubelet_config
-from ansible.module_utils.gpunode.kubelet import plan as kubelet_plan
-from ansible.module_utils.gpunode.kubelet.node import kubelet_processes, parse_systemctl_show, unit_of_cgroup
+from ansible.module_utils.gpunode.kubelet import discovery as kubelet_discovery
 
 MOUNT_V2 = "24 1 0:22 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n"
 MOUNT_V1 = (
@@ -313,7 +314,7 @@ def test_a_kubelet_newer_than_the_table(run_module, tmp_path, monkeypatch):
 def test_missing_pyyaml_fails_clearly_and_writes_nothing(run_module, tmp_path, monkeypatch):
     node = kubeadm_node(tmp_path)
     monkeypatch.setattr(kubelet_config, "YAML_IMPORT_ERROR", "Traceback: No module named 'yaml'")
-    monkeypatch.setattr(kubelet_plan, "YAML_IMPORT_ERROR", "Traceback: No module named 'yaml'")
+    monkeypatch.setattr(kubelet_discovery, "YAML_IMPORT_ERROR", "Traceback: No module named 'yaml'")
     ok, result = run_module(kubelet_feature_gates, node.args(gates={"DRAConsumableCapacity": True}))
     assert not ok
     assert (
@@ -326,7 +327,7 @@ def test_missing_pyyaml_fails_clearly_and_writes_nothing(run_module, tmp_path, m
 def test_proc_and_systemctl_readers(tmp_path):
     node = Node(tmp_path)
     node.run(["--v=2"])
-    (process,) = kubelet_processes(node.path("/proc"))
+    (process,) = scan("kubelet", node.path("/proc"))
     assert process.pid == 4242 and process.argv[1:] == ["--v=2"] and process.unit == "kubelet.service"
     assert (
         unit_of_cgroup(
@@ -335,7 +336,7 @@ def test_proc_and_systemctl_readers(tmp_path):
         )
         == "kubelet.service"
     )
-    show = parse_systemctl_show(
+    show = parse_show(
         "Id=kubelet.service\nLoadState=loaded\nDropInPaths=/a.conf /b.conf\n\n"
         "Id=rke2-agent.service\nLoadState=not-found\n"
     )

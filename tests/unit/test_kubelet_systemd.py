@@ -1,4 +1,4 @@
-"""systemd_exec and kubelet_flags.plan_edit: where a --feature-gates flag really reaches the kubelet.
+"""host/systemd.py resolve() and kubelet/flags.py plan_edit: where --feature-gates reaches the kubelet.
 
 Unit files: kubeadm's drop-ins (the real ones of the ../shared corpus), the
 official RPM layout and a kubespray node's unit and kubelet.env (written for
@@ -6,7 +6,7 @@ gpunode in their shape, see tests/fixtures/kubelet/SOURCE.txt).
 """
 
 import pytest
-from ansible.module_utils.gpunode.common.systemd_exec import UnitError, resolve
+from ansible.module_utils.gpunode.host.systemd import UnitError, resolve
 from ansible.module_utils.gpunode.kubelet.flags import (
     FlagsError,
     check_reaches_kubelet,

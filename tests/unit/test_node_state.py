@@ -12,7 +12,7 @@ import kubelet_feature_gates
 import nvidia_container_runtime_state
 import nvidia_driver_state
 import pytest
-from ansible.module_utils.gpunode.runtime import state as runtime_state
+from ansible.module_utils.gpunode.runtime import reader as crr
 from test_container_runtime_state import WANTED, build, converge, fresh_node
 from test_kubelet_plan import kubeadm_node
 from test_nvidia_driver_modules import FakeHost
@@ -34,7 +34,7 @@ def node(tmp_path, monkeypatch):
     # the fake host answers every command of this module run: the kubelet's too
     driver.commands["kubelet --version"] = (0, "Kubernetes v1.37.1\n", "")
     runtime = converge(fresh_node(), build(fresh_node(), containerd_systemd_cgroup=True)[0])
-    monkeypatch.setattr(runtime_state.NodeReader, "read", lambda self: copy.deepcopy(runtime))
+    monkeypatch.setattr(crr.NodeReader, "read", lambda self: copy.deepcopy(runtime))
     kubelet = kubeadm_node(tmp_path / "kubelet",
                            config="apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
                                   "featureGates:\n  DRAConsumableCapacity: true\n")
@@ -103,13 +103,13 @@ def test_after_a_driver_change_nothing_later_counts_as_converged(node, run_modul
 
 def test_the_runtime_is_read_with_the_driver_the_driver_read_found(node, run_module, monkeypatch):
     seen = []
-    real = runtime_state.NodeReader.__init__
+    real = crr.NodeReader.__init__
 
     def init(self, module, wanted, tools):
         seen.append(wanted["driver_version"])
         real(self, module, wanted, tools)
 
-    monkeypatch.setattr(runtime_state.NodeReader, "__init__", init)
+    monkeypatch.setattr(crr.NodeReader, "__init__", init)
     ok, _result = run_module(gpunode_node_state, concerns(node), check_mode=True)
     assert ok and seen == ["535.129.03"]
 
@@ -130,6 +130,6 @@ def test_a_concern_whose_read_fails_is_left_to_its_role(node, run_module, concer
 
 
 def test_concerns_not_given_are_not_read(node, run_module, monkeypatch):
-    monkeypatch.setattr(runtime_state.NodeReader, "read", lambda self: pytest.fail("runtime read"))
+    monkeypatch.setattr(crr.NodeReader, "read", lambda self: pytest.fail("runtime read"))
     ok, result = run_module(gpunode_node_state, {"driver": node["driver"]}, check_mode=True)
     assert ok and result["converged"] == {"driver": True}

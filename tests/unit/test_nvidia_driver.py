@@ -4,7 +4,6 @@ import pathlib
 import re
 
 import pytest
-from ansible.module_utils.gpunode.common.dpkg_database import parse_dpkg_query
 from ansible.module_utils.gpunode.driver.driver import (
     SOURCES_HEADER,
     DriverError,
@@ -31,6 +30,7 @@ from ansible.module_utils.gpunode.driver.driver import (
     userspace_version_from_names,
     version_matches,
 )
+from ansible.module_utils.gpunode.host.packages import parse_dpkg_query
 from conftest import FIXTURES, shared_files
 
 DRIVER_FIXTURES = FIXTURES / "driver"

@@ -2,10 +2,10 @@
 over a scripted module, and the checks after an install; errors raise, nothing fails the module."""
 
 import pytest
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.driver import host as driver_host
 from ansible.module_utils.gpunode.driver.driver import SECURE_BOOT_EFIVAR, DriverError
 from ansible.module_utils.gpunode.driver.stages import VerifyError, public, verify
+from ansible.module_utils.gpunode.host.commands import C_LOCALE
 
 SMI_ARGS = ["--query-gpu=driver_version,persistence_mode", "--format=csv,noheader"]
 

@@ -78,15 +78,6 @@ def test_without_any_pci_ids_names_fall_back(run_module, node, monkeypatch):
     assert ok and facts["pci_ids_path"] is None and facts["models"] == ["NVIDIA GPU 10de:1e87"]
 
 
-def test_documentation_options_equal_the_argument_spec():
-    doc = yaml.safe_load(nvidia_gpu_facts.DOCUMENTATION)
-    spec = nvidia_gpu_facts.ARGUMENT_SPEC
-    assert set(doc["options"]) == set(spec)
-    for name, option in doc["options"].items():
-        assert option["type"] == spec[name]["type"], name
-        assert option.get("default") == spec[name].get("default"), name
-
-
 def test_return_documents_every_fact_key(run_module, node):
     ok, result = run_module(nvidia_gpu_facts, node("workstation-geforce"))
     assert ok

@@ -189,16 +189,6 @@ def test_images_per_mode_as_pinned_with_their_archive_and_mirror_path():
     assert ob.bundle_images("none", values, "", []) == []
 
 
-def test_module_documentation_matches_argument_spec():
-    doc = yaml.safe_load(offline_bundle_plan.DOCUMENTATION)["options"]
-    spec = offline_bundle_plan.ARGUMENT_SPEC
-    assert set(doc) == set(spec)
-    for name, option in spec.items():
-        assert doc[name]["type"] == option["type"], name
-        assert doc[name].get("default") == option.get("default"), name
-        assert doc[name].get("choices") == option.get("choices"), name
-
-
 def test_module_plans_from_host_facts_and_given_nodes(run_module, tmp_path):
     index = tmp_path / "toolkit.Packages"
     index.write_text(stanza("nvidia-container-toolkit", "1.17.8-1"))

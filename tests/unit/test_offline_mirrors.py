@@ -16,7 +16,7 @@ import sys
 import pytest
 import yaml
 from ansible.module_utils.gpunode.driver.driver import build_request
-from ansible.module_utils.gpunode.runtime import state as crs
+from ansible.module_utils.gpunode.runtime import engines as cre
 from test_container_runtime_state import build, fresh_node
 from test_gpu_cluster_addons_render import SHARING, ansible_playbook
 from test_gpu_cluster_addons_render import T4 as T4_FACTS
@@ -161,7 +161,7 @@ def test_toolkit_plan_with_a_mirror_names_only_the_mirror():
     urls = urls_in(plan)
     assert plan["repo_source"] and urls
     assert all(u.startswith(APT + "/") for u in urls), urls
-    assert plan["sources_text"] == crs.sources_text(f"{APT}/libnvidia-container/stable/deb/$(ARCH)",
+    assert plan["sources_text"] == cre.sources_text(f"{APT}/libnvidia-container/stable/deb/$(ARCH)",
                                                     "/etc/apt/keyrings/nvidia-container-toolkit.asc")
 
 

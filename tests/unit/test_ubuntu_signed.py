@@ -2,7 +2,6 @@
 planner's ubuntu-signed method (module_utils/gpunode/driver/driver.py): names, refusals, switches."""
 
 import pytest
-from ansible.module_utils.gpunode.common.dpkg_database import parse_dpkg_query
 from ansible.module_utils.gpunode.driver import ubuntu_signed as us
 from ansible.module_utils.gpunode.driver.driver import (
     DriverError,
@@ -11,6 +10,7 @@ from ansible.module_utils.gpunode.driver.driver import (
     signed_fallback,
     signed_request,
 )
+from ansible.module_utils.gpunode.host.packages import parse_dpkg_query
 
 T4 = "1eb8"
 K80 = "102d"

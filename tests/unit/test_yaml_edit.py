@@ -5,7 +5,7 @@ import string
 
 import pytest
 import yaml
-from ansible.module_utils.gpunode.common.yaml_edit import (
+from ansible.module_utils.gpunode.formats.yaml_edit import (
     YamlEditError,
     append_to_list,
     get,

@@ -18,8 +18,8 @@ host at fault; the modules turn them into a task failure.
 
 import re
 
-from ansible.module_utils.gpunode.common.kube_version import parse as parse_kube_version
 from ansible.module_utils.gpunode.driver.gpu import product_name
+from ansible.module_utils.gpunode.formats.kube_version import parse as parse_kube_version
 
 # Kubernetes versions the manifests are written for. 1.14 is the first with
 # RuntimeClass in node.k8s.io/v1beta1; apps/v1, rbac/v1 and the

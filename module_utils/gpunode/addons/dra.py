@@ -50,7 +50,7 @@ Errors are raised as ``DraError`` (a ValueError) naming the host or variable.
 Python 3.8+, standard library only.
 """
 
-from ansible.module_utils.gpunode.common.kube_version import parse as parse_kube_version
+from ansible.module_utils.gpunode.formats.kube_version import parse as parse_kube_version
 from ansible.module_utils.gpunode.kubelet.gates import GateError, refused_in_file
 
 DRIVER_NAME = "gpu.nvidia.com"

@@ -25,7 +25,7 @@ Two ways to run it (``gpu_cluster_addons_hami_scheduler``):
 
 import json
 
-from ansible.module_utils.gpunode.scheduler.config import POLICY, api_name, extender_entry, preferred_api
+from ansible.module_utils.gpunode.scheduler.api import POLICY, api_name, extender_entry, preferred_api
 
 try:
     import yaml

@@ -26,8 +26,8 @@ Standard library only; Python 3.8+.
 """
 
 from ansible.module_utils.gpunode.addons import dra
-from ansible.module_utils.gpunode.common import k8s_names
-from ansible.module_utils.gpunode.common.values import refuse, string
+from ansible.module_utils.gpunode.formats import k8s_names
+from ansible.module_utils.gpunode.formats.values import refuse, string
 
 REGISTRY_VARIABLE = "gpu_cluster_addons_image_registry"
 DOCKER_HUB = ("docker.io", "index.docker.io", "registry-1.docker.io")

@@ -18,8 +18,8 @@ A new role variable that lands in a manifest gets one line in
 Standard library only; Python 3.8+.
 """
 
-from ansible.module_utils.gpunode.common import k8s_names
-from ansible.module_utils.gpunode.common.values import ValueSyntaxError
+from ansible.module_utils.gpunode.formats import k8s_names
+from ansible.module_utils.gpunode.formats.values import ValueSyntaxError
 
 # The plan module's own options: option -> (the role variable users set, rule).
 OPTION_RULES = {

@@ -17,11 +17,10 @@ Domain errors are raised as :class:`DriverError` and turned into
 
 import re
 
-from ansible.module_utils.gpunode.common.apt_sources import AptSourceError, deb822_text
-from ansible.module_utils.gpunode.common.dpkg_database import installed, version_known
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.gpunode.driver.gpu import is_turing_or_newer, needs_open_module
+from ansible.module_utils.gpunode.host.packages import AptSourceError, deb822_text, installed, version_known
 
 #: Kernel modules of the driver, in the order they must be unloaded.
 NVIDIA_MODULES = ("nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "nvidia")

@@ -13,13 +13,6 @@ under the roots given. A reading that cannot be trusted raises
 import glob
 import os
 
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.gpunode.common.dpkg_database import (
-    ADMINDIR,
-    interrupted,
-    parse_dpkg_query,
-    parse_madison,
-)
 from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.gpunode.driver.driver import (
     FABRICMANAGER,
@@ -38,7 +31,14 @@ from ansible.module_utils.gpunode.driver.driver import (
     userspace_version_from_names,
 )
 from ansible.module_utils.gpunode.driver.gpu import read_loaded
+from ansible.module_utils.gpunode.host.commands import C_LOCALE
 from ansible.module_utils.gpunode.host.files import read_text
+from ansible.module_utils.gpunode.host.packages import (
+    ADMINDIR,
+    interrupted,
+    parse_dpkg_query,
+    parse_madison,
+)
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
 INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))

@@ -40,7 +40,7 @@ Sources:
 Standard library only; Python 3.8+ (this runs on target hosts).
 """
 
-from ansible.module_utils.gpunode.common.kube_version import minor as kube_minor
+from ansible.module_utils.gpunode.formats.kube_version import minor as kube_minor
 
 PIP_REMOVED_IN = (1, 35)
 CADVISOR_REMOVED_IN = (1, 37)

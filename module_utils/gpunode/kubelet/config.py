@@ -22,9 +22,9 @@ callers check ``YAML_IMPORT_ERROR`` first). Python 3.8+ (this runs on target hos
 import json
 import os
 
-from ansible.module_utils.gpunode.common.json_config import JSONConfigError, detect_indent
-from ansible.module_utils.gpunode.common.json_config import parse as parse_json
-from ansible.module_utils.gpunode.common.yaml_edit import (
+from ansible.module_utils.gpunode.formats.json_config import JSONConfigError, detect_indent
+from ansible.module_utils.gpunode.formats.json_config import parse as parse_json
+from ansible.module_utils.gpunode.formats.yaml_edit import (
     YAML_IMPORT_ERROR,
     YamlEditError,
     get,

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Read and edit the kubelet's ``--feature-gates`` flag where systemd gets it from.
 
-Two file formats (parsed by systemd_exec, with systemd's own rules):
+Two file formats (parsed by host/systemd.py, with systemd's own rules):
 
 - ``env``: an environment file (``/etc/default/kubelet``,
   ``/etc/sysconfig/kubelet``, ``/var/lib/kubelet/kubeadm-flags.env``,
@@ -29,7 +29,7 @@ Standard library only: this runs on target hosts (Python 3.8+).
 import re
 from collections import namedtuple
 
-from ansible.module_utils.gpunode.common.systemd_exec import (
+from ansible.module_utils.gpunode.host.systemd import (
     ENVIRONMENT,
     ENVIRONMENT_FILE,
     Arg,
@@ -351,7 +351,7 @@ def _place_new_flag(command, texts, edits, name, gate_string):
 def plan_edit(command, unit_files, read_file, gate_string, variable=None):
     """FlagsPlan putting ``--feature-gates=<gate_string>`` where it reaches the kubelet.
 
-    ``command`` is the resolved unit (systemd_exec.resolve of ``unit_files``
+    ``command`` is the resolved unit (host/systemd.py resolve() of ``unit_files``
     with ``read_file``). Existing ``--feature-gates`` flags that reach the
     kubelet are merged into the first; otherwise the flag goes to
     ``variable`` (default KUBELET_EXTRA_ARGS when ExecStart expands it, else

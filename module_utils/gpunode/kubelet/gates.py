@@ -44,9 +44,9 @@ Pure Python, standard library only: this runs on target hosts (Python 3.8+).
 import re
 from collections import namedtuple
 
-from ansible.module_utils.gpunode.common.kube_version import minor as kube_minor
-from ansible.module_utils.gpunode.common.kube_version import parse as kube_parse
-from ansible.module_utils.gpunode.common.kube_version import text as kube_text
+from ansible.module_utils.gpunode.formats.kube_version import minor as kube_minor
+from ansible.module_utils.gpunode.formats.kube_version import parse as kube_parse
+from ansible.module_utils.gpunode.formats.kube_version import text as kube_text
 
 Stage = namedtuple("Stage", "stage since until default locked")
 

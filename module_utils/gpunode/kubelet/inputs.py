@@ -19,12 +19,12 @@ quote or escape:
 - the service is a systemd unit name (letters, digits and ``:-_.\\@``);
 - paths are absolute, without a control character, quote or backslash.
 
-The rules are the common ones of module_utils/gpunode/common/values.py.
+The rules are the common ones of module_utils/gpunode/formats/values.py.
 
 Standard library only; Python 3.8+ (runs on target hosts).
 """
 
-from ansible.module_utils.gpunode.common import values
+from ansible.module_utils.gpunode.formats import values
 from ansible.module_utils.gpunode.kubelet.gates import GateError, parse_bool
 from ansible.module_utils.gpunode.kubelet.gates import check_gate_name as _check_gate_name
 

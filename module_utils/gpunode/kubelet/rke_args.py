@@ -18,7 +18,7 @@ library and PyYAML (guarded by yaml_edit); Python 3.8+ (this runs on target host
 
 import os
 
-from ansible.module_utils.gpunode.common.yaml_edit import append_to_list, get, remove_key, set_scalar
+from ansible.module_utils.gpunode.formats.yaml_edit import append_to_list, get, remove_key, set_scalar
 from ansible.module_utils.gpunode.kubelet.gates import GateError, format_gate_string, parse_gate_string
 
 FEATURE_GATES_ARG = "feature-gates="

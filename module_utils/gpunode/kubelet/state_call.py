@@ -9,12 +9,9 @@ every concern (``gpunode_node_state``) both call :func:`read`; it raises
 ``MissingRequirement``).
 """
 
-import os
-import time
-
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.gpunode.host.files import read_text
-from ansible.module_utils.gpunode.kubelet.plan import TARGET_PATHS, PlanError, plan
+from ansible.module_utils.gpunode.host.commands import Host
+from ansible.module_utils.gpunode.kubelet.discovery import TARGET_PATHS, PlanError
+from ansible.module_utils.gpunode.kubelet.plan import plan
 
 ARGUMENT_SPEC = {
     "gates": {"type": "dict", "default": {}},
@@ -41,46 +38,9 @@ MUTUALLY_EXCLUSIVE = [TARGET_PATHS]
 ERRORS = (PlanError,)
 
 
-class Host:
-    """The node, as kubelet_plan sees it: files, commands and clocks."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def read_text(self, path):
-        return read_text(path, PlanError)
-
-    def exists(self, path):
-        return os.path.exists(path)
-
-    def isdir(self, path):
-        return os.path.isdir(path)
-
-    def listdir(self, path):
-        return os.listdir(path)
-
-    def mtime(self, path):
-        try:
-            return os.stat(path).st_mtime
-        except OSError:
-            return None
-
-    def which(self, name, opt_dirs=None):
-        return self.module.get_bin_path(name, opt_dirs=opt_dirs or [])
-
-    def run(self, argv):
-        return self.module.run_command(argv, environ_update=C_LOCALE)
-
-    def boot_time(self):
-        return time.clock_gettime(time.CLOCK_BOOTTIME)
-
-    def wall_time(self):
-        return time.time()
-
-
 def read(module):
     """The plan for ``module.params``: ``result``, ``changes`` (path -> (old, new)), warnings."""
-    return plan(module.params, Host(module))
+    return plan(module.params, Host(module, PlanError))
 
 
 def converged(outcome):

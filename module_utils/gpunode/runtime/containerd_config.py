@@ -85,10 +85,9 @@ import glob
 import os
 import re
 
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
-from ansible.module_utils.gpunode.common.json_config import deep_merge
-from ansible.module_utils.gpunode.common.kube_version import parse as parse_version
-from ansible.module_utils.gpunode.common.toml_reader import loads
+from ansible.module_utils.gpunode.formats.json_config import deep_merge
+from ansible.module_utils.gpunode.formats.kube_version import parse as parse_version
+from ansible.module_utils.gpunode.formats.toml_reader import loads
 
 CRI_PLUGIN = {
     1: "cri",
@@ -158,21 +157,21 @@ def root_version(config, path):
     return version or 1
 
 
-def containerd_facts(module, wanted_version):
+def containerd_facts(host, wanted_version):
     """(version, `containerd config default` text or None) of the node's containerd.
 
-    ``module`` gives ``get_bin_path`` and ``run_command``. The defaults are read
+    ``host``: a ``host/commands.py`` Host (``which``, ``run``). The defaults are read
     for containerd before 2.0 only (its drop-in carries the whole CRI table).
     """
-    binary = module.get_bin_path("containerd")
+    binary = host.which("containerd")
     version = wanted_version
     if version is None and binary:
-        rc, out, _err = module.run_command([binary, "--version"], environ_update=C_LOCALE)
+        rc, out, _err = host.run([binary, "--version"])
         version = version_from_output(out) if rc == 0 else None
     defaults = None
     release = containerd_release(version)
     if binary and (release is None or release < (2, 0)):
-        rc, out, _err = module.run_command([binary, "config", "default"], environ_update=C_LOCALE)
+        rc, out, _err = host.run([binary, "config", "default"])
         defaults = out if rc == 0 else None
     return version, defaults
 

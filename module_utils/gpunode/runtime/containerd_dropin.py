@@ -46,17 +46,18 @@ def empty_result():
     }
 
 
-def read_node(module, params, read_text, containerd_facts):
+def read_node(host, params, read_text, containerd_facts):
     """What the plan needs of the node, read through ``read_text`` and ``containerd_facts``.
 
-    The module passes its own names for both (its tests replace them there).
+    The module passes its own names for both (its tests replace them there);
+    ``host`` is a ``host/commands.py`` Host.
     Raises ContainerdConfigError naming the file.
     """
     config_path, dropin_path = params["config_path"], params["dropin_path"]
     shown = {path: shown_path(path, ContainerdConfigError) for path in (config_path, dropin_path)}
     config_text = read_text(config_path, ContainerdConfigError)
     dropin_text = read_text(dropin_path, ContainerdConfigError)
-    version, defaults = containerd_facts(module, params["containerd_version"])
+    version, defaults = containerd_facts(host, params["containerd_version"])
     return {
         "shown": shown,
         "config_text": config_text,

@@ -10,13 +10,15 @@ concern (``gpunode_node_state``) both call :func:`read`; it raises one of :data:
 import os
 import platform
 
-from ansible.module_utils.gpunode.common import values
-from ansible.module_utils.gpunode.common.daemon_state import process_start, stale_files, units_state
-from ansible.module_utils.gpunode.common.json_config import JSONConfigError
-from ansible.module_utils.gpunode.common.json_config import parse as parse_json
-from ansible.module_utils.gpunode.common.json_config import plan as json_plan
-from ansible.module_utils.gpunode.common.toml_reader import TOML_PACKAGES, TOML_PARSER
+from ansible.module_utils.gpunode.formats import values
+from ansible.module_utils.gpunode.formats.json_config import JSONConfigError
+from ansible.module_utils.gpunode.formats.json_config import parse as parse_json
+from ansible.module_utils.gpunode.formats.json_config import plan as json_plan
+from ansible.module_utils.gpunode.formats.toml_reader import TOML_PACKAGES, TOML_PARSER
+from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import read_text
+from ansible.module_utils.gpunode.host.processes import stale_files
+from ansible.module_utils.gpunode.host.systemd import process_start, units_state
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     DEFAULT_CONFIG,
     DEFAULT_DROPIN,
@@ -24,7 +26,9 @@ from ansible.module_utils.gpunode.runtime.containerd_config import (
     other_imports,
 )
 from ansible.module_utils.gpunode.runtime.containerd_config import plan as containerd_plan
-from ansible.module_utils.gpunode.runtime.state import NodeReader, Planner, RuntimeStateError
+from ansible.module_utils.gpunode.runtime.engines import RuntimeStateError
+from ansible.module_utils.gpunode.runtime.reader import NodeReader
+from ansible.module_utils.gpunode.runtime.state import Planner
 
 try:
     import yaml
@@ -106,7 +110,7 @@ def read(module):
         "toml_parser": TOML_PARSER,
         "yaml_load": yaml.safe_load if yaml is not None else None,
     }
-    observed = NodeReader(module, wanted, tools).read()
+    observed = NodeReader(Host(module, RuntimeStateError), wanted, tools).read()
     containerd = observed["containerd"]
 
     def plan_containerd(**args):

@@ -27,9 +27,9 @@ import json
 import os
 import time
 
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.common.service_health import probe_url
 from ansible.module_utils.gpunode.host.backups import copy_backup
+from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import (
     FileError,
     check_removable,
@@ -39,17 +39,9 @@ from ansible.module_utils.gpunode.host.files import (
     shown_path,
     write_text,
 )
-from ansible.module_utils.gpunode.scheduler.config import (
-    KubeSchedulerError,
-    load_yaml,
-    parse_manifest,
-    plan,
-    read_file,
-    resolve_params,
-    rke2_files,
-    rke_state_path,
-    rke_up_pending,
-)
+from ansible.module_utils.gpunode.scheduler.api import KubeSchedulerError
+from ansible.module_utils.gpunode.scheduler.config import plan, resolve_params
+from ansible.module_utils.gpunode.scheduler.config_file import load_yaml, read_file
 from ansible.module_utils.gpunode.scheduler.kubeadm_config import (
     CONFIGMAP,
     KEY,
@@ -57,6 +49,7 @@ from ansible.module_utils.gpunode.scheduler.kubeadm_config import (
     read_configmap,
     write_configmap,
 )
+from ansible.module_utils.gpunode.scheduler.manifest import parse_manifest
 from ansible.module_utils.gpunode.scheduler.node import (
     RKE2_BINARIES,
     binary_version,
@@ -70,6 +63,7 @@ from ansible.module_utils.gpunode.scheduler.node import (
     scheduler_facts,
     tag_version,
 )
+from ansible.module_utils.gpunode.scheduler.rke import rke2_files, rke_state_path, rke_up_pending
 
 # The change written but not yet seen running and healthy, kept in the backup directory.
 JOURNAL = "gpunode-scheduler-unverified.json"
@@ -117,15 +111,16 @@ def _mtime(path):
 
 
 class Node:
-    """The host side: files, processes, commands."""
+    """The scheduler's side of the node: files, processes, commands (through ``host/``)."""
 
     def __init__(self, module, read=read_file):
         self.module = module
+        self.host = Host(module)
         self.params = module.params
         self.read = read
 
     def run(self, argv, data=None):
-        return self.module.run_command(argv, environ_update=C_LOCALE, data=data, binary_data=data is not None)
+        return self.host.run(argv, data=data)
 
     def schedulers(self):
         return processes("kube-scheduler", self.params["proc_root"])
@@ -135,14 +130,14 @@ class Node:
         return servers[0] if servers else None
 
     def rke2_version(self):
-        binary = self.module.get_bin_path("rke2", opt_dirs=[os.path.dirname(b) for b in RKE2_BINARIES])
+        binary = self.host.which("rke2", opt_dirs=[os.path.dirname(b) for b in RKE2_BINARIES])
         if not binary:
             return None
         rc, out, _err = self.run([binary, "--version"])
         return out if rc == 0 else None
 
     def kubectl(self):
-        return self.params["kubectl"] or self.module.get_bin_path("kubectl")
+        return self.params["kubectl"] or self.host.which("kubectl")
 
     def get_kubeadm_config(self):
         """((configmap, ClusterConfiguration text), None), or (None, why it cannot be read)."""

@@ -36,13 +36,8 @@ Standard library and PyYAML only (runs on target hosts).
 
 import json
 
-from ansible.module_utils.gpunode.scheduler.config import (
-    VOLUME_NAME,
-    KubeSchedulerError,
-    edit_text,
-    load_mapping,
-    split_api_version,
-)
+from ansible.module_utils.gpunode.scheduler.api import VOLUME_NAME, KubeSchedulerError, split_api_version
+from ansible.module_utils.gpunode.scheduler.config_file import edit_text, load_mapping
 
 GROUP = "kubeadm.k8s.io"
 MAP_ARGS = ("v1beta1", "v1beta2", "v1beta3")

@@ -16,7 +16,7 @@ plans the files:
   Docker's ``restart: always`` on RKE1); rke2-server regenerates its static pods
   from config.yaml only when it restarts.
 
-Processes are read under ``proc_root`` (tests give a fake tree); commands run
+Processes are read under ``proc_root`` (tests give a fake tree) by ``host/processes.py``; commands run
 through ``run(argv) -> (rc, stdout, stderr)``. Standard library only; Python 3.8+.
 """
 
@@ -24,10 +24,11 @@ import hashlib
 import os
 import time
 
-from ansible.module_utils.gpunode.common.kube_version import KubeVersionError
-from ansible.module_utils.gpunode.common.kube_version import minor as kube_minor
-from ansible.module_utils.gpunode.common.kube_version import parse as parse_kube_version
-from ansible.module_utils.gpunode.common.kube_version import text as kube_text
+from ansible.module_utils.gpunode.formats.kube_version import KubeVersionError
+from ansible.module_utils.gpunode.formats.kube_version import minor as kube_minor
+from ansible.module_utils.gpunode.formats.kube_version import parse as parse_kube_version
+from ansible.module_utils.gpunode.formats.kube_version import text as kube_text
+from ansible.module_utils.gpunode.host.processes import scan, since_boot
 from ansible.module_utils.gpunode.scheduler.kubeadm_config import CONFIGMAP
 
 SCHEDULER = "kube-scheduler"
@@ -50,58 +51,13 @@ class Process:
 
 # ---------------------------------------------------------------- processes
 
-def _read(path, mode="r"):
-    with open(path, mode) as handle:
-        return handle.read()
-
-
-def boot_time(proc_root="/proc", clock=time.time):
-    """When the kernel booted (seconds since the epoch), from ``uptime``."""
-    return clock() - float(_read(os.path.join(proc_root, "uptime")).split()[0])
-
-
-def start_time(pid, proc_root="/proc", booted=None, hertz=None):
-    """When process ``pid`` started (seconds since the epoch), or None when it is gone.
-
-    ``/proc/PID/stat`` field 22 is the start in clock ticks after boot (proc(5));
-    the command name (field 2) may hold spaces and parentheses, so fields are
-    counted after its closing parenthesis.
-    """
-    try:
-        stat = _read(os.path.join(proc_root, str(pid), "stat"))
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()
-    hertz = hertz or os.sysconf("SC_CLK_TCK")
-    booted = boot_time(proc_root) if booted is None else booted
-    return booted + int(fields[19]) / hertz
-
-
 def processes(name, proc_root="/proc"):
-    """The processes whose command name is ``name``, oldest first."""
-    found = []
-    try:
-        entries = os.listdir(proc_root)
-    except OSError:
-        return found
-    booted = None
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        base = os.path.join(proc_root, entry)
-        try:
-            if _read(os.path.join(base, "comm"), "r").strip() != name:
-                continue
-            raw = _read(os.path.join(base, "cmdline"), "rb")
-            argv = [a.decode("utf-8", "replace") for a in raw.split(b"\0")]
-        except OSError:
-            continue  # gone meanwhile, or not ours to read
-        if booted is None:
-            booted = boot_time(proc_root)
-        started = start_time(entry, proc_root, booted)
-        if started is not None:
-            found.append(Process(int(entry), [a for a in argv if a] if argv[-1:] == [""] else argv, started))
-    return sorted(found, key=lambda p: (p.started, p.pid))
+    """The processes whose command name is ``name``, oldest first, started at wall-clock times."""
+    found = scan(name, proc_root)
+    if not found:
+        return []
+    booted = time.time() - since_boot(proc_root)
+    return [Process(p.pid, p.argv, booted + p.started_after_boot) for p in found]
 
 
 def same_scheduler(process, argv):

@@ -12,8 +12,8 @@ import os
 import shutil
 import tempfile
 
-from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.common.service_health import command_problem, probe_url, wait_until
+from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import fsync_directory, resolved_path, shown_path
 
 
@@ -22,11 +22,12 @@ class Service:
 
     def __init__(self, module):
         self.module = module
+        self.host = Host(module)
         self.params = module.params
         self.systemctl = module.get_bin_path("systemctl", required=bool(self.params["name"]))
 
     def run(self, argv):
-        return self.module.run_command(argv, environ_update=C_LOCALE)
+        return self.host.run(argv)
 
     def restart(self):
         """None when systemctl restarted the unit, else its complaint."""
@@ -72,7 +73,7 @@ class Service:
 
     def journal(self):
         name = self.params["name"]
-        journalctl = self.module.get_bin_path("journalctl")
+        journalctl = self.host.which("journalctl")
         if not name or not journalctl:
             return ""
         _rc, out, _err = self.run(

@@ -37,7 +37,7 @@ Standard library only; Python 3.8+ (also runs on managed nodes).
 
 import re
 
-from ansible.module_utils.gpunode.common.values import ValueSyntaxError, refuse, string
+from ansible.module_utils.gpunode.formats.values import ValueSyntaxError, refuse, string
 
 DNS_LABEL_MAX = 63
 DNS_SUBDOMAIN_MAX = 253

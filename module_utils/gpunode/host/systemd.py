@@ -1,7 +1,18 @@
 # Copyright: (c) 2026, gpunode maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""How systemd builds a service's command line from its unit, drop-ins and environment files.
+"""systemd as gpunode reads it: ``systemctl show`` and how a service's command line is built.
+
+``systemctl show`` (one call for all units): :func:`parse_show` turns its output
+(one blank-line separated block of ``Property=value`` lines per unit, in the
+order asked) into dicts; :func:`show` runs it through a
+:class:`~ansible.module_utils.gpunode.host.commands.Host`; :func:`by_service`
+keys the blocks by service name; :func:`units_state` and :func:`running_state`
+say whether a daemon runs and has read its files (a file changed after its main
+process started has not been read: a run killed between a write and the
+restart leaves it so).
+
+How systemd builds a service's command line from its unit, drop-ins and environment files.
 
 The rules (systemd.exec(5), systemd.service(5), systemd.unit(5)):
 
@@ -35,6 +46,9 @@ Standard library only; Python 3.8+ (this runs on target hosts).
 
 import re
 from collections import namedtuple
+
+from ansible.module_utils.gpunode.host.processes import stale_files
+from ansible.module_utils.gpunode.host.processes import start_time as process_start
 
 Word = namedtuple("Word", "start end value")
 # an assignment of a variable: ``start``/``end`` bound its raw value in the text of ``path``
@@ -424,3 +438,101 @@ def _expand_braced(raw, value, command):
 
     expanded = _BRACED_RE.sub(substitute, value)
     return expanded, names
+
+
+# ---------------------------------------------------------------- systemctl show
+
+# what the kubelet concern asks for its units
+SHOW_PROPERTIES = (
+    "Id",
+    "LoadState",
+    "ActiveState",
+    "UnitFileState",
+    "MainPID",
+    "FragmentPath",
+    "DropInPaths",
+    "NeedDaemonReload",
+)
+
+
+def parse_show(text):
+    """``systemctl show`` output (blank-line separated units) -> list of dicts, in order."""
+    units, current = [], {}
+    for line in (text or "").splitlines():
+        if not line.strip():
+            if current:
+                units.append(current)
+                current = {}
+            continue
+        key, _sep, value = line.partition("=")
+        current[key] = value
+    if current:
+        units.append(current)
+    return units
+
+
+def show(host, units, properties):
+    """The blocks of ``systemctl show -p PROPERTIES -- UNITS``; None without systemctl or when it fails."""
+    systemctl = host.which("systemctl")
+    if not systemctl or not units:
+        return None
+    rc, out, _err = host.run([systemctl, "show", "--no-pager", "-p", ",".join(properties), "--", *units])
+    return parse_show(out) if rc == 0 else None
+
+
+def by_service(blocks):
+    """``{service: {"load", "active", "enabled"}}`` keyed by ``Id`` without ``.service``."""
+    units = {}
+    for raw in blocks:
+        block = {key.strip(): value.strip() for key, value in raw.items()}
+        if block.get("Id"):
+            units[block["Id"].rsplit(".service", 1)[0]] = {
+                "load": block.get("LoadState"),
+                "active": block.get("ActiveState"),
+                "enabled": block.get("UnitFileState"),
+            }
+    return units
+
+
+def unit_files(block):
+    """The unit's files in the order systemd applies them: fragment, then drop-ins."""
+    files = [block["FragmentPath"]] if block.get("FragmentPath") else []
+    return files + [path for path in (block.get("DropInPaths") or "").split() if path]
+
+
+def loaded(block):
+    return bool(block) and block.get("LoadState") == "loaded"
+
+
+def units_state(host, units):
+    """``{unit: {"active": bool, "pid": int|None, "loaded": bool}}`` for systemd ``units``.
+
+    Units systemd does not know are ``loaded: False``. Without systemctl,
+    every unit is reported inactive and unloaded.
+    """
+    states = {unit: {"active": False, "pid": None, "loaded": False} for unit in units}
+    blocks = show(host, units, ("Id", "LoadState", "ActiveState", "MainPID")) or []
+    for unit, block in zip(units, blocks):  # one block per unit, in the order asked
+        pid = int(block.get("MainPID", "0") or 0)
+        states[unit] = {
+            "active": block.get("ActiveState") == "active",
+            "pid": pid or None,
+            "loaded": loaded(block),
+        }
+    return states
+
+
+def running_state(host, service, paths):
+    """``(unit state or None, stale files)`` for the daemon of ``service`` and its ``paths``.
+
+    None when ``service`` is empty or systemd does not know it; the stale files
+    are those changed after the running main process started.
+    """
+    if not service:
+        return None, []
+    state = units_state(host, [service])[service]
+    if not state["loaded"]:
+        return None, []
+    started = process_start(state["pid"]) if state["active"] and state["pid"] else None
+    return state, stale_files(started, paths)
+

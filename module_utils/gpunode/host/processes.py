@@ -1,0 +1,122 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The processes running on the node, read from /proc (proc(5)).
+
+- :func:`scan` finds the processes of one command name (``comm``) with their
+  command line (``cmdline``, NUL-separated), their systemd service (the last
+  ``*.service`` component of the cgroup path, cgroup v1 or v2) and their start
+  (``stat`` field 22, clock ticks after boot), oldest first;
+- :func:`start_time` is when one process started, in wall-clock seconds.
+
+Times: ``starttime`` counts from boot, so a wall-clock time needs the time since
+boot now. For this kernel's ``/proc`` that is ``CLOCK_BOOTTIME`` (the clock
+``starttime`` is counted on, at nanosecond resolution) rather than ``btime`` of
+``/proc/stat``, which is whole seconds and would make a file written half a
+second before a restart look newer than the daemon; for another tree (a fake
+one in tests) it is that tree's ``uptime``.
+
+Standard library only; Python 3.8+ (this runs on target hosts).
+"""
+
+import os
+import time
+from collections import namedtuple
+
+PROC = "/proc"
+
+Process = namedtuple("Process", "pid argv unit started_after_boot")
+
+
+def unit_of_cgroup(text):
+    """The systemd service a process belongs to, from /proc/PID/cgroup; None when none."""
+    unit = None
+    for line in (text or "").splitlines():
+        path = line.split(":", 2)[-1]
+        for part in reversed(path.split("/")):
+            if part.endswith(".service"):
+                if unit is None or line.startswith("0::") or ":name=systemd:" in line:
+                    unit = part
+                break
+    return unit
+
+
+def start_ticks(stat_text):
+    """Field 22 of /proc/PID/stat (start time, clock ticks after boot).
+
+    The command name (field 2) may hold spaces and parentheses: fields are
+    counted after its last closing parenthesis.
+    """
+    rest = stat_text[stat_text.rindex(")") + 2 :].split()
+    return int(rest[19])
+
+
+def _read(path):
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read()
+
+
+def _unit(read, base):
+    try:
+        return unit_of_cgroup(read(os.path.join(base, "cgroup")))
+    except OSError:
+        return None  # a tree without cgroups (a fake one in tests)
+
+
+def scan(comm, proc_root=PROC, listdir=os.listdir, read=None, ticks_per_second=None):
+    """The processes whose command name is ``comm``, as :class:`Process` tuples, oldest first."""
+    read = read or _read
+    hertz = ticks_per_second or os.sysconf("SC_CLK_TCK")
+    found = []
+    try:
+        pids = [name for name in listdir(proc_root) if name.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        base = os.path.join(proc_root, pid)
+        try:
+            if read(os.path.join(base, "comm")).strip() != comm:
+                continue
+            argv = [arg for arg in read(os.path.join(base, "cmdline")).split("\0") if arg]
+            started = start_ticks(read(os.path.join(base, "stat"))) / float(hertz)
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile, or not readable
+        found.append(Process(int(pid), argv, _unit(read, base), started))
+    return sorted(found, key=lambda p: (p.started_after_boot, p.pid))
+
+
+def since_boot(proc_root=PROC):
+    """Seconds since boot now: ``CLOCK_BOOTTIME`` for ``/proc``, else ``uptime`` of that tree."""
+    if os.path.normpath(proc_root) == PROC:
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    return float(_read(os.path.join(proc_root, "uptime")).split()[0])
+
+
+def wall_time(started_after_boot, boot_now, wall_now):
+    """The wall-clock time a process started, from its start after boot and the two clocks now."""
+    return wall_now - (boot_now - started_after_boot)
+
+
+def start_time(pid, proc_root=PROC, now=None, boottime=None):
+    """Wall-clock start time (epoch seconds) of process ``pid``; None when it is gone."""
+    try:
+        ticks = start_ticks(_read(os.path.join(proc_root, str(pid), "stat")))
+    except (OSError, ValueError, IndexError):
+        return None
+    now = time.time() if now is None else now
+    boottime = since_boot(proc_root) if boottime is None else boottime
+    return wall_time(ticks / float(os.sysconf("SC_CLK_TCK")), boottime, now)
+
+
+def stale_files(started, paths):
+    """The files of ``paths`` modified after ``started`` (epoch seconds); [] when ``started`` is None."""
+    if started is None:
+        return []
+    stale = []
+    for path in paths:
+        try:
+            if os.stat(path).st_mtime > started:
+                stale.append(path)
+        except OSError:
+            continue
+    return stale

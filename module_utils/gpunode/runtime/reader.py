@@ -1,0 +1,284 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Reading a GPU node's container runtime for ``runtime/state.py``'s ``Planner``: a few
+commands through a ``host/commands.py`` Host (the package manager through
+``host/packages.py``, units through ``host/systemd.py``), the rest from files.
+
+Standard library only (plus the TOML and YAML readers the modules declare);
+Python 3.8+ (this runs on target hosts).
+"""
+
+import hashlib
+import os
+
+from ansible.module_utils.gpunode.host.packages import Apt
+from ansible.module_utils.gpunode.runtime.containerd_config import (
+    ContainerdConfigError,
+    cri_disabled,
+    root_version,
+    version_from_output,
+)
+from ansible.module_utils.gpunode.runtime.containerd_config import parse as parse_toml
+from ansible.module_utils.gpunode.runtime.engines import (
+    CDI_GENERATED_SPEC,
+    CDI_REFRESH_SPEC,
+    ENGINE_UNITS,
+    KUBEADM_SOCKETS,
+    KUBELET_CONFIG,
+    KUBELET_FLAG_FILES,
+    RANCHER,
+    RANCHER_DROPIN_NAME,
+    TOOLKIT,
+    RuntimeStateError,
+    flag_value,
+    generated_runtimes,
+    kubelet_argv,
+    parse_apt_policy,
+    parse_docker_info,
+    rancher_effective,
+)
+
+# --- reading the node ---------------------------------------------------------------
+
+
+class NodeReader:
+    """Reads what ``Planner`` needs: a few commands through a ``host/commands.py`` Host, the rest from files.
+
+    ``tools`` holds the helpers shared with the writing modules: read_text,
+    units_state, process_start, stale_files, containerd_facts, other_imports,
+    parse_json (daemon.json), toml_parser (name or None), yaml_load (or None).
+    """
+
+    def __init__(self, host, wanted, tools, proc_root="/proc", sys_root="/sys"):
+        self.host = host
+        self.wanted = wanted
+        self.tools = tools
+        self.proc_root = proc_root
+        self.sys_root = sys_root
+
+    def text(self, path):
+        return self.tools["read_text"](path, RuntimeStateError)
+
+    def started(self, unit):
+        if not unit["active"] or not unit["pid"]:
+            return None
+        return self.tools["process_start"](unit["pid"])
+
+    def read(self):
+        wanted, tools = self.wanted, self.tools
+        if not self.host.which("dpkg-query") or not self.host.which("apt-get"):
+            raise RuntimeStateError(
+                "nvidia_container_runtime supports apt-based hosts (Debian, Ubuntu): "
+                "dpkg-query or apt-get not found"
+            )
+        watched = [wanted["package"], TOOLKIT, *wanted["toml_packages"], "python3-yaml"]
+        units = tools["units_state"](
+            self.host,
+            [*ENGINE_UNITS.values(), *(unit for flavor in RANCHER.values() for unit in flavor["units"])],
+        )
+        observed = {
+            "installed": Apt(self.host).installed_versions(watched),
+            "toml_parser": tools["toml_parser"],
+            "yaml_available": tools["yaml_load"] is not None,
+            "python": wanted["python"],
+            "keyring_ok": self.keyring_ok(),
+            "sources_text": self.text(wanted["sources_path"]),
+            "toolkit_binary": os.access(wanted["binary"], os.X_OK),
+            "driver_version": wanted["driver_version"] or self.loaded_driver(),
+            "cdi_specs": {path: self.text(path) for path in (CDI_GENERATED_SPEC, CDI_REFRESH_SPEC)},
+        }
+        found = []
+        if self.host.which("dockerd") or units["docker.service"]["loaded"]:
+            found.append("docker")
+        if self.host.which("containerd") or units["containerd.service"]["loaded"]:
+            found.append("containerd")
+        observed["engines_found"] = found
+        observed["rancher"], observed["rancher_state"] = self.rancher(units)
+        observed["docker"] = self.docker(units["docker.service"]) if "docker" in found else None
+        observed["containerd"] = (
+            self.containerd(units["containerd.service"])
+            if "containerd" in found and not observed["rancher"]
+            else {}
+        )
+        observed.update(self.kubelet(observed["rancher_state"]))
+        observed["apt"] = self.apt(observed)
+        return observed
+
+    def keyring_ok(self):
+        path, checksum = self.wanted["keyring"], self.wanted["repo_key_checksum"]
+        if not os.path.isfile(path):
+            return False
+        if not checksum:
+            return True
+        algorithm, _sep, digest = checksum.partition(":")
+        try:
+            with open(path, "rb") as handle:
+                return hashlib.new(algorithm, handle.read()).hexdigest() == digest.lower()
+        except (OSError, ValueError):
+            return False
+
+    def loaded_driver(self):
+        try:
+            with open(os.path.join(self.sys_root, "module", "nvidia", "version"), encoding="ascii") as handle:
+                return handle.read().strip() or None
+        except OSError:
+            return None
+
+    def apt(self, observed):
+        """apt's view of the packages the plan may install (only when one may be)."""
+        wanted, installed = self.wanted, observed["installed"]
+        have = installed.get(wanted["package"])
+        needs = have is None or (wanted["version"] and have != wanted["version"])
+        needs = (
+            needs
+            or observed["toml_parser"] is None
+            or (observed["rancher"] and not observed["yaml_available"])
+        )
+        if not needs:
+            return {}
+        apt_cache = self.host.which("apt-cache")
+        if not apt_cache:
+            return {}
+        _rc, out, _err = self.host.run(
+            [apt_cache, "policy", wanted["package"], TOOLKIT, *wanted["toml_packages"], "python3-yaml"]
+        )
+        return parse_apt_policy(out)
+
+    def docker(self, unit):
+        path = self.wanted["docker_daemon_json"]
+        text = self.text(path)
+        config = self.tools["parse_json"](text or "", path)
+        info = None
+        version = None
+        docker = self.host.which("docker")
+        if unit["active"] and docker:
+            rc, out, _err = self.host.run([docker, "info", "--format", "{{json .}}"])
+            info = parse_docker_info(out) if rc == 0 else None
+            version = info["server_version"] if info else None
+        if version is None and self.host.which("dockerd"):
+            rc, out, _err = self.host.run([self.host.which("dockerd"), "--version"])
+            version = version_from_output(out.replace(",", " ")) if rc == 0 else None
+        return {
+            "version": version,
+            "active": unit["active"],
+            "info": info,
+            "cli": docker is not None,
+            "text": text,
+            "config": config,
+            "stale": self.tools["stale_files"](self.started(unit), [path]),
+        }
+
+    def containerd(self, unit):
+        wanted, tools = self.wanted, self.tools
+        config_path, dropin_path = wanted["containerd_config"], wanted["containerd_dropin"]
+        version, defaults = tools["containerd_facts"](self.host, None)
+        config_text = self.text(config_path)
+        state = {
+            "version": version,
+            "defaults": defaults,
+            "active": unit["active"],
+            "config_text": config_text,
+            "dropin_text": self.text(dropin_path),
+            "imports": [],
+            "cri_disabled": False,
+            "stale": [],
+        }
+        if tools["toml_parser"] is not None:
+            try:
+                state["imports"] = tools["other_imports"](
+                    config_text, config_path, dropin_path, tools["read_text"]
+                )
+                config = parse_toml(config_text, config_path) if config_text and config_text.strip() else {}
+                state["cri_disabled"] = cri_disabled(config, root_version(config, config_path))
+            except ContainerdConfigError as exc:
+                raise RuntimeStateError(f"{exc}; left unchanged") from exc
+        read = [config_path, dropin_path, *(path for path, _text in state["imports"])]
+        state["stale"] = tools["stale_files"](self.started(unit), read)
+        return state
+
+    def rancher(self, units):
+        """(flavor or None, its state): RKE2 or k3s, whichever has a unit (the running one first)."""
+        candidates = [
+            (flavor, unit)
+            for flavor, spec in RANCHER.items()
+            for unit in spec["units"]
+            if units[unit]["loaded"]
+        ]
+        if not candidates:
+            return None, None
+        flavor, unit = next(((f, u) for f, u in candidates if units[u]["active"]), candidates[0])
+        etc = f"/etc/rancher/{flavor}"
+        dropin_path = f"{etc}/config.yaml.d/{RANCHER_DROPIN_NAME}"
+        files = [f"{etc}/config.yaml"]
+        if os.path.isdir(f"{etc}/config.yaml.d"):
+            names = sorted(n for n in os.listdir(f"{etc}/config.yaml.d") if n.endswith((".yaml", ".yml")))
+            files += [f"{etc}/config.yaml.d/{name}" for name in names]
+        before, after = [], []
+        for path in files:
+            if path == dropin_path:
+                continue
+            text = self.text(path)
+            if text is None or self.tools["yaml_load"] is None:
+                continue
+            try:
+                data = self.tools["yaml_load"](text)
+            except Exception as exc:  # yaml.YAMLError and its kin
+                raise RuntimeStateError(f"{path}: not valid YAML: {exc}; left unchanged") from exc
+            if data is not None and not isinstance(data, dict):
+                raise RuntimeStateError(f"{path}: not a mapping of options; left unchanged")
+            (after if path > dropin_path else before).append(data or {})
+        generated_path = f"/var/lib/rancher/{flavor}/agent/etc/containerd/config.toml"
+        generated_text = self.text(generated_path)
+        generated, generated_version = None, None
+        if generated_text is not None and self.tools["toml_parser"] is not None:
+            try:
+                config = parse_toml(generated_text, generated_path)
+            except ContainerdConfigError as exc:
+                raise RuntimeStateError(str(exc)) from exc
+            generated, generated_version = generated_runtimes(config), config.get("version", 1)
+        state = units[unit]
+        return flavor, {
+            "unit": unit,
+            "active": state["active"],
+            "dropin_path": dropin_path,
+            "dropin_text": self.text(dropin_path),
+            "config_before": rancher_effective(before),
+            "config_after": rancher_effective(after),
+            "generated_path": generated_path,
+            "generated": generated,
+            "generated_version": generated_version,
+            "stale": self.tools["stale_files"](self.started(state), [dropin_path, self.wanted["binary"]]),
+        }
+
+    def kubelet(self, rancher_state):
+        args = kubelet_argv(self.cmdlines())
+        config_path = flag_value(args or [], "config") or KUBELET_CONFIG
+        config = dict(rancher_state["config_before"]) if rancher_state else {}
+        if rancher_state:
+            config.update(rancher_state["config_after"])
+        return {
+            "kubelet_args": args,
+            "kubelet_config_text": self.text(config_path),
+            "kubelet_flag_texts": [text for text in map(self.text, KUBELET_FLAG_FILES) if text],
+            "kubelet_installed": bool(self.host.which("kubelet")),
+            "rancher_config": config,
+            "sockets": [path for path, _engine in KUBEADM_SOCKETS if os.path.exists(path)],
+        }
+
+    def cmdlines(self):
+        found = []
+        try:
+            pids = [name for name in os.listdir(self.proc_root) if name.isdigit()]
+        except OSError:
+            return found
+        for pid in pids:
+            try:
+                with open(os.path.join(self.proc_root, pid, "cmdline"), "rb") as handle:
+                    raw = handle.read()
+            except OSError:
+                continue
+            argv = [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
+            if argv:
+                found.append(argv)
+        return found

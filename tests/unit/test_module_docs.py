@@ -1,0 +1,74 @@
+"""Every module's DOCUMENTATION options equal its argument spec (STYLE.md), in one test.
+
+What ``ansible-test sanity``'s validate-modules checks in the collection, here for
+every module of library/ as ``make test`` runs it: the same option names, and per
+option the same type (``str`` when unsaid), default, choices, ``required``,
+``elements`` and suboptions. The spec is what the module hands ``AnsibleModule``
+(captured from ``build_module()``); a module that is the documentation of an
+action plugin of its name is compared with the plugin's ``ARGUMENT_SPEC``.
+"""
+
+import importlib
+
+import pytest
+import yaml
+from ansible.module_utils import basic
+from conftest import ROOT, load_file
+
+MODULES = sorted(path.stem for path in (ROOT / "library").glob("*.py"))
+ACTIONS = {path.stem for path in (ROOT / "action_plugins").glob("*.py")}
+# what each compared key means when unsaid
+COMPARED = {"type": "str", "required": False, "default": None, "choices": None, "elements": None}
+
+
+class Built(Exception):
+    """Raised in place of AnsibleModule.__init__, carrying what the module asked for."""
+
+
+def argument_spec(name, monkeypatch):
+    if name in ACTIONS:
+        return load_file(ROOT / "action_plugins" / f"{name}.py", f"{name}_action").ARGUMENT_SPEC
+
+    def capture(self, argument_spec, **_kwargs):
+        raise Built(argument_spec)
+
+    monkeypatch.setattr(basic.AnsibleModule, "__init__", capture)
+    with pytest.raises(Built) as built:
+        importlib.import_module(name).build_module()
+    return built.value.args[0]
+
+
+def differences(documented, spec, where=""):
+    """What ``documented`` (DOCUMENTATION options) says otherwise than ``spec``, one line each."""
+    found = []
+    if set(documented) != set(spec):
+        found.append(f"{where or 'options'}: documented {sorted(documented)}, spec {sorted(spec)}")
+        return found
+    for option, rules in spec.items():
+        doc, path = documented[option] or {}, f"{where}{option}"
+        found.extend(f"{path}: {key} {doc.get(key, unsaid)!r} documented, {rules.get(key, unsaid)!r} in spec"
+                     for key, unsaid in COMPARED.items() if doc.get(key, unsaid) != rules.get(key, unsaid))
+        if rules.get("options") or doc.get("suboptions"):
+            found.extend(differences(doc.get("suboptions") or {}, rules.get("options") or {}, f"{path}."))
+    return found
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.controller(reason="its action plugin imports the controller"))
+    if name in ACTIONS else name
+    for name in MODULES
+])
+def test_documentation_options_equal_the_argument_spec(name, monkeypatch):
+    documented = yaml.safe_load(importlib.import_module(name).DOCUMENTATION).get("options") or {}
+    assert differences(documented, argument_spec(name, monkeypatch)) == []
+
+
+def test_a_difference_names_the_option_and_what_differs():
+    spec = {"mode": {"type": "str", "choices": ["a", "b"]},
+            "nodes": {"type": "list", "elements": "dict", "options": {"name": {"required": True}}}}
+    documented = {"mode": {"type": "str", "choices": ["a"]},
+                  "nodes": {"type": "list", "elements": "dict", "suboptions": {"name": {"type": "str"}}}}
+    assert differences(documented, spec) == [
+        "mode: choices ['a'] documented, ['a', 'b'] in spec",
+        "nodes.name: required False documented, True in spec",
+    ]

@@ -396,12 +396,8 @@ dra:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.addons import dra
-from ansible.module_utils.gpunode.addons.cluster import (
-    DISTRIBUTIONS,
-    MODES,
-    RUNTIME_CLASS_CHOICES,
-    GpuAddonsError,
-)
+from ansible.module_utils.gpunode.addons.cluster import DISTRIBUTIONS, MODES, GpuAddonsError
+from ansible.module_utils.gpunode.addons.gpu_nodes import RUNTIME_CLASS_CHOICES
 from ansible.module_utils.gpunode.addons.inputs import ValueSyntaxError
 from ansible.module_utils.gpunode.addons.plan import plan
 

@@ -15,20 +15,19 @@ Standard library only; Python 3.8+.
 """
 
 from ansible.module_utils.gpunode.addons import device_plugin_config as dpc
-from ansible.module_utils.gpunode.addons import dra
+from ansible.module_utils.gpunode.addons import dra, dra_objects, dra_preflight
 from ansible.module_utils.gpunode.addons import hami as hami_utils
 from ansible.module_utils.gpunode.addons import images as addon_images
+from ansible.module_utils.gpunode.addons.catalogue import manifest_plan
 from ansible.module_utils.gpunode.addons.cluster import (
     RESOURCE_BY_MODE,
     WORKLOADS_BY_MODE,
     GpuAddonsError,
     api_versions,
     control_plane,
-    gpu_nodes,
     kube_version,
-    manifest_plan,
-    pod_runtime_class,
 )
+from ansible.module_utils.gpunode.addons.gpu_nodes import gpu_nodes, pod_runtime_class
 from ansible.module_utils.gpunode.addons.inputs import check_inputs, check_node_names
 
 
@@ -119,7 +118,7 @@ def options(mode, resolved, hami_plan):
 
 
 def dra_cdi_root(params):
-    return (params["dra"] or {}).get("cdi_root") or dra.DEFAULT_SETTINGS["cdi_root"]
+    return (params["dra"] or {}).get("cdi_root") or dra_objects.DEFAULT_SETTINGS["cdi_root"]
 
 
 # --- the steps, in order --------------------------------------------------------
@@ -175,9 +174,9 @@ def images_and_dra(params, version, by_host, hosts):
     preflight's findings on each host (``unchecked``, also warnings)."""
     images = addon_images.addon_images(params["role_values"], version)
     settings = addon_images.dra_settings(params["role_values"], params["dra"])
-    dra_plan = dra.plan(params["mode"], version, by_host, settings)
+    dra_plan = dra_objects.plan(params["mode"], version, by_host, settings)
     images.update(dra=dra_plan["image"], dra_example=dra_plan["example_image"])
-    dra_plan["unchecked"] = dra.preflight(
+    dra_plan["unchecked"] = dra_preflight.preflight(
         [dict(r, allocation=by_host[r["host"]]) for r in hosts], version, dra_cdi_root(params)
     )
     return images, dra_plan

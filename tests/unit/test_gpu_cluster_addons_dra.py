@@ -271,10 +271,23 @@ def test_objects_are_deterministic():
 
 # --- RBAC per version ---------------------------------------------------------------------
 
-# What the pinned kubelet plugin (gpus container, v0.5.0) calls; the rules may not exceed it.
+# The kubelet plugin's ClusterRole in the upstream chart, as data: kubernetes-sigs/dra-driver-nvidia-gpu
+# deployments/helm/dra-driver-nvidia-gpu/templates/rbac-kubeletplugin.yaml @ 95932046 (the tree
+# v0.5.0 was cut from), its ClusterRole and its per-namespace Role (deployments only with
+# featureGates.MPSSupport).
+CHART_KUBELET_PLUGIN = {
+    ("resource.nvidia.com", "computedomains"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceslices"): {"get", "list", "watch", "create", "update", "delete"},
+    ("", "nodes"): {"get", "list", "watch", "update", "patch"},
+    ("", "pods"): {"get", "list", "watch"},
+    ("resource.nvidia.com", "computedomaincliques"): {"get"},
+    ("apps", "deployments"): {"get", "list", "watch", "create", "update", "patch", "delete"},
+}
+# What the pinned kubelet plugin (gpus container, v0.5.0) gets.
 NEEDED = {
     ("", "nodes"): {"get"},
-    ("resource.k8s.io", "resourceclaims"): {"get"},
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch"},
     ("resource.k8s.io", "resourceslices"): {"get", "list", "watch", "create", "update", "delete"},
 }
 
@@ -295,6 +308,22 @@ def test_pinned_driver_gets_only_what_it_calls_and_no_claim_status(version):
     assert rules == NEEDED
     assert not any(r.startswith("resourceclaims/") for _, r in rules)
     assert all("*" not in verbs for verbs in rules.values())
+
+
+def test_kubelet_plugin_rbac_is_the_charts_less_what_is_documented_as_left_out():
+    rules = granted(dra_objects.kubelet_plugin_rules("1.35"))
+    claims = ("resource.k8s.io", "resourceclaims")
+    assert rules[claims] == CHART_KUBELET_PLUGIN[claims] == {"get", "list", "watch"}
+    for key, verbs in rules.items():
+        assert verbs <= CHART_KUBELET_PLUGIN[key], key  # never more than the chart
+    docs = (ROOT / "docs" / "DRA.md").read_text()
+    for key, verbs in CHART_KUBELET_PLUGIN.items():
+        missing = verbs - rules.get(key, set())
+        if not missing:
+            continue
+        left_out, why = dra_objects.KUBELET_PLUGIN_LEFT_OUT[key]
+        assert missing == set(left_out), key
+        assert why and f"`{key[1]}`" in docs, key  # docs/DRA.md names what is left out
 
 
 def test_a_driver_writing_device_status_gets_the_synthetic_subresource_from_1_36_never_binding():

@@ -60,23 +60,42 @@ def claim_status_rules(kubernetes_version, writes_device_status=WRITES_DEVICE_ST
     return rules
 
 
-def kubelet_plugin_rules(kubernetes_version, writes_device_status=WRITES_DEVICE_STATUS):
-    """What the ``gpus`` kubelet plugin calls ([CODE]), a subset of [CHART] rbac-kubeletplugin.yaml.
+# The rules of [CHART] ``templates/rbac-kubeletplugin.yaml`` that no feature of
+# the rendered driver uses: (apiGroup, resource) -> (verbs left out, why).
+# docs/DRA.md says the same to users.
+KUBELET_PLUGIN_LEFT_OUT = {
+    ("", "nodes"): (
+        ("list", "patch", "update", "watch"),
+        "the compute-domains container's clique label (ComputeDomains are not rendered)",
+    ),
+    ("", "pods"): (("get", "list", "watch"), "MPS control daemons (sharing.go; feature gate MPSSupport off)"),
+    ("resource.nvidia.com", "computedomains"): (("get", "list", "watch"), "ComputeDomains are not rendered"),
+    ("resource.nvidia.com", "computedomaincliques"): (("get",), "ComputeDomains are not rendered"),
+    ("apps", "deployments"): (
+        ("create", "delete", "get", "list", "patch", "update", "watch"),
+        "MPS control daemons (the chart grants it only with featureGates.MPSSupport)",
+    ),
+}
 
-    - resourceclaims get: ``cleanup.go`` reads a claim by name (the kubelet
-      hands the plugin the claims to prepare);
+
+def kubelet_plugin_rules(kubernetes_version, writes_device_status=WRITES_DEVICE_STATUS):
+    """The ClusterRole of the ``gpus`` kubelet plugin: [CHART] rbac-kubeletplugin.yaml's rules
+    that the rendered driver's features use, less those of ``KUBELET_PLUGIN_LEFT_OUT``.
+
+    - resourceclaims get/list/watch, as the chart grants them: ``cleanup.go``
+      reads a claim by name ([CODE]); list and watch are the chart's, so a
+      driver that lists or watches claims does not fail on a real node only;
     - resourceslices get/list/watch/create/update/delete: the ResourceSlices
       of its node, through the kubeletplugin helper (the chart grants the same);
     - nodes get: the helper makes its node the ResourceSlices' owner.
-
-    Left out of the chart's role: nodes list/watch/update/patch (the
-    compute-domains container's clique label), pods (MPS control daemons,
-    ``sharing.go``), computedomains and computedomaincliques (ComputeDomains):
-    none of them runs here.
     """
     rules = [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
-        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["resourceclaims"],
+            "verbs": ["get", "list", "watch"],
+        },
         {
             "apiGroups": ["resource.k8s.io"],
             "resources": ["resourceslices"],

@@ -94,6 +94,12 @@ options:
       - More device plugin configs by name, for nodes labelled C(nvidia.com/device-plugin.config=<name>).
     type: dict
     default: {}
+  device_plugin_config_default:
+    description:
+      - The entry of O(device_plugin_configs) that is the main config (the chart's C(config.default));
+        empty, the entry called C(default) is, when there is one.
+    type: str
+    default: ""
   device_plugin_config_names:
     description: Per GPU host, the name of its config (C(gpu_cluster_addons_device_plugin_config_name)).
     type: dict
@@ -421,6 +427,7 @@ def build_module():
             "namespace": {"type": "str", "default": "kube-system"},
             "device_plugin_config": {"type": "dict", "default": {}},
             "device_plugin_configs": {"type": "dict", "default": {}},
+            "device_plugin_config_default": {"type": "str", "default": ""},
             "device_plugin_config_names": {"type": "dict", "default": {}},
             "hami": {"type": "dict", "default": {}},
             "nvidia_mig_strategy": {"type": "str", "choices": ["none", "single", "mixed"], "default": "none"},

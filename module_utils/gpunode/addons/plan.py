@@ -57,7 +57,12 @@ def device_plugin(params):
         "rename": params["nvidia_time_slicing_rename"],
         "fail_requests_greater_than_one": params["nvidia_time_slicing_fail_requests_greater_than_one"],
     }
-    resolved = dpc.plugin_configs(params["device_plugin_config"], params["device_plugin_configs"], short)
+    resolved = dpc.plugin_configs(
+        params["device_plugin_config"],
+        params["device_plugin_configs"],
+        short,
+        params["device_plugin_config_default"],
+    )
     configs = resolved["configs"].values()
     resolved["mig"] = any(dpc.mig_strategy(c) != "none" for c in configs)
     resolved["mps"] = any(dpc.sharing_method(c) == "mps" for c in configs)

@@ -107,7 +107,9 @@ options:
   hami:
     description:
       - HAMi settings - C(scheduler) (C(deployment) or C(extender)), C(node_port), C(port),
-        C(device_split_count), C(device_memory_scaling), C(device_core_scaling).
+        C(device_split_count), C(device_memory_scaling), C(device_core_scaling), C(certificate)
+        (where the admission webhook's certificate comes from - C(controller), made when applying, or
+        C(job), HAMi's own certificate Jobs in the rendered files).
     type: dict
     default: {}
   nvidia_mig_strategy:
@@ -329,12 +331,21 @@ hami:
     device_config:
       description: HAMi's device configuration (split count, memory and core scaling).
       type: dict
+    webhook:
+      description: Whether HAMi's admission webhook is rendered (with its own scheduler, deployment).
+      type: bool
+    certificate:
+      description: Where the webhook's certificate comes from - C(controller) or C(job).
+      type: str
+    tls_secret:
+      description: The Secret of the webhook's serving certificate.
+      type: str
 images:
   description:
     - The add-on images the role's templates write, by name (nvidia_device_plugin, gpushare_device_plugin,
-      gpushare_extender, hami, hami_kube_scheduler, dra, dra_example), each C(repository:tag) with the
-      registry prefix C(gpu_cluster_addons_image_registry) applied. Those whose variables are missing from
-      O(role_values) are left out (dra and dra_example never are).
+      gpushare_extender, hami, hami_kube_scheduler, hami_certgen, dra, dra_example), each C(repository:tag)
+      with the registry prefix C(gpu_cluster_addons_image_registry) applied. Those whose variables are
+      missing from O(role_values) are left out (dra and dra_example never are).
   returned: always
   type: dict
   contains:

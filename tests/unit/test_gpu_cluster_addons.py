@@ -443,7 +443,9 @@ def test_switching_mode_removes_the_other_device_plugin():
     assert "50-daemonset-nvidia-device-plugin.yaml" in {m["file"] for m in gpushare["absent"]}
 
 
-ALL_OPTIONS = ("nvidia-named", "nvidia-mps", "hami-deployment", "hami-extender")
+ALL_OPTIONS = (
+    "nvidia-named", "nvidia-mps", "hami-deployment", "hami-extender", "hami-webhook", "hami-certgen",
+)
 
 
 @pytest.mark.parametrize("mode", [m for m in ga.MODES if m != "dra"])

@@ -71,6 +71,23 @@ _OPTIONAL = {
             "clusterrolebinding-hami-scheduler-volume.yaml.j2",
         ),
     ),
+    # HAMi's admission webhook; rendered to files, HAMi's own certificate Jobs make its
+    # Secret and patch its caBundle (the chart's scheduler/job-patch/), so no key is rendered.
+    "hami-webhook": (
+        (
+            "60-mutatingwebhookconfiguration-hami-webhook.yaml",
+            "mutatingwebhookconfiguration-hami-webhook.yaml.j2",
+        ),
+    ),
+    "hami-certgen": (
+        ("10-serviceaccount-hami-admission.yaml", "serviceaccount-hami-admission.yaml.j2"),
+        ("20-clusterrole-hami-admission.yaml", "clusterrole-hami-admission.yaml.j2"),
+        ("20-role-hami-admission.yaml", "role-hami-admission.yaml.j2"),
+        ("30-clusterrolebinding-hami-admission.yaml", "clusterrolebinding-hami-admission.yaml.j2"),
+        ("30-rolebinding-hami-admission.yaml", "rolebinding-hami-admission.yaml.j2"),
+        ("50-job-hami-admission-create.yaml", "job-hami-admission-create.yaml.j2"),
+        ("70-job-hami-admission-patch.yaml", "job-hami-admission-patch.yaml.j2"),
+    ),
     "hami-extender": (
         ("20-configmap-hami-kube-scheduler-extender.yaml", "configmap-hami-kube-scheduler-extender.yaml.j2"),
     ),

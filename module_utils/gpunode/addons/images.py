@@ -47,6 +47,7 @@ IMAGES = {
                           "gpu_cluster_addons_gpushare_extender_version"),
     "hami": ("gpu_cluster_addons_hami_image", "gpu_cluster_addons_hami_version"),
     "hami_kube_scheduler": ("gpu_cluster_addons_hami_kube_scheduler_image", None),
+    "hami_certgen": ("gpu_cluster_addons_hami_certgen_image", "gpu_cluster_addons_hami_certgen_version"),
 }
 
 

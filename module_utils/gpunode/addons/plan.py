@@ -92,11 +92,18 @@ def hami(settings, version):
     if placement not in hami_utils.PLACEMENTS:
         raise GpuAddonsError(
             f"gpu_cluster_addons_hami_scheduler: {placement!r} is not deployment or extender")
+    certificate = settings.get("certificate") or "controller"
+    if certificate not in hami_utils.CERTIFICATE_SOURCES:
+        raise GpuAddonsError(f"hami certificate: {certificate!r} is not controller or job")
     minor = tuple(int(x) for x in version.split(".")[:2])
+    webhook = placement == "deployment"
     node_url = "http://127.0.0.1:{}".format(int(settings.get("node_port") or hami_utils.NODE_PORT))
-    pod_url = "http://127.0.0.1:{}".format(int(settings.get("port") or 8080))
+    pod_url = "{}://127.0.0.1:{}".format("https" if webhook else "http", int(settings.get("port") or 8080))
     return {
         "scheduler": placement,
+        "webhook": webhook,
+        "certificate": certificate,
+        "tls_secret": hami_utils.WEBHOOK_SECRET,
         # before 1.19 kube-scheduler reads a Policy (--policy-config-file) instead
         "policy": minor < (1, 19),
         "url_prefix": node_url,
@@ -119,6 +126,10 @@ def options(mode, resolved, hami_plan):
     if resolved["mps"]:
         keys.add("nvidia-mps")
     keys.add("hami-" + hami_plan["scheduler"])
+    if hami_plan["webhook"]:
+        keys.add("hami-webhook")
+        if hami_plan["certificate"] == "job":
+            keys.add("hami-certgen")
     return sorted(k for k in keys if k.startswith(mode + "-"))
 
 

@@ -682,7 +682,7 @@ def test_hami_renders_node_side_and_its_own_scheduler(rendered):
     assert own["profiles"] == [{"schedulerName": "hami-scheduler"}]
     extender = next(c for c in dep["containers"] if c["name"] == "vgpu-scheduler-extender")
     port = extender["ports"][0]["containerPort"]
-    assert own["extenders"][0]["urlPrefix"] == f"http://127.0.0.1:{port}"
+    assert own["extenders"][0]["urlPrefix"] == f"https://127.0.0.1:{port}"  # it serves the webhook too
     assert f"--http_bind=0.0.0.0:{port}" in extender["command"]
 
 

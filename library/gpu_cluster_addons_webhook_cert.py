@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: gpu_cluster_addons_webhook_cert
 short_description: Keep or renew the serving certificate of HAMi's admission webhook
 description:
-  - Reads the certificate of the webhook's Secret (O(certificate), O(ca): its C(tls.crt) and C(ca)
+  - Reads the certificate of the webhook's Secret (O(certificate) and O(ca) - its C(tls.crt) and C(ca)
     data as kubernetes.core.k8s_info returns them; never its key) and keeps it while it is valid for
     the Service's names, issued by its CA, and more than O(renew_days) days from expiry.
   - Otherwise makes a new CA and serving certificate (for C(<service>.<namespace>.svc),

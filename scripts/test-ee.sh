@@ -57,16 +57,18 @@ echo "== 3. a clean virtualenv with the context's content (no Galaxy)"
 ee=$work/ee/bin
 pip_install "$ee/python" -r "$context/_build/requirements.txt" "ansible-core==$pinned"
 "$ee/python" scripts/install-collections.py
-purelib=$("$ee/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-"$ee/ansible-galaxy" collection install --no-deps --collections-path "$purelib" \
+# the image's path (/usr/share/ansible/collections) stands in as $work/collections
+export ANSIBLE_COLLECTIONS_PATH=$work/collections
+"$ee/ansible-galaxy" collection install --no-deps --collections-path "$work/collections" \
   "$context/_build/collections/$(basename "$tarball")" >/dev/null
 "$ee/ansible-galaxy" collection list 2>/dev/null | grep -E "^(gpunode|kubernetes|community|ansible)\.[a-z]+ " | sort
 
 echo "== 4. the playbooks from the virtualenv alone"
 mkdir "$work/run"
 cp -r inventories/demo "$work/run/inventory"
+printf '[defaults]\n' >"$work/run/ansible.cfg"  # an empty configuration, none of the project's
 cd "$work/run"
-export ANSIBLE_CONFIG=/dev/null ANSIBLE_NOCOLOR=1
+export ANSIBLE_CONFIG=$work/run/ansible.cfg ANSIBLE_NOCOLOR=1
 if docker ps --format '{{.Names}}' 2>/dev/null | grep -qx gpunode-demo; then
   echo "the demo's nodes are up: its check run, by FQCN"
   "$ee/ansible-playbook" -i inventory gpunode.gpunode.site --check --diff >"$work/check.log" 2>&1 || {

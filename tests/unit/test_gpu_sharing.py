@@ -360,6 +360,35 @@ def test_hami_plan_returns_both_placements(run_module):
     assert not ok and "gpu_cluster_addons_hami_scheduler" in result["msg"]
 
 
+WEBHOOK_FILE = "60-mutatingwebhookconfiguration-hami-webhook.yaml"
+CERTGEN_FILES = {"50-job-hami-admission-create.yaml", "70-job-hami-admission-patch.yaml",
+                 "20-role-hami-admission.yaml", "20-clusterrole-hami-admission.yaml"}
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "certificate", "webhook", "jobs"),
+    [("deployment", "controller", True, False), ("deployment", "job", True, True),
+     ("extender", "job", False, False), ("extender", "controller", False, False)],
+)
+def test_hami_webhook_files_follow_the_placement_and_where_its_certificate_comes_from(
+        run_module, scheduler, certificate, webhook, jobs):
+    ok, result = plan(run_module, mode="hami", hami={"scheduler": scheduler, "certificate": certificate})
+    assert ok, result
+    present = {m["file"] for m in result["manifests"]["present"]}
+    absent = {m["file"] for m in result["manifests"]["absent"]}
+    assert (WEBHOOK_FILE in present, WEBHOOK_FILE in absent) == (webhook, not webhook)
+    assert (present >= CERTGEN_FILES, absent >= CERTGEN_FILES) == (jobs, not jobs)
+    assert result["hami"]["webhook"] is webhook and result["hami"]["tls_secret"] == "hami-scheduler-tls"
+    own = yaml.safe_load(result["hami"]["own_scheduler_config"])["extenders"][0]
+    assert own["urlPrefix"].startswith("https://" if webhook else "http://")
+    assert (own.get("tlsConfig") == {"insecure": True}) is webhook
+    # leaving the mode takes every webhook file away
+    ok, result = plan(run_module, mode="nvidia", hami={"scheduler": scheduler, "certificate": certificate})
+    assert {WEBHOOK_FILE} | CERTGEN_FILES <= {m["file"] for m in result["manifests"]["absent"]}
+    ok, result = plan(run_module, mode="hami", hami={"certificate": "vault"})
+    assert not ok and "controller or job" in result["msg"]
+
+
 def test_the_scheduler_roles_hami_extender_is_the_rendered_one():
     """roles/gpushare_scheduler wires the same extender that gpu_cluster_addons renders for HAMi."""
     roles = pathlib.Path(__file__).resolve().parents[2] / "roles"

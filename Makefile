@@ -26,6 +26,7 @@ help:
 	@echo "make test          lint + unit tests + every molecule scenario, $(TEST_JOBS) at a time ($(SCENARIOS))"
 	@echo "make lint | unit [UNIT_PYTHONS='3.8 ...'] | unit-lock | molecule [SCENARIOS='default ...'] | bench | test-cluster"
 	@echo "VENV=.venv-newest  demo, collection or unit (UNIT_ARGS=--controller-only) on the newest ansible-core"
+	@echo "make ee            check execution-environment.yml (ansible-builder create + its content in a clean venv)"
 
 bootstrap:
 	@VENV=$(VENV) bash scripts/bootstrap.sh
@@ -76,6 +77,13 @@ bench: bootstrap
 
 test-cluster: bootstrap
 	@bash tests/cluster/run.sh
+
+# The AWX/AAP execution environment (execution-environment.yml): builds the collection,
+# writes ansible-builder's build context and installs its content into a clean virtualenv
+# that runs the demo's check run (or, without the demo's nodes, a syntax check); docs/AWX.md.
+.PHONY: ee
+ee: bootstrap
+	@bash scripts/test-ee.sh
 
 # The Galaxy collection: check the sources' licence headers and module docs, build
 # build/<namespace>-<name>-<version>.tar.gz from this playbook project

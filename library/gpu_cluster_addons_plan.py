@@ -94,6 +94,12 @@ options:
       - More device plugin configs by name, for nodes labelled C(nvidia.com/device-plugin.config=<name>).
     type: dict
     default: {}
+  device_plugin_config_default:
+    description:
+      - The entry of O(device_plugin_configs) that is the main config (the chart's C(config.default));
+        empty, the entry called C(default) is, when there is one.
+    type: str
+    default: ""
   device_plugin_config_names:
     description: Per GPU host, the name of its config (C(gpu_cluster_addons_device_plugin_config_name)).
     type: dict
@@ -101,7 +107,9 @@ options:
   hami:
     description:
       - HAMi settings - C(scheduler) (C(deployment) or C(extender)), C(node_port), C(port),
-        C(device_split_count), C(device_memory_scaling), C(device_core_scaling).
+        C(device_split_count), C(device_memory_scaling), C(device_core_scaling), C(certificate)
+        (where the admission webhook's certificate comes from - C(controller), made when applying, or
+        C(job), HAMi's own certificate Jobs in the rendered files).
     type: dict
     default: {}
   nvidia_mig_strategy:
@@ -323,12 +331,21 @@ hami:
     device_config:
       description: HAMi's device configuration (split count, memory and core scaling).
       type: dict
+    webhook:
+      description: Whether HAMi's admission webhook is rendered (with its own scheduler, deployment).
+      type: bool
+    certificate:
+      description: Where the webhook's certificate comes from - C(controller) or C(job).
+      type: str
+    tls_secret:
+      description: The Secret of the webhook's serving certificate.
+      type: str
 images:
   description:
     - The add-on images the role's templates write, by name (nvidia_device_plugin, gpushare_device_plugin,
-      gpushare_extender, hami, hami_kube_scheduler, dra, dra_example), each C(repository:tag) with the
-      registry prefix C(gpu_cluster_addons_image_registry) applied. Those whose variables are missing from
-      O(role_values) are left out (dra and dra_example never are).
+      gpushare_extender, hami, hami_kube_scheduler, hami_certgen, dra, dra_example), each C(repository:tag)
+      with the registry prefix C(gpu_cluster_addons_image_registry) applied. Those whose variables are
+      missing from O(role_values) are left out (dra and dra_example never are).
   returned: always
   type: dict
   contains:
@@ -396,12 +413,8 @@ dra:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.addons import dra
-from ansible.module_utils.gpunode.addons.cluster import (
-    DISTRIBUTIONS,
-    MODES,
-    RUNTIME_CLASS_CHOICES,
-    GpuAddonsError,
-)
+from ansible.module_utils.gpunode.addons.cluster import DISTRIBUTIONS, MODES, GpuAddonsError
+from ansible.module_utils.gpunode.addons.gpu_nodes import RUNTIME_CLASS_CHOICES
 from ansible.module_utils.gpunode.addons.inputs import ValueSyntaxError
 from ansible.module_utils.gpunode.addons.plan import plan
 
@@ -425,6 +438,7 @@ def build_module():
             "namespace": {"type": "str", "default": "kube-system"},
             "device_plugin_config": {"type": "dict", "default": {}},
             "device_plugin_configs": {"type": "dict", "default": {}},
+            "device_plugin_config_default": {"type": "str", "default": ""},
             "device_plugin_config_names": {"type": "dict", "default": {}},
             "hami": {"type": "dict", "default": {}},
             "nvidia_mig_strategy": {"type": "str", "choices": ["none", "single", "mixed"], "default": "none"},

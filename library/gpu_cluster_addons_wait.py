@@ -88,13 +88,8 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.gpunode.addons.cluster import (
-    MODES,
-    RESOURCE_BY_MODE,
-    WORKLOADS_BY_MODE,
-    allocatable_status,
-    workload_status,
-)
+from ansible.module_utils.gpunode.addons.cluster import MODES, RESOURCE_BY_MODE, WORKLOADS_BY_MODE
+from ansible.module_utils.gpunode.addons.rollout import allocatable_status, workload_status
 
 try:
     from kubernetes import client as k8s_client

@@ -1,7 +1,7 @@
 """module_utils/gpunode/addons/images.py: the add-ons' images and the one registry prefix for a mirror."""
 
 import pytest
-from ansible.module_utils.gpunode.addons import dra, images
+from ansible.module_utils.gpunode.addons import dra_objects, images
 from ansible.module_utils.gpunode.formats.values import ValueSyntaxError
 
 PREFIX = "registry.local:5000/mirror"
@@ -98,9 +98,9 @@ def test_dra_settings_are_mirrored_examples_included():
     assert settings["image"] == f"{PREFIX}/dra-driver-nvidia/dra-driver-nvidia-gpu"
     assert settings["example_image"] == f"{PREFIX}/library/ubuntu:24.04"
     assert given == {"namespace": "gpu"}  # not modified
-    plan = dra.plan("dra", "1.34.2", {"n": "dra"}, settings)
+    plan = dra_objects.plan("dra", "1.34.2", {"n": "dra"}, settings)
     assert plan["image"] == f"{PREFIX}/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.5.0"
     pods = [o for o in plan["examples"].values() if o["kind"] == "Pod"]
     containers = [c for p in pods for c in p["spec"]["containers"]]
     assert pods and all(c["image"] == f"{PREFIX}/library/ubuntu:24.04" for c in containers)
-    assert images.dra_settings({}, {})["image"] == dra.DEFAULT_SETTINGS["image"]
+    assert images.dra_settings({}, {})["image"] == dra_objects.DEFAULT_SETTINGS["image"]

@@ -1,4 +1,5 @@
-"""Decisions of the gpu_cluster_addons role (module_utils/gpunode/addons/cluster.py, the plan module)."""
+"""Decisions of the gpu_cluster_addons role (module_utils/gpunode/addons/ cluster, gpu_nodes,
+catalogue, rollout; the plan module)."""
 
 import pathlib
 import re
@@ -6,6 +7,7 @@ import re
 import gpu_cluster_addons_plan
 import pytest
 import yaml
+from ansible.module_utils.gpunode.addons import catalogue, gpu_nodes, rollout
 from ansible.module_utils.gpunode.addons import cluster as ga
 from ansible.module_utils.gpunode.addons import device_plugin_config as dpc
 from conftest import shared_files
@@ -251,7 +253,7 @@ A100_FACTS = {
 def test_labels_from_pci_names(model, product, accelerator):
     facts = {"present": True, "gpu_count": 1, "models": [model],
              "devices": [{"address": "0000:01:00.0", "kind": "gpu", "name": model}]}
-    labels = ga.node_labels(facts, "nvidia")
+    labels = gpu_nodes.node_labels(facts, "nvidia")
     assert labels["nvidia.com/gpu.product"] == product
     assert labels["accelerator"] == accelerator
 
@@ -260,25 +262,25 @@ def test_label_values_are_valid_kubernetes_label_values():
     valid = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
     for model in ["GK210GL [Tesla K80]", "AD102 [GeForce RTX 4090 D]", "x" * 100 + " [" + "y" * 100 + "]",
                   "GH100 [H100 SXM5 80GB] (rev a1)", "  [--weird__ name..]  "]:
-        labels = ga.node_labels({"present": True, "gpu_count": 1, "models": [model]}, "gpushare")
+        labels = gpu_nodes.node_labels({"present": True, "gpu_count": 1, "models": [model]}, "gpushare")
         for key in ("nvidia.com/gpu.product", "accelerator"):
             if key in labels:
                 assert valid.match(labels[key]) and len(labels[key]) <= 63, (model, labels[key])
 
 
 def test_gpushare_mode_adds_the_device_plugin_selector_label():
-    labels = ga.node_labels(A100_FACTS, "gpushare")
+    labels = gpu_nodes.node_labels(A100_FACTS, "gpushare")
     assert labels["gpushare"] == "true"
     assert labels["nvidia.com/gpu.count"] == "8"  # GPUs only, not the NVSwitches
     assert labels["nvidia.com/gpu.present"] == "true"
 
 
 def test_nvidia_mode_removes_a_leftover_gpushare_label():
-    assert ga.node_labels(T4_FACTS, "nvidia")["gpushare"] is None
+    assert gpu_nodes.node_labels(T4_FACTS, "nvidia")["gpushare"] is None
 
 
 def test_extra_labels_are_added_and_can_remove():
-    labels = ga.node_labels(T4_FACTS, "nvidia", {"team": "ml", "accelerator": None})
+    labels = gpu_nodes.node_labels(T4_FACTS, "nvidia", {"team": "ml", "accelerator": None})
     assert labels["team"] == "ml"
     assert labels["accelerator"] is None
 
@@ -290,7 +292,7 @@ def record(host, facts, nodename=None, node_name="", runtime=None):
 
 def test_gpu_nodes_use_the_kubelet_node_name():
     hosts = [record("gpu-a", T4_FACTS, "GPU-A.example.com"), record("gpu-b", A100_FACTS, node_name="b-node")]
-    nodes = ga.gpu_nodes(hosts, "gpushare")
+    nodes = gpu_nodes.gpu_nodes(hosts, "gpushare")
     assert [n["node"] for n in nodes] == ["b-node", "gpu-a.example.com"]
     assert {n["host"]: n["gpu_count"] for n in nodes} == {"gpu-a": 1, "gpu-b": 8}
     assert all(n["labels"]["gpushare"] == "true" for n in nodes)
@@ -299,18 +301,18 @@ def test_gpu_nodes_use_the_kubelet_node_name():
 def test_gpu_hosts_without_facts_are_named_in_the_error():
     hosts = [record("gpu-a", T4_FACTS), record("gpu-b", None), record("gpu-c", None)]
     with pytest.raises(ga.GpuAddonsError, match=r"no ansible_facts\.nvidia_gpu for gpu-b, gpu-c"):
-        ga.gpu_nodes(hosts, "nvidia")
+        gpu_nodes.gpu_nodes(hosts, "nvidia")
 
 
 def test_gpu_host_whose_facts_found_no_gpu_is_an_error():
     with pytest.raises(ga.GpuAddonsError, match="no NVIDIA GPU detected on cpu-only"):
-        ga.gpu_nodes([record("cpu-only", {"present": False, "gpu_count": 0})], "nvidia")
+        gpu_nodes.gpu_nodes([record("cpu-only", {"present": False, "gpu_count": 0})], "nvidia")
 
 
 def test_two_hosts_on_one_node_name_is_an_error():
     hosts = [record(h, T4_FACTS, "same") for h in ("a", "b")]
     with pytest.raises(ga.GpuAddonsError, match="several hosts map to node same"):
-        ga.gpu_nodes(hosts, "nvidia")
+        gpu_nodes.gpu_nodes(hosts, "nvidia")
 
 
 # --- the runtime the device plugin pods run with --------------------------------------
@@ -325,7 +327,7 @@ DOCKER_NVIDIA = {"kubelet_engine": "docker",
 
 
 def test_no_runtime_class_where_every_kubelet_engine_defaults_to_nvidia():
-    decision = ga.pod_runtime_class([record("a", T4_FACTS, runtime=CONTAINERD_NVIDIA),
+    decision = gpu_nodes.pod_runtime_class([record("a", T4_FACTS, runtime=CONTAINERD_NVIDIA),
                                      record("b", T4_FACTS, runtime=DOCKER_NVIDIA)])
     assert decision["name"] is None
     assert "every GPU node" in decision["reasons"][0]
@@ -333,7 +335,7 @@ def test_no_runtime_class_where_every_kubelet_engine_defaults_to_nvidia():
 
 def test_one_node_whose_kubelet_engine_defaults_to_runc_needs_the_runtime_class():
     # Docker on that node defaults to nvidia, but its kubelet talks to containerd.
-    decision = ga.pod_runtime_class([record("a", T4_FACTS, runtime=CONTAINERD_NVIDIA),
+    decision = gpu_nodes.pod_runtime_class([record("a", T4_FACTS, runtime=CONTAINERD_NVIDIA),
                                      record("b", T4_FACTS, runtime=CONTAINERD_RUNC)])
     assert decision == {"name": "nvidia",
                         "reasons": ["b: its kubelet's engine containerd runs runc by default"]}
@@ -349,17 +351,18 @@ def test_one_node_whose_kubelet_engine_defaults_to_runc_needs_the_runtime_class(
     ],
 )
 def test_what_is_not_known_gets_the_runtime_class(runtime, reason):
-    decision = ga.pod_runtime_class([record("a", T4_FACTS, runtime=runtime)])
+    decision = gpu_nodes.pod_runtime_class([record("a", T4_FACTS, runtime=runtime)])
     assert decision["name"] == "nvidia" and reason in decision["reasons"][0]
 
 
 def test_no_gpu_host_gets_the_runtime_class_and_the_setting_wins():
-    assert ga.pod_runtime_class([])["name"] == "nvidia"
-    assert ga.pod_runtime_class([record("a", T4_FACTS, runtime=CONTAINERD_RUNC)], "never")["name"] is None
-    always = ga.pod_runtime_class([record("a", T4_FACTS, runtime=CONTAINERD_NVIDIA)], "always")
+    assert gpu_nodes.pod_runtime_class([])["name"] == "nvidia"
+    never = gpu_nodes.pod_runtime_class([record("a", T4_FACTS, runtime=CONTAINERD_RUNC)], "never")
+    assert never["name"] is None
+    always = gpu_nodes.pod_runtime_class([record("a", T4_FACTS, runtime=CONTAINERD_NVIDIA)], "always")
     assert always["name"] == "nvidia"
     with pytest.raises(ga.GpuAddonsError, match="gpu_cluster_addons_pod_runtime_class"):
-        ga.pod_runtime_class([], "sometimes")
+        gpu_nodes.pod_runtime_class([], "sometimes")
 
 
 def test_the_plan_module_decides_from_hostvars_facts(run_module):
@@ -412,7 +415,7 @@ def test_labels_from_real_lspci_names(path):
         pytest.skip("no NVIDIA GPU lines")
     facts = {"present": True, "gpu_count": len(names), "models": sorted(set(names)),
              "devices": [{"address": str(i), "kind": "gpu", "name": n} for i, n in enumerate(names)]}
-    labels = ga.node_labels(facts, "nvidia")
+    labels = gpu_nodes.node_labels(facts, "nvidia")
     assert labels["nvidia.com/gpu.count"] == str(len(names))
     assert re.match(r"^[A-Za-z0-9][-A-Za-z0-9_.]*[A-Za-z0-9]$", labels["nvidia.com/gpu.product"])
     assert labels["accelerator"].startswith("nvidia-")
@@ -422,13 +425,15 @@ def test_labels_from_real_lspci_names(path):
 
 
 def test_switching_mode_removes_the_other_device_plugin():
-    nvidia = ga.manifest_plan("nvidia", "1.30")
-    gpushare = ga.manifest_plan("gpushare", "1.30")
+    nvidia = catalogue.manifest_plan("nvidia", "1.30")
+    gpushare = catalogue.manifest_plan("gpushare", "1.30")
     assert "50-daemonset-gpushare-device-plugin.yaml" in {m["file"] for m in nvidia["absent"]}
     assert "50-daemonset-nvidia-device-plugin.yaml" in {m["file"] for m in gpushare["absent"]}
 
 
-ALL_OPTIONS = ("nvidia-named", "nvidia-mps", "hami-deployment", "hami-extender")
+ALL_OPTIONS = (
+    "nvidia-named", "nvidia-mps", "hami-deployment", "hami-extender", "hami-webhook", "hami-certgen",
+)
 
 
 @pytest.mark.parametrize("mode", [m for m in ga.MODES if m != "dra"])
@@ -436,9 +441,9 @@ def test_every_mode_removes_every_file_of_the_others(mode):
     """Modes are exclusive: what any other mode (or an option turned off) writes, this one removes."""
     everything = set()
     for other in ga.MODES:
-        plan = ga.manifest_plan(other, "1.30", options=ALL_OPTIONS)
+        plan = catalogue.manifest_plan(other, "1.30", options=ALL_OPTIONS)
         everything |= {m["file"] for m in plan["present"]}
-    plan = ga.manifest_plan(mode, "1.30")
+    plan = catalogue.manifest_plan(mode, "1.30")
     present, absent = {m["file"] for m in plan["present"]}, {m["file"] for m in plan["absent"]}
     assert not present & absent
     assert present | absent == everything
@@ -454,14 +459,14 @@ def test_every_mode_removes_every_file_of_the_others(mode):
      {"20-configmap-hami-kube-scheduler-extender.yaml", "20-clusterrole-nvidia-device-plugin.yaml"}),
 ])
 def test_options_add_their_files_and_remove_them_when_off(options, present, absent):
-    plan = ga.manifest_plan("nvidia", "1.30", options=options)
+    plan = catalogue.manifest_plan("nvidia", "1.30", options=options)
     assert present <= {m["file"] for m in plan["present"]}
     assert absent <= {m["file"] for m in plan["absent"]}
 
 
 def test_hami_scheduler_placement_picks_its_files():
-    own = {m["file"] for m in ga.manifest_plan("hami", "1.30", options=["hami-deployment"])["present"]}
-    ext = {m["file"] for m in ga.manifest_plan("hami", "1.30", options=["hami-extender"])["present"]}
+    own = {m["file"] for m in catalogue.manifest_plan("hami", "1.30", options=["hami-deployment"])["present"]}
+    ext = {m["file"] for m in catalogue.manifest_plan("hami", "1.30", options=["hami-extender"])["present"]}
     assert {"20-configmap-hami-scheduler.yaml", "30-clusterrolebinding-hami-scheduler-kube.yaml"} <= own - ext
     assert ext - own == {"20-configmap-hami-kube-scheduler-extender.yaml"}
     assert {"50-daemonset-hami-device-plugin.yaml", "50-deployment-hami-scheduler.yaml"} <= own & ext
@@ -469,10 +474,10 @@ def test_hami_scheduler_placement_picks_its_files():
 
 def test_plan_files_are_in_apply_order_and_templates_exist():
     for mode in ga.MODES:
-        present = ga.manifest_plan(mode, "1.30", options=ALL_OPTIONS)["present"]
+        present = catalogue.manifest_plan(mode, "1.30", options=ALL_OPTIONS)["present"]
         files = [m["file"] for m in present]
         if files == ["40-runtimeclass-nvidia.yaml"]:
-            continue  # dra: its files are module_utils/gpunode/addons/dra.py's
+            continue  # dra: its files are module_utils/gpunode/addons/dra_objects.py's
         assert files == sorted(files)
         # ServiceAccounts and RBAC come before the workloads that use them.
         assert files[0].startswith("10-serviceaccount-")
@@ -481,7 +486,7 @@ def test_plan_files_are_in_apply_order_and_templates_exist():
 
 
 def test_runtime_class_off_is_neither_written_nor_deleted():
-    plan = ga.manifest_plan("nvidia", "1.30", runtime_class=False)
+    plan = catalogue.manifest_plan("nvidia", "1.30", runtime_class=False)
     every = [m["file"] for m in plan["present"] + plan["absent"]]
     assert "40-runtimeclass-nvidia.yaml" not in every
 
@@ -492,25 +497,25 @@ def test_runtime_class_off_is_neither_written_nor_deleted():
 def test_daemonset_ready_only_when_every_pod_is():
     ds = {"metadata": {"generation": 2}, "status": {"observedGeneration": 2, "desiredNumberScheduled": 3,
                                                      "numberReady": 2, "updatedNumberScheduled": 3}}
-    status = ga.workload_status([ds], "DaemonSet", "nvidia-device-plugin-daemonset")
+    status = rollout.workload_status([ds], "DaemonSet", "nvidia-device-plugin-daemonset")
     assert not status["ready"] and "2/3 pods ready" in status["message"]
     ds["status"]["numberReady"] = 3
-    assert ga.workload_status([ds], "DaemonSet", "x")["ready"]
+    assert rollout.workload_status([ds], "DaemonSet", "x")["ready"]
 
 
 def test_daemonset_on_no_node_says_the_nodes_are_not_labelled():
     ds = {"status": {"desiredNumberScheduled": 0, "numberReady": 0}}
-    status = ga.workload_status([ds], "DaemonSet", "gpushare-device-plugin-ds")
+    status = rollout.workload_status([ds], "DaemonSet", "gpushare-device-plugin-ds")
     assert not status["ready"] and "labelled" in status["message"]
 
 
 def test_deployment_and_missing_objects():
-    assert not ga.workload_status([], "Deployment", "gpushare-schd-extender")["ready"]
+    assert not rollout.workload_status([], "Deployment", "gpushare-schd-extender")["ready"]
     dep = {"spec": {"replicas": 1}, "status": {"availableReplicas": 1, "updatedReplicas": 1}}
-    assert ga.workload_status([dep], "Deployment", "gpushare-schd-extender")["ready"]
+    assert rollout.workload_status([dep], "Deployment", "gpushare-schd-extender")["ready"]
     stale = {"metadata": {"generation": 3}, "spec": {"replicas": 1},
              "status": {"observedGeneration": 2, "availableReplicas": 1, "updatedReplicas": 1}}
-    assert not ga.workload_status([stale], "Deployment", "x")["ready"]
+    assert not rollout.workload_status([stale], "Deployment", "x")["ready"]
 
 
 def test_allocatable_names_each_node_missing_its_resource():
@@ -519,16 +524,16 @@ def test_allocatable_names_each_node_missing_its_resource():
         node("gpu-b", allocatable={"nvidia.com/gpu": "0"}),
         node("gpu-c", allocatable={"cpu": "8"}),
     ]
-    status = ga.allocatable_status(nodes, ["gpu-a", "gpu-b", "gpu-c", "gpu-d"], "nvidia.com/gpu")
+    status = rollout.allocatable_status(nodes, ["gpu-a", "gpu-b", "gpu-c", "gpu-d"], "nvidia.com/gpu")
     assert not status["ready"]
     assert status["missing"] == ["gpu-b", "gpu-c", "gpu-d"]
     assert "gpu-d: no such node" in status["message"]
-    assert ga.allocatable_status(nodes[:1], ["gpu-a"], "nvidia.com/gpu")["ready"]
+    assert rollout.allocatable_status(nodes[:1], ["gpu-a"], "nvidia.com/gpu")["ready"]
 
 
 def test_gpushare_memory_quantity_counts():
     nodes = [node("g", allocatable={"aliyun.com/gpu-mem": "15", "aliyun.com/gpu-count": "1"})]
-    assert ga.allocatable_status(nodes, ["g"], "aliyun.com/gpu-mem")["ready"]
+    assert rollout.allocatable_status(nodes, ["g"], "aliyun.com/gpu-mem")["ready"]
 
 
 

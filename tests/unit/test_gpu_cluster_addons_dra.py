@@ -1,6 +1,6 @@
 """gpu_cluster_addons in dra mode: NVIDIA's DRA driver on host-installed drivers.
 
-The pure part (module_utils/gpunode/addons/dra.py) on every target Python:
+The pure part (module_utils/gpunode/addons/dra*.py) on every target Python:
 objects per Kubernetes version validated strictly with kubernetes-validate,
 RBAC per version, node pools (label, affinity), the DRA preflight over a table
 of nodes. Then the plan module's main(), and (controller) the role rendered
@@ -19,7 +19,7 @@ import sys
 import gpu_cluster_addons_plan as plan_module
 import pytest
 import yaml
-from ansible.module_utils.gpunode.addons import dra
+from ansible.module_utils.gpunode.addons import dra, dra_objects, dra_preflight
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VERSIONS = ["1.34", "1.35", "1.36", "1.37"]
@@ -101,7 +101,7 @@ def _record(changes):
 @pytest.mark.parametrize(("case", "changes", "reason"), REFUSED, ids=[c[0] for c in REFUSED])
 def test_preflight_refuses_a_node_that_cannot_take_dra_naming_host_and_reason(case, changes, reason):
     with pytest.raises(dra.DraError) as err:
-        dra.preflight([_record(changes)], "1.37")
+        dra_preflight.preflight([_record(changes)], "1.37")
     assert "gpu-a: " in str(err.value), case
     assert reason in str(err.value), str(err.value)
 
@@ -122,14 +122,14 @@ UNKNOWN = [
 
 @pytest.mark.parametrize(("case", "changes", "reason"), UNKNOWN, ids=[c[0] for c in UNKNOWN])
 def test_preflight_says_which_fact_is_missing_without_refusing(case, changes, reason):
-    warnings = dra.preflight([_record(changes)], "1.37")
+    warnings = dra_preflight.preflight([_record(changes)], "1.37")
     assert len(warnings) == 1 and warnings[0].startswith("gpu-a: DRA preflight cannot check: "), case
     assert reason in warnings[0], warnings
 
 
 @pytest.mark.parametrize("kubelet", ["1.34.2", "v1.35.0", "1.36.1+rke2r1", "1.37.0"])
 def test_preflight_passes_a_ready_node(kubelet):
-    assert dra.preflight([node(kubelet=dict(KUBELET_OK, kubernetes_version=kubelet))], "1.37") == []
+    assert dra_preflight.preflight([node(kubelet=dict(KUBELET_OK, kubernetes_version=kubelet))], "1.37") == []
 
 
 def test_preflight_checks_dra_nodes_only_and_names_every_refused_host():
@@ -141,7 +141,7 @@ def test_preflight_checks_dra_nodes_only_and_names_every_refused_host():
         node("dra-good"),
     ]
     with pytest.raises(dra.DraError) as err:
-        dra.preflight(records, "1.35")
+        dra_preflight.preflight(records, "1.35")
     message = str(err.value)
     assert "dra-old: " in message and "dra-nocdi: " in message
     assert "plugin-node" not in message and "dra-good" not in message
@@ -149,7 +149,7 @@ def test_preflight_checks_dra_nodes_only_and_names_every_refused_host():
 
 def test_preflight_names_a_kubelet_newer_than_the_cluster():
     with pytest.raises(dra.DraError, match=r"newer than the cluster 1\.34\.0"):
-        dra.preflight([node(kubelet=dict(KUBELET_OK, kubernetes_version="1.36.0"))], "1.34")
+        dra_preflight.preflight([node(kubelet=dict(KUBELET_OK, kubernetes_version="1.36.0"))], "1.34")
 
 
 # --- objects per version --------------------------------------------------------------
@@ -165,14 +165,14 @@ def _validate(obj, version, name):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_object_and_example_validates_strictly_for_its_version(version):
-    for name, obj in {**dra.manifests(version), **dra.examples(version)}.items():
+    for name, obj in {**dra_objects.manifests(version), **dra_objects.examples(version)}.items():
         _validate(obj, version, name)
         assert name.split("-")[1] == obj["kind"].lower(), name
 
 
 def test_strict_validation_would_catch_a_misspelt_field():
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
-    ds = dra.manifests("1.35")["50-daemonset-dra-driver-nvidia-gpu-kubelet-plugin.yaml"]
+    ds = dra_objects.manifests("1.35")["50-daemonset-dra-driver-nvidia-gpu-kubelet-plugin.yaml"]
     ds["spec"]["template"]["spec"]["nodeSelektor"] = {}
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(ds, "1.35.0", strict=True)
@@ -181,23 +181,23 @@ def test_strict_validation_would_catch_a_misspelt_field():
 @pytest.mark.parametrize("version", ["1.32", "1.33.4"])
 def test_before_1_34_dra_mode_is_refused_with_the_reason(version):
     with pytest.raises(dra.DraError, match=r"1\.34\.2 or later"):
-        dra.manifests(version)
+        dra_objects.manifests(version)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_device_classes_use_resource_v1_and_extended_resource_from_1_37(version):
-    classes = [o for o in dra.manifests(version).values() if o["kind"] == "DeviceClass"]
+    classes = [o for o in dra_objects.manifests(version).values() if o["kind"] == "DeviceClass"]
     assert {c["metadata"]["name"] for c in classes} == {"gpu.nvidia.com", "mig.nvidia.com"}
     assert {c["apiVersion"] for c in classes} == {"resource.k8s.io/v1"}
     gpu = next(c for c in classes if c["metadata"]["name"] == "gpu.nvidia.com")
     assert (gpu["spec"].get("extendedResourceName") == "nvidia.com/gpu") is (version == "1.37")
-    assert ("30-pod-extended-resource-gpu.yaml" in dra.examples(version)) is (version == "1.37")
-    off = dra.manifests(version, {"extended_resource": False})["40-deviceclass-gpu-nvidia-com.yaml"]
+    assert ("30-pod-extended-resource-gpu.yaml" in dra_objects.examples(version)) is (version == "1.37")
+    off = dra_objects.manifests(version, {"extended_resource": False})["40-deviceclass-gpu-nvidia-com.yaml"]
     assert "extendedResourceName" not in off["spec"]
 
 
 def test_examples_claim_one_gpu_and_one_mig_slice():
-    ex = dra.examples("1.36")
+    ex = dra_objects.examples("1.36")
     gpu = ex["10-resourceclaimtemplate-single-gpu.yaml"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
     assert gpu == {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}
     mig = ex["20-resourceclaimtemplate-mig-1g-10gb.yaml"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
@@ -209,7 +209,7 @@ def test_examples_claim_one_gpu_and_one_mig_slice():
 
 
 def _daemonset(version="1.35", given=None):
-    return dra.manifests(version, given)["50-daemonset-dra-driver-nvidia-gpu-kubelet-plugin.yaml"]
+    return dra_objects.manifests(version, given)["50-daemonset-dra-driver-nvidia-gpu-kubelet-plugin.yaml"]
 
 
 def test_kubelet_plugin_runs_on_the_dra_pool_with_the_host_driver_and_kubelet_paths():
@@ -254,26 +254,40 @@ def test_settings_reach_the_objects_and_unknown_or_relative_ones_fail():
         paths["plugins"] == "/var/snap/microk8s/common/var/lib/kubelet/plugins" and paths["cdi"] == "/etc/cdi"
     )
     assert {"key": "x", "operator": "Exists"} in spec["tolerations"]
-    binding = dra.manifests("1.35", given)["30-clusterrolebinding-dra-driver-nvidia-gpu-kubelet-plugin.yaml"]
+    objects = dra_objects.manifests("1.35", given)
+    binding = objects["30-clusterrolebinding-dra-driver-nvidia-gpu-kubelet-plugin.yaml"]
     assert binding["subjects"][0]["namespace"] == "gpu"
     with pytest.raises(dra.DraError, match="unknown key 'imagge'"):
-        dra.manifests("1.35", {"imagge": "x"})
+        dra_objects.manifests("1.35", {"imagge": "x"})
     with pytest.raises(dra.DraError, match="not an absolute path"):
-        dra.manifests("1.35", {"cdi_root": "var/run/cdi"})
+        dra_objects.manifests("1.35", {"cdi_root": "var/run/cdi"})
 
 
 def test_objects_are_deterministic():
-    first = json.dumps({v: [dra.manifests(v), dra.examples(v)] for v in VERSIONS})
-    second = json.dumps({v: [dra.manifests(v), dra.examples(v)] for v in VERSIONS})
+    first = json.dumps({v: [dra_objects.manifests(v), dra_objects.examples(v)] for v in VERSIONS})
+    second = json.dumps({v: [dra_objects.manifests(v), dra_objects.examples(v)] for v in VERSIONS})
     assert first == second
 
 
 # --- RBAC per version ---------------------------------------------------------------------
 
-# What the pinned kubelet plugin (gpus container, v0.5.0) calls; the rules may not exceed it.
+# The kubelet plugin's ClusterRole in the upstream chart, as data: kubernetes-sigs/dra-driver-nvidia-gpu
+# deployments/helm/dra-driver-nvidia-gpu/templates/rbac-kubeletplugin.yaml @ 95932046 (the tree
+# v0.5.0 was cut from), its ClusterRole and its per-namespace Role (deployments only with
+# featureGates.MPSSupport).
+CHART_KUBELET_PLUGIN = {
+    ("resource.nvidia.com", "computedomains"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceslices"): {"get", "list", "watch", "create", "update", "delete"},
+    ("", "nodes"): {"get", "list", "watch", "update", "patch"},
+    ("", "pods"): {"get", "list", "watch"},
+    ("resource.nvidia.com", "computedomaincliques"): {"get"},
+    ("apps", "deployments"): {"get", "list", "watch", "create", "update", "patch", "delete"},
+}
+# What the pinned kubelet plugin (gpus container, v0.5.0) gets.
 NEEDED = {
     ("", "nodes"): {"get"},
-    ("resource.k8s.io", "resourceclaims"): {"get"},
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch"},
     ("resource.k8s.io", "resourceslices"): {"get", "list", "watch", "create", "update", "delete"},
 }
 
@@ -289,24 +303,40 @@ def granted(rules):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_pinned_driver_gets_only_what_it_calls_and_no_claim_status(version):
-    role = dra.manifests(version)["20-clusterrole-dra-driver-nvidia-gpu-kubelet-plugin.yaml"]
+    role = dra_objects.manifests(version)["20-clusterrole-dra-driver-nvidia-gpu-kubelet-plugin.yaml"]
     rules = granted(role["rules"])
     assert rules == NEEDED
     assert not any(r.startswith("resourceclaims/") for _, r in rules)
     assert all("*" not in verbs for verbs in rules.values())
 
 
+def test_kubelet_plugin_rbac_is_the_charts_less_what_is_documented_as_left_out():
+    rules = granted(dra_objects.kubelet_plugin_rules("1.35"))
+    claims = ("resource.k8s.io", "resourceclaims")
+    assert rules[claims] == CHART_KUBELET_PLUGIN[claims] == {"get", "list", "watch"}
+    for key, verbs in rules.items():
+        assert verbs <= CHART_KUBELET_PLUGIN[key], key  # never more than the chart
+    docs = (ROOT / "docs" / "DRA.md").read_text()
+    for key, verbs in CHART_KUBELET_PLUGIN.items():
+        missing = verbs - rules.get(key, set())
+        if not missing:
+            continue
+        left_out, why = dra_objects.KUBELET_PLUGIN_LEFT_OUT[key]
+        assert missing == set(left_out), key
+        assert why and f"`{key[1]}`" in docs, key  # docs/DRA.md names what is left out
+
+
 def test_a_driver_writing_device_status_gets_the_synthetic_subresource_from_1_36_never_binding():
-    before = granted(dra.claim_status_rules("1.35", writes_device_status=True))
+    before = granted(dra_objects.claim_status_rules("1.35", writes_device_status=True))
     assert before == {("resource.k8s.io", "resourceclaims/status"): {"get", "patch", "update"}}
     for version in ("1.36", "1.37"):
-        after = granted(dra.claim_status_rules(version, writes_device_status=True))
+        after = granted(dra_objects.claim_status_rules(version, writes_device_status=True))
         assert after[("resource.k8s.io", "resourceclaims/driver")] == {
             "associated-node:patch",
             "associated-node:update",
         }
         assert ("resource.k8s.io", "resourceclaims/binding") not in after
-    assert dra.claim_status_rules("1.37") == []  # the pinned driver writes none
+    assert dra_objects.claim_status_rules("1.37") == []  # the pinned driver writes none
 
 
 # --- node pools ------------------------------------------------------------------------------

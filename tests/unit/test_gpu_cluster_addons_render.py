@@ -206,7 +206,7 @@ def objects(directory):
 
 def pod_specs(objs):
     for name, obj in objs:
-        if obj["kind"] in ("DaemonSet", "Deployment"):
+        if obj["kind"] in ("DaemonSet", "Deployment", "Job"):
             yield name, obj, obj["spec"]["template"]["spec"]
 
 
@@ -285,7 +285,9 @@ def test_old_cluster_gets_apis_it_serves(rendered, mode):
     objs = objects(rendered["dir"] / f"{mode}-{OLD}")
     served = {"DaemonSet": "apps/v1", "Deployment": "apps/v1", "ClusterRole": "rbac.authorization.k8s.io/v1",
               "ClusterRoleBinding": "rbac.authorization.k8s.io/v1", "RuntimeClass": "node.k8s.io/v1beta1",
-              "ServiceAccount": "v1", "ConfigMap": "v1", "Service": "v1"}
+              "ServiceAccount": "v1", "ConfigMap": "v1", "Service": "v1",
+              "Role": "rbac.authorization.k8s.io/v1", "RoleBinding": "rbac.authorization.k8s.io/v1",
+              "Job": "batch/v1", "MutatingWebhookConfiguration": "admissionregistration.k8s.io/v1"}
     for name, obj in objs:
         assert obj["apiVersion"] == served[obj["kind"]], name
     for name, _, spec in pod_specs(objs):
@@ -680,7 +682,7 @@ def test_hami_renders_node_side_and_its_own_scheduler(rendered):
     assert own["profiles"] == [{"schedulerName": "hami-scheduler"}]
     extender = next(c for c in dep["containers"] if c["name"] == "vgpu-scheduler-extender")
     port = extender["ports"][0]["containerPort"]
-    assert own["extenders"][0]["urlPrefix"] == f"http://127.0.0.1:{port}"
+    assert own["extenders"][0]["urlPrefix"] == f"https://127.0.0.1:{port}"  # it serves the webhook too
     assert f"--http_bind=0.0.0.0:{port}" in extender["command"]
 
 
@@ -750,3 +752,82 @@ def test_switching_gpushare_to_hami_removes_gpushares_objects(rendered):
     assert "40-runtimeclass-nvidia.yaml" in names
     lines = re.findall(r'"kubectl label node \S+ --overwrite ([^"]*)"', rendered["first"])
     assert lines  # labels are printed per GPU node; HAMi's gpu=on is checked in test_gpu_sharing.py
+
+
+# --- HAMi's admission webhook (issue 32) ---------------------------------------------------
+
+# The webhook of HAMi's chart as data: Project-HAMi/HAMi charts/hami/templates/scheduler/webhook.yaml
+# @ v2.10.0 (commit 4707fb02c91c, the pinned version) with its values.yaml defaults
+# (admissionWebhook.enabled true, failurePolicy Ignore, reinvocationPolicy Never). The chart renders
+# it whatever scheduler.kubeScheduler.enabled says, and its certificate Jobs
+# (scheduler/job-patch/job-createSecret.yaml, job-patchWebhook.yaml) with patch.enabled.
+NOT_IGNORED = {"key": "hami.io/webhook", "operator": "NotIn", "values": ["ignore"]}
+CHART_WEBHOOK = {
+    "name": "vgpu.hami.io",
+    "admissionReviewVersions": ["v1beta1"],
+    "failurePolicy": "Ignore",
+    "matchPolicy": "Equivalent",
+    "reinvocationPolicy": "Never",
+    "sideEffects": "None",
+    "timeoutSeconds": 10,
+    "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"],
+               "scope": "*"}],
+    "namespaceSelector": {"matchExpressions": [NOT_IGNORED]},
+    "objectSelector": {"matchExpressions": [NOT_IGNORED]},
+}
+CHART_CREATE_ARGS = ["create", "--cert-name=tls.crt", "--key-name=tls.key"]
+CHART_PATCH_ARGS = ["patch", "--webhook-name=hami-webhook", "--namespace=kube-system",
+                    "--patch-validating=false", "--secret-name=hami-scheduler-tls"]
+
+
+@pytest.mark.parametrize("version", ["1.25", "1.30", "1.37"])
+def test_hami_with_its_own_scheduler_renders_the_charts_webhook(rendered, version):
+    objs = objects(rendered["dir"] / f"hami-{version}")
+    webhook = by_kind(objs, "MutatingWebhookConfiguration")["hami-webhook"]["webhooks"][0]
+    for key, value in CHART_WEBHOOK.items():
+        assert webhook[key] == value, key
+    service = webhook["clientConfig"]["service"]
+    assert "caBundle" not in webhook["clientConfig"]  # patched in by HAMi's own Job
+    svc = by_kind(objs, "Service")["hami-scheduler"]
+    assert (service["name"], service["path"], service["port"]) == ("hami-scheduler", "/webhook",
+                                                                   svc["spec"]["ports"][0]["port"])
+    dep = by_kind(objs, "Deployment")["hami-scheduler"]["spec"]["template"]["spec"]
+    extender = next(c for c in dep["containers"] if c["name"] == "vgpu-scheduler-extender")
+    assert {"--cert_file=/tls/tls.crt", "--key_file=/tls/tls.key"} <= set(extender["command"])
+    assert {"name": "tls-config", "secret": {"secretName": "hami-scheduler-tls"}} in dep["volumes"]
+    assert svc["spec"]["ports"][0]["targetPort"] == extender["ports"][0]["name"] == "https"
+    # its own kube-scheduler calls the extender over HTTPS, as the chart's configmap.yaml
+    config = yaml.safe_load(by_kind(objs, "ConfigMap")["hami-scheduler"]["data"]["config.yaml"])
+    assert config["extenders"][0]["urlPrefix"].startswith("https://127.0.0.1:")
+    assert config["extenders"][0]["enableHTTPS"] is True
+    assert config["extenders"][0]["tlsConfig"] == {"insecure": True}
+
+
+def test_hamis_certificate_jobs_make_the_secret_so_no_key_is_rendered(rendered):
+    directory = rendered["dir"] / "hami-1.30"
+    objs = objects(directory)
+    jobs = by_kind(objs, "Job")
+    args = {name: job["spec"]["template"]["spec"]["containers"][0]["args"] for name, job in jobs.items()}
+    assert args["hami-admission-create"][:3] == CHART_CREATE_ARGS
+    hosts = "hami-scheduler.kube-system.svc,hami-scheduler.kube-system.svc.cluster.local,127.0.0.1"
+    assert "--host=" + hosts in args["hami-admission-create"]
+    assert args["hami-admission-patch"] == CHART_PATCH_ARGS
+    for job in jobs.values():
+        assert job["spec"]["template"]["metadata"]["labels"]["hami.io/webhook"] == "ignore"
+    # the patch Job comes after the webhook it patches
+    names = sorted(n for n, _ in objs)
+    assert names.index("60-mutatingwebhookconfiguration-hami-webhook.yaml") < names.index(
+        "70-job-hami-admission-patch.yaml")
+    role = by_kind(objs, "ClusterRole")["hami-admission"]["rules"]
+    assert role == [{"apiGroups": ["admissionregistration.k8s.io"],
+                     "resources": ["mutatingwebhookconfigurations"],
+                     "resourceNames": ["hami-webhook"], "verbs": ["get", "update"]}]
+    for path in directory.glob("*.yaml"):
+        assert "PRIVATE KEY" not in path.read_text() and "kind: Secret" not in path.read_text(), path.name
+
+
+def test_hami_as_an_extender_has_no_webhook_since_pods_keep_the_clusters_scheduler(rendered):
+    objs = objects(rendered["dir"] / "hami-extender-1.30")
+    assert not by_kind(objs, "MutatingWebhookConfiguration") and not by_kind(objs, "Job")
+    dep = by_kind(objs, "Deployment")["hami-scheduler"]["spec"]["template"]["spec"]
+    assert not any("--cert_file" in arg for c in dep["containers"] for arg in c["command"])

@@ -135,10 +135,59 @@ def test_named_configs_keep_the_default_and_refuse_bad_names():
     resolved = dpc.plugin_configs(MIG_MIXED, {"ts": TIME_SLICING, "mps": MPS})
     assert resolved["named"] and resolved["default"] == "default"
     assert list(resolved["configs"]) == ["default", "mps", "ts"]
-    with pytest.raises(GpuAddonsError, match=r"configs\.default: the name default"):
-        dpc.plugin_configs({}, {"default": MPS})
     with pytest.raises(GpuAddonsError, match="valid label value"):
         dpc.plugin_configs({}, {"a100 ts": MPS})
+
+
+# The device plugin chart's own shape: NVIDIA/k8s-device-plugin
+# deployments/helm/nvidia-device-plugin/values.yaml @ v0.20.0 (commit 1b826acc6af3, the pinned
+# version), its commented example of config.map (lines 6-19): entries are the config files' text,
+# the one called default is the main config; config.default names another one.
+CHART_CONFIG_MAP = {
+    "default": "version: v1\nflags:\n  migStrategy: none",
+    "mig-single": "version: v1\nflags:\n  migStrategy: single",
+    "mig-mixed": "version: v1\nflags:\n  migStrategy: mixed",
+}
+
+
+def test_the_charts_config_map_with_a_default_entry_is_taken_as_it_is():
+    resolved = dpc.plugin_configs({}, CHART_CONFIG_MAP)
+    assert resolved["default"] == "default" and resolved["named"]
+    assert sorted(resolved["configs"]) == ["default", "mig-mixed", "mig-single"]
+    assert dpc.mig_strategy(resolved["configs"]["mig-single"]) == "single"
+    assert resolved["configs"]["default"] == {"version": "v1", "flags": {"migStrategy": "none"}}
+    assert dpc.host_config("gpu-01", "", resolved) == "default"
+
+
+def test_the_charts_config_default_names_the_main_entry():
+    configs = {k: v for k, v in CHART_CONFIG_MAP.items() if k != "default"}
+    resolved = dpc.plugin_configs({}, configs, default_name="mig-single")
+    assert resolved["default"] == "mig-single"
+    assert sorted(resolved["configs"]) == ["mig-mixed", "mig-single"]  # no invented default entry
+    assert dpc.host_config("gpu-01", "", resolved) == "mig-single"
+    with pytest.raises(GpuAddonsError, match=r"^gpu_cluster_addons_device_plugin_config_default: 'mig-none' "
+                                             r"is not an entry .*mig-mixed, mig-single"):
+        dpc.plugin_configs({}, configs, default_name="mig-none")
+
+
+def test_a_main_config_and_a_default_entry_are_refused_naming_both():
+    with pytest.raises(GpuAddonsError, match=r"^gpu_cluster_addons_device_plugin_config and "
+                                             r"gpu_cluster_addons_device_plugin_configs\.default both"):
+        dpc.plugin_configs(MPS, CHART_CONFIG_MAP)
+    with pytest.raises(GpuAddonsError, match=r"^gpu_cluster_addons_device_plugin_config and "
+                                             r"gpu_cluster_addons_device_plugin_config_default \(mig-mixed\) "
+                                             r"both"):
+        dpc.plugin_configs(MPS, CHART_CONFIG_MAP, default_name="mig-mixed")
+    with pytest.raises(GpuAddonsError, match=r"configs\.default is the main config: the shorthand"):
+        dpc.plugin_configs({}, CHART_CONFIG_MAP, short={"replicas": 4})
+
+
+def test_a_text_entry_that_is_not_yaml_names_its_entry():
+    with pytest.raises(GpuAddonsError, match=r"^gpu_cluster_addons_device_plugin_configs\.bad: its text is"):
+        dpc.plugin_configs({}, {"bad": "version: v1\nflags: [unclosed"})
+    with pytest.raises(GpuAddonsError, match=r"configs\.ts\.sharing\.timeSlicing\.resources\[0\]\.replicas"):
+        dpc.plugin_configs({}, {"ts": yaml.safe_dump({"sharing": {"timeSlicing": {"resources": [
+            {"name": "nvidia.com/gpu", "replicas": 1}]}}})})
 
 
 def test_config_and_shorthand_are_one_or_the_other():
@@ -207,6 +256,18 @@ def test_per_host_config_becomes_the_node_label(run_module):
     files = {m["file"] for m in result["manifests"]["present"]}
     assert {"20-clusterrole-nvidia-device-plugin.yaml",
             "50-daemonset-nvidia-mps-control-daemon.yaml"} <= files
+
+
+def test_the_charts_config_default_through_the_module_is_what_the_config_manager_falls_back_to(run_module):
+    configs = {k: v for k, v in CHART_CONFIG_MAP.items() if k != "default"}
+    ok, result = plan(run_module, device_plugin_configs=configs, device_plugin_config_default="mig-mixed",
+                      device_plugin_config_names={"t4": "mig-single"})
+    assert ok, result
+    assert result["nvidia_device_plugin"]["default"] == "mig-mixed"
+    assert result["nvidia_device_plugin_config"]["flags"]["migStrategy"] == "mixed"
+    labels = {n["node"]: n["labels"] for n in result["gpu_nodes"]}
+    assert labels["t4"]["nvidia.com/device-plugin.config"] == "mig-single"
+    assert labels["hgx"]["nvidia.com/device-plugin.config"] is None  # the config-manager's DEFAULT_CONFIG
 
 
 def test_mps_host_is_labelled_for_the_mps_daemon_and_default_hosts_drop_the_label(run_module):
@@ -297,6 +358,35 @@ def test_hami_plan_returns_both_placements(run_module):
                                    {"kind": "DaemonSet", "name": "hami-device-plugin"}]
     ok, result = plan(run_module, mode="hami", hami={"scheduler": "sidecar"})
     assert not ok and "gpu_cluster_addons_hami_scheduler" in result["msg"]
+
+
+WEBHOOK_FILE = "60-mutatingwebhookconfiguration-hami-webhook.yaml"
+CERTGEN_FILES = {"50-job-hami-admission-create.yaml", "70-job-hami-admission-patch.yaml",
+                 "20-role-hami-admission.yaml", "20-clusterrole-hami-admission.yaml"}
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "certificate", "webhook", "jobs"),
+    [("deployment", "controller", True, False), ("deployment", "job", True, True),
+     ("extender", "job", False, False), ("extender", "controller", False, False)],
+)
+def test_hami_webhook_files_follow_the_placement_and_where_its_certificate_comes_from(
+        run_module, scheduler, certificate, webhook, jobs):
+    ok, result = plan(run_module, mode="hami", hami={"scheduler": scheduler, "certificate": certificate})
+    assert ok, result
+    present = {m["file"] for m in result["manifests"]["present"]}
+    absent = {m["file"] for m in result["manifests"]["absent"]}
+    assert (WEBHOOK_FILE in present, WEBHOOK_FILE in absent) == (webhook, not webhook)
+    assert (present >= CERTGEN_FILES, absent >= CERTGEN_FILES) == (jobs, not jobs)
+    assert result["hami"]["webhook"] is webhook and result["hami"]["tls_secret"] == "hami-scheduler-tls"
+    own = yaml.safe_load(result["hami"]["own_scheduler_config"])["extenders"][0]
+    assert own["urlPrefix"].startswith("https://" if webhook else "http://")
+    assert (own.get("tlsConfig") == {"insecure": True}) is webhook
+    # leaving the mode takes every webhook file away
+    ok, result = plan(run_module, mode="nvidia", hami={"scheduler": scheduler, "certificate": certificate})
+    assert {WEBHOOK_FILE} | CERTGEN_FILES <= {m["file"] for m in result["manifests"]["absent"]}
+    ok, result = plan(run_module, mode="hami", hami={"certificate": "vault"})
+    assert not ok and "controller or job" in result["msg"]
 
 
 def test_the_scheduler_roles_hami_extender_is_the_rendered_one():

@@ -10,7 +10,7 @@ repr and states the rule.
 """
 
 import pytest
-from ansible.module_utils.gpunode.addons import cluster as gpu_cluster_addons
+from ansible.module_utils.gpunode.addons import gpu_nodes
 from ansible.module_utils.gpunode.formats import k8s_names as k8s
 from ansible.module_utils.gpunode.formats import values
 from ansible.module_utils.gpunode.formats.values import ValueSyntaxError
@@ -330,4 +330,4 @@ def test_optional_takes_the_empty_string_only():
 )
 def test_the_fact_sanitiser_always_makes_a_value_these_rules_accept(text):
     """label_value() rewrites values derived from facts; its output must pass the user-value rule."""
-    assert k8s.is_valid(k8s.label_value, gpu_cluster_addons.label_value(text))
+    assert k8s.is_valid(k8s.label_value, gpu_nodes.label_value(text))

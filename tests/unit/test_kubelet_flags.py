@@ -104,8 +104,13 @@ def test_continuation_lines_are_followed():
 
 def test_empty_or_missing_env_file_gets_a_variable():
     assert set_gate_string("", "env", "A=true")[0] == "KUBELET_EXTRA_ARGS=--feature-gates=A=true\n"
-    text = "# managed by hand\nOTHER=1"
-    assert set_gate_string(text, "env", "A=true")[0] == text + "\nKUBELET_EXTRA_ARGS=--feature-gates=A=true"
+    text = "# managed by hand\n"
+    assert set_gate_string(text, "env", "A=true")[0] == text + "KUBELET_EXTRA_ARGS=--feature-gates=A=true\n"
+
+
+def test_an_env_file_with_other_variables_never_gets_an_invented_one():
+    with pytest.raises(FlagsError, match=r"sets OTHER, PATH; none is KUBELET_EXTRA_ARGS\): set flags_var"):
+        set_gate_string("# managed by hand\nOTHER=1\nPATH=/usr/bin", "env", "A=true")
 
 
 def test_removing_the_last_gate_removes_the_flag():

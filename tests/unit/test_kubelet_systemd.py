@@ -132,7 +132,7 @@ def test_kubespray_unit_never_expands_kubelet_extra_args():
     assert "KUBELET_EXTRA_ARGS" not in command.referenced
     # the old behaviour appended KUBELET_EXTRA_ARGS to kubelet.env: it never reaches the kubelet
     env_text = files.read("/etc/kubernetes/kubelet.env")
-    edited, where = set_gate_string(env_text, "env", "DevicePlugins=true")
+    edited, where = set_gate_string(env_text, "env", "DevicePlugins=true", "KUBELET_EXTRA_ARGS")
     assert where == "KUBELET_EXTRA_ARGS"
     files.files["/etc/kubernetes/kubelet.env"] = edited
     command = resolve(units, files.read)

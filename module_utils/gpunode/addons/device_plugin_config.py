@@ -21,6 +21,11 @@ Every error names the key path, e.g.
 
 import re
 
+try:
+    import yaml  # PyYAML: for entries given as text (the chart's config.map); ansible-core requires it
+except ImportError:  # pragma: no cover - an interpreter without PyYAML
+    yaml = None
+
 from ansible.module_utils.gpunode.addons.cluster import GpuAddonsError
 
 MIG_STRATEGIES = ("none", "single", "mixed")
@@ -262,43 +267,89 @@ def shorthand(mig="none", replicas=0, rename=False, fail_requests_greater_than_o
     return config
 
 
-def plugin_configs(config=None, configs=None, short=None):
+CONFIG_VARIABLE = "gpu_cluster_addons_device_plugin_config"
+CONFIGS_VARIABLE = "gpu_cluster_addons_device_plugin_configs"
+DEFAULT_VARIABLE = "gpu_cluster_addons_device_plugin_config_default"
+
+
+def _entry(name, value):
+    """One entry of the configs: a mapping, or the YAML text of one as the chart's ``config.map`` holds it."""
+    path = f"{CONFIGS_VARIABLE}.{name}"
+    if not isinstance(name, str) or not _LABEL_VALUE.match(name):
+        _fail(path, "a name must be a valid label value (letters, digits, '-', '_', '.'; at most 63)")
+    if isinstance(value, str):
+        if yaml is None:
+            _fail(path, "a text entry needs PyYAML where gpu_cluster_addons_plan runs: give a mapping")
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            _fail(path, f"its text is not YAML: {exc}".replace("\n", " "))
+    return validate(value, path)
+
+
+def _main_config(config, short, entries, default_name):
+    """The name of the config of every node that names no other, and that config (None: in ``entries``)."""
+    short_set = bool(short) and shorthand(**short) != shorthand()
+    if default_name:
+        if default_name not in entries:
+            _fail(DEFAULT_VARIABLE, f"{default_name!r} is not an entry of {CONFIGS_VARIABLE} "
+                  f"(entries: {', '.join(sorted(entries)) or 'none'})")
+        owner = f"{DEFAULT_VARIABLE} ({default_name})"
+    elif DEFAULT_NAME in entries:
+        default_name, owner = DEFAULT_NAME, f"{CONFIGS_VARIABLE}.{DEFAULT_NAME}"
+    else:
+        owner = None
+    if owner and config:
+        raise GpuAddonsError(
+            f"{CONFIG_VARIABLE} and {owner} both name the main config (of every node that names no "
+            f"other): keep one of them")
+    if owner and short_set:
+        raise GpuAddonsError(
+            f"{owner} is the main config: the shorthand variables "
+            "gpu_cluster_addons_nvidia_mig_strategy/_time_slicing_* must stay at their defaults")
+    if owner:
+        return default_name, None
+    if config:
+        if short_set:
+            raise GpuAddonsError(
+                f"{CONFIG_VARIABLE} is set: the shorthand variables "
+                "gpu_cluster_addons_nvidia_mig_strategy/_time_slicing_* must stay at their defaults")
+        return DEFAULT_NAME, validate(config, CONFIG_VARIABLE)
+    return DEFAULT_NAME, validate(shorthand(**short), "gpu_cluster_addons_nvidia_* (shorthand)")
+
+
+def plugin_configs(config=None, configs=None, short=None, default_name=None):
     """All configs the plugin may run with: ``{"default", "configs", "named"}``.
 
-    ``config`` (``gpu_cluster_addons_device_plugin_config``) is the config of
-    every node that names no other; empty, the shorthand variables (``short``:
-    the keyword arguments of ``shorthand``) make it. ``configs``
-    (``gpu_cluster_addons_device_plugin_configs``) are more, by name, for
-    nodes labelled ``nvidia.com/device-plugin.config=<name>``. ``named`` is
-    true when there are such configs: the plugin then needs its
-    config-manager, which reads the node label.
+    The chart's shape (NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin
+    values.yaml ``config.map`` and ``config.default``) and gpunode's both work.
+    ``configs`` (``gpu_cluster_addons_device_plugin_configs``, the chart's
+    ``config.map``) are configs by name, each a mapping or its YAML text, for
+    nodes labelled ``nvidia.com/device-plugin.config=<name>``. The main config
+    (of every node that names no other; ``default`` of the result names it)
+    is the entry ``default_name`` names (``..._config_default``, the chart's
+    ``config.default``), else the entry called ``default``, else ``config``
+    (``gpu_cluster_addons_device_plugin_config``), else the one the shorthand
+    variables (``short``: the keyword arguments of ``shorthand``) make. Two of
+    them at once are refused, naming both. ``named`` is true when there are
+    several configs: the plugin then needs its config-manager, which reads the
+    node label.
     """
     short = dict(short or {})
-    if config:
-        if short and shorthand(**short) != shorthand():
-            raise GpuAddonsError(
-                "gpu_cluster_addons_device_plugin_config is set: the shorthand variables "
-                "gpu_cluster_addons_nvidia_mig_strategy/_time_slicing_* must stay at their defaults")
-        default = validate(config, "gpu_cluster_addons_device_plugin_config")
-    else:
-        default = validate(shorthand(**short), "gpu_cluster_addons_nvidia_* (shorthand)")
-    result = {DEFAULT_NAME: default}
     if configs is not None and not isinstance(configs, dict):
-        _fail("gpu_cluster_addons_device_plugin_configs", "must be a mapping of name -> config")
-    for name in sorted(configs or {}, key=str):
-        path = f"gpu_cluster_addons_device_plugin_configs.{name}"
-        if name == DEFAULT_NAME:
-            _fail(path, "the name default is gpu_cluster_addons_device_plugin_config's: pick another")
-        if not isinstance(name, str) or not _LABEL_VALUE.match(name):
-            _fail(path, "a name must be a valid label value (letters, digits, '-', '_', '.'; at most 63)")
-        result[name] = validate(configs[name], path)
-    return {"default": DEFAULT_NAME, "configs": result, "named": len(result) > 1}
+        _fail(CONFIGS_VARIABLE, "must be a mapping of name -> config")
+    entries = {name: _entry(name, configs[name]) for name in sorted(configs or {}, key=str)}
+    name, main = _main_config(config, short, entries, default_name)
+    result = dict(entries)
+    if main is not None:
+        result[name] = main
+    return {"default": name, "configs": dict(sorted(result.items())), "named": len(result) > 1}
 
 
 def host_config(host, name, resolved):
     """The config name a host's node runs with; an unknown name is an error naming the host."""
     if name in (None, ""):
-        return DEFAULT_NAME
+        return resolved["default"]
     if name not in resolved["configs"]:
         raise GpuAddonsError(
             "{}: gpu_cluster_addons_device_plugin_config_name {!r} is not a config (known: {})".format(

@@ -45,6 +45,12 @@ MANAGED_RESOURCES = (
     "nvidia.com/priority",
 )
 NODE_PORT = 31998
+# The admission webhook (chart scheduler/webhook.yaml): it sets schedulerName: hami-scheduler on
+# pods that ask for HAMi's resources, so it comes with HAMi's own kube-scheduler (placement
+# deployment). Its serving certificate lives in this Secret (the chart's "<release>-scheduler-tls").
+WEBHOOK_NAME = "hami-webhook"
+WEBHOOK_SECRET = "hami-scheduler-tls"
+CERTIFICATE_SOURCES = ("controller", "job")
 
 
 def extender(url_prefix):
@@ -69,6 +75,10 @@ def scheduler_config(kubernetes_version, url_prefix, profile=None, kubeconfig=No
     """
     fmt = preferred_api(tuple(kubernetes_version[:2]))
     entry = extender_entry(extender(url_prefix), fmt)
+    if url_prefix.startswith("https://"):
+        # the extender's serving certificate is the webhook's: the chart's configmap.yaml
+        # calls https://127.0.0.1:443 with tlsConfig insecure
+        entry["tlsConfig"] = {"insecure": True}
     entry["weight"] = 1
     if fmt == POLICY:
         entry["httpTimeout"] = 30000000000  # nanoseconds in a Policy

@@ -25,7 +25,7 @@ from. The prefix must itself name a registry host (``registry.local:5000``,
 Standard library only; Python 3.8+.
 """
 
-from ansible.module_utils.gpunode.addons import dra
+from ansible.module_utils.gpunode.addons import dra_objects
 from ansible.module_utils.gpunode.formats import k8s_names
 from ansible.module_utils.gpunode.formats.values import refuse, string
 
@@ -47,6 +47,7 @@ IMAGES = {
                           "gpu_cluster_addons_gpushare_extender_version"),
     "hami": ("gpu_cluster_addons_hami_image", "gpu_cluster_addons_hami_version"),
     "hami_kube_scheduler": ("gpu_cluster_addons_hami_kube_scheduler_image", None),
+    "hami_certgen": ("gpu_cluster_addons_hami_certgen_image", "gpu_cluster_addons_hami_certgen_version"),
 }
 
 
@@ -110,9 +111,9 @@ def addon_images(role_values, kubernetes_version):
 
 
 def dra_settings(role_values, given):
-    """The DRA driver's settings (``dra.settings_of``'s input) with its images mirrored and checked."""
+    """The DRA driver's settings (``dra_objects.settings_of``'s input), images mirrored and checked."""
     prefix = prefix_of(role_values)
-    settings = dra.settings_of(given)
+    settings = dra_objects.settings_of(given)
     _checked(prefix, "gpu_cluster_addons_dra_image", f"{settings['image']}:{settings['version']}")
     result = dict(given or {})
     result["image"] = mirrored(prefix, settings["image"])

@@ -15,20 +15,19 @@ Standard library only; Python 3.8+.
 """
 
 from ansible.module_utils.gpunode.addons import device_plugin_config as dpc
-from ansible.module_utils.gpunode.addons import dra
+from ansible.module_utils.gpunode.addons import dra, dra_objects, dra_preflight
 from ansible.module_utils.gpunode.addons import hami as hami_utils
 from ansible.module_utils.gpunode.addons import images as addon_images
+from ansible.module_utils.gpunode.addons.catalogue import manifest_plan
 from ansible.module_utils.gpunode.addons.cluster import (
     RESOURCE_BY_MODE,
     WORKLOADS_BY_MODE,
     GpuAddonsError,
     api_versions,
     control_plane,
-    gpu_nodes,
     kube_version,
-    manifest_plan,
-    pod_runtime_class,
 )
+from ansible.module_utils.gpunode.addons.gpu_nodes import gpu_nodes, pod_runtime_class
 from ansible.module_utils.gpunode.addons.inputs import check_inputs, check_node_names
 
 
@@ -58,7 +57,12 @@ def device_plugin(params):
         "rename": params["nvidia_time_slicing_rename"],
         "fail_requests_greater_than_one": params["nvidia_time_slicing_fail_requests_greater_than_one"],
     }
-    resolved = dpc.plugin_configs(params["device_plugin_config"], params["device_plugin_configs"], short)
+    resolved = dpc.plugin_configs(
+        params["device_plugin_config"],
+        params["device_plugin_configs"],
+        short,
+        params["device_plugin_config_default"],
+    )
     configs = resolved["configs"].values()
     resolved["mig"] = any(dpc.mig_strategy(c) != "none" for c in configs)
     resolved["mps"] = any(dpc.sharing_method(c) == "mps" for c in configs)
@@ -88,11 +92,18 @@ def hami(settings, version):
     if placement not in hami_utils.PLACEMENTS:
         raise GpuAddonsError(
             f"gpu_cluster_addons_hami_scheduler: {placement!r} is not deployment or extender")
+    certificate = settings.get("certificate") or "controller"
+    if certificate not in hami_utils.CERTIFICATE_SOURCES:
+        raise GpuAddonsError(f"hami certificate: {certificate!r} is not controller or job")
     minor = tuple(int(x) for x in version.split(".")[:2])
+    webhook = placement == "deployment"
     node_url = "http://127.0.0.1:{}".format(int(settings.get("node_port") or hami_utils.NODE_PORT))
-    pod_url = "http://127.0.0.1:{}".format(int(settings.get("port") or 8080))
+    pod_url = "{}://127.0.0.1:{}".format("https" if webhook else "http", int(settings.get("port") or 8080))
     return {
         "scheduler": placement,
+        "webhook": webhook,
+        "certificate": certificate,
+        "tls_secret": hami_utils.WEBHOOK_SECRET,
         # before 1.19 kube-scheduler reads a Policy (--policy-config-file) instead
         "policy": minor < (1, 19),
         "url_prefix": node_url,
@@ -115,11 +126,15 @@ def options(mode, resolved, hami_plan):
     if resolved["mps"]:
         keys.add("nvidia-mps")
     keys.add("hami-" + hami_plan["scheduler"])
+    if hami_plan["webhook"]:
+        keys.add("hami-webhook")
+        if hami_plan["certificate"] == "job":
+            keys.add("hami-certgen")
     return sorted(k for k in keys if k.startswith(mode + "-"))
 
 
 def dra_cdi_root(params):
-    return (params["dra"] or {}).get("cdi_root") or dra.DEFAULT_SETTINGS["cdi_root"]
+    return (params["dra"] or {}).get("cdi_root") or dra_objects.DEFAULT_SETTINGS["cdi_root"]
 
 
 # --- the steps, in order --------------------------------------------------------
@@ -175,9 +190,9 @@ def images_and_dra(params, version, by_host, hosts):
     preflight's findings on each host (``unchecked``, also warnings)."""
     images = addon_images.addon_images(params["role_values"], version)
     settings = addon_images.dra_settings(params["role_values"], params["dra"])
-    dra_plan = dra.plan(params["mode"], version, by_host, settings)
+    dra_plan = dra_objects.plan(params["mode"], version, by_host, settings)
     images.update(dra=dra_plan["image"], dra_example=dra_plan["example_image"])
-    dra_plan["unchecked"] = dra.preflight(
+    dra_plan["unchecked"] = dra_preflight.preflight(
         [dict(r, allocation=by_host[r["host"]]) for r in hosts], version, dra_cdi_root(params)
     )
     return images, dra_plan

@@ -21,6 +21,7 @@ library only; Python 3.8+.
 
 import re
 
+from ansible.module_utils.gpunode.addons import dra_objects
 from ansible.module_utils.gpunode.addons import images as addon_images
 from ansible.module_utils.gpunode.bundle.packages_index import BundleError
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
@@ -168,8 +169,8 @@ def bundle_images(mode, addon_values, kubernetes_version, warnings):
     values = dict(addon_values)
     values.pop(addon_images.REGISTRY_VARIABLE, None)
     found = addon_images.addon_images(values, kubernetes_version or "0.0.0")
-    dra = addon_images.dra.settings_of({"image": values.get("gpu_cluster_addons_dra_image"),
-                                        "version": values.get("gpu_cluster_addons_dra_version")})
+    dra = dra_objects.settings_of({"image": values.get("gpu_cluster_addons_dra_image"),
+                                   "version": values.get("gpu_cluster_addons_dra_version")})
     found["dra"] = f"{dra['image']}:{dra['version']}"
     result = []
     extender = values.get("gpu_cluster_addons_hami_scheduler") == "extender"

@@ -258,14 +258,55 @@ def _pick_container(text, fmt, containers, info, variable):
     if DEFAULT_VARIABLE in by_name:
         return by_name[DEFAULT_VARIABLE]
     if fmt == "env":
-        with_flags = [c for c in containers if text[c.start : c.end].lstrip().startswith("-")]
-        return with_flags[0] if len(with_flags) == 1 else None
+        return _env_flags_holder(text, containers)
     exec_start = info.get("exec_start")
     if exec_start is None:
         raise FlagsError("no [Service] ExecStart= line: cannot tell how the kubelet gets its flags")
     if not re.search(r"\$\{?" + DEFAULT_VARIABLE + r"\b", text[exec_start.start : exec_start.end]):
         return exec_start  # the variable would not reach the kubelet: add the flag to ExecStart
     return None
+
+
+# The flags that mark the variable with the kubelet's own command line: kubespray's
+# KUBELET_ARGS (roles/kubernetes/node/templates/kubelet.env.v1beta1.j2), kubeadm's
+# KUBELET_KUBECONFIG_ARGS/KUBELET_CONFIG_ARGS.
+_KUBELET_OWN_FLAGS = ("--config", "--kubeconfig")
+
+
+def _holds_own_flags(text, container):
+    for word in split_words(text, container.start, container.end):
+        if word.value.split("=", 1)[0] in _KUBELET_OWN_FLAGS:
+            return True
+    return False
+
+
+def _env_flags_holder(text, containers):
+    """The variable of an environment file that takes a new flag, with no unit to tell.
+
+    Never a variable the file does not have (a unit that expands other ones,
+    such as kubespray's, would never see it): the one variable with the
+    kubelet's own flags (``--config``/``--kubeconfig``), else the one variable
+    holding flags at all. None for a file without variables (an empty
+    /etc/default/kubelet: KUBELET_EXTRA_ARGS, kubeadm's). Otherwise refused,
+    naming the file's variables.
+    """
+    own = [c for c in containers if _holds_own_flags(text, c)]
+    if len(own) == 1:
+        return own[0]
+    if not own:
+        with_flags = [c for c in containers if text[c.start : c.end].lstrip().startswith("-")]
+        if len(with_flags) == 1:
+            return with_flags[0]
+    names = sorted({c.name for c in containers if c.name})
+    if not names:
+        return None
+    which = "several variables hold the kubelet's --config/--kubeconfig" if own else (
+        "no variable holds the kubelet's --config/--kubeconfig, and not exactly one holds flags"
+    )
+    raise FlagsError(
+        f"{which} (this file sets {', '.join(names)}; none is {DEFAULT_VARIABLE}): set flags_variable "
+        "to the variable the kubelet's unit expands (its ExecStart=)"
+    )
 
 
 # ---------------------------------------------------------------- a whole unit

@@ -116,11 +116,18 @@ nvidia_smi:
   description: The nvidia-smi that was run.
   returned: always
   type: str
+marker:
+  description: The record the gpu_validate role writes (C(/var/lib/gpunode/validated.json)) - C(passed),
+    C(failed_checks), C(driver_version) (the loaded driver nvidia-smi reported).
+  returned: always
+  type: dict
+  sample: {"passed": true, "failed_checks": [], "driver_version": "580.159.04"}
 """
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.common import k8s_names, values
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
+from ansible.module_utils.gpunode.validate import marker
 from ansible.module_utils.gpunode.validate.run import ALL_CHECKS, ValidateError, failure_message, validate
 
 ARGUMENT_SPEC = {
@@ -168,6 +175,7 @@ def run(module):
     outcome = validate(Host(module), module.params)
     failed = outcome.pop("failed")
     outcome["failed_checks"] = sorted({r["check"] for r in failed}, key=ALL_CHECKS.index)
+    outcome["marker"] = marker.content(outcome, outcome.pop("driver_version"))
     return outcome, failed
 
 
@@ -176,7 +184,8 @@ def main():
     try:
         outcome, failed = run(module)
     except ValidateError as exc:
-        module.fail_json(msg=str(exc), passed=False, results=[], failed_checks=[])
+        module.fail_json(msg=str(exc), passed=False, results=[], failed_checks=[],
+                         marker={"passed": False, "failed_checks": [], "driver_version": ""})
     if failed:
         module.fail_json(msg=failure_message(failed), **outcome)
     module.exit_json(changed=False, **outcome)

@@ -258,6 +258,9 @@ def test_nvlink_partly_down_fails_and_absent_is_skipped():
     assert (down["passed"], down["message"]) == (False, "links down: 1 of 2")
     [none] = checks.nvlink(gpus, smi.parse_nvlink_status(NVLINK_NONE))
     assert none["passed"] is None
+    # what the lent H100 (no NVLink, a passed-through VM) printed on 2026-11-27: nothing, exit 0
+    [empty] = checks.nvlink(gpus, smi.parse_nvlink_status(""))
+    assert (empty["passed"], empty["message"]) == (None, "the GPU has no NVLink")
 
 
 # ---------------------------------------------------------------- the container check

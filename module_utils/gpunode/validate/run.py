@@ -160,7 +160,8 @@ def validate(host, params):
         uuids = [gpu["uuid"] for gpu in reading["gpus"]]
         results.extend(container(host, params.get("container_image"), uuids))
     failed = [r for r in results if r["passed"] is False]
-    return {"passed": not failed, "results": results, "failed": failed, "nvidia_smi": params["nvidia_smi"]}
+    return {"passed": not failed, "results": results, "failed": failed, "nvidia_smi": params["nvidia_smi"],
+            "driver_version": reading["driver_version"]}
 
 
 def failure_message(failed):

@@ -53,8 +53,14 @@ options:
     default: 1
     choices: [1, 2, 3]
   container_image:
-    description: The image the C(container) check runs C(nvidia-smi -L) in (a CUDA base image under
-      the registry mirror). Unset, the check is skipped.
+    description: The image the C(container) check runs C(nvidia-smi -L) in (a CUDA base image, best
+      pinned by digest). Unset, the check is skipped.
+    type: str
+  image_registry:
+    description: A registry mirror prefix that replaces O(container_image)'s registry host, as
+      C(gpu_cluster_addons_image_registry) does for the add-ons (V(registry.local:5000/mirror) turns
+      V(nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04) into
+      V(registry.local:5000/mirror/nvidia/cuda:12.9.1-base-ubuntu24.04)).
     type: str
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -116,6 +122,11 @@ nvidia_smi:
   description: The nvidia-smi that was run.
   returned: always
   type: str
+ansible_facts:
+  description: C(gpu_validate) - C(passed), C(failed_checks), C(validated_at) (UTC), C(ran) (true),
+    for the run's summary and the add-ons play's gate.
+  returned: always
+  type: dict
 marker:
   description: The record the gpu_validate role writes (C(/var/lib/gpunode/validated.json)) - C(passed),
     C(failed_checks), C(driver_version) (the loaded driver nvidia-smi reported).
@@ -124,7 +135,10 @@ marker:
   sample: {"passed": true, "failed_checks": [], "driver_version": "580.159.04"}
 """
 
+import time
+
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpunode.addons.images import mirrored, registry_prefix
 from ansible.module_utils.gpunode.common import k8s_names, values
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.validate import marker
@@ -137,6 +151,7 @@ ARGUMENT_SPEC = {
     "checks": {"type": "list", "elements": "str", "choices": list(ALL_CHECKS)},
     "dcgm_diag_level": {"type": "int", "default": 1, "choices": [1, 2, 3]},
     "container_image": {"type": "str"},
+    "image_registry": {"type": "str"},
 }
 
 # Values that land on a command line: nvidia-smi is run by that name, the image is an argument of
@@ -146,6 +161,7 @@ VALUE_RULES = {
     "kernel_log": values.path,
     "driver_version": values.debian_version,
     "container_image": k8s_names.image_reference,
+    "image_registry": registry_prefix,
 }
 
 
@@ -172,9 +188,15 @@ def run(module):
         values.check(module.params, VALUE_RULES)
     except values.ValueSyntaxError as exc:
         raise ValidateError(f"{exc}; nothing was run") from None
-    outcome = validate(Host(module), module.params)
+    params = dict(module.params)
+    if params["container_image"]:
+        params["container_image"] = mirrored(params["image_registry"], params["container_image"])
+    outcome = validate(Host(module), params)
     failed = outcome.pop("failed")
     outcome["failed_checks"] = sorted({r["check"] for r in failed}, key=ALL_CHECKS.index)
+    outcome["ansible_facts"] = {"gpu_validate": {
+        "passed": outcome["passed"], "failed_checks": outcome["failed_checks"], "ran": True,
+        "validated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}
     outcome["marker"] = marker.content(outcome, outcome.pop("driver_version"))
     return outcome, failed
 

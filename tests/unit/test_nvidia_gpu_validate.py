@@ -315,6 +315,9 @@ def test_main_check_mode_passes_and_changes_nothing(run_module, node):
     assert ok, result.get("msg")
     assert (result["changed"], result["passed"], result["failed_checks"]) == (False, True, [])
     assert result["nvidia_smi"] == "/usr/bin/nvidia-smi"
+    assert result["marker"] == {"passed": True, "failed_checks": [], "driver_version": "580.159.04"}
+    facts = result["ansible_facts"]["gpu_validate"]
+    assert (facts["passed"], facts["failed_checks"], facts["ran"]) == (True, [], True)
 
 
 def test_main_fails_the_host_naming_check_gpu_and_value(run_module, node):
@@ -322,6 +325,7 @@ def test_main_fails_the_host_naming_check_gpu_and_value(run_module, node):
     ok, result = run_module(nvidia_gpu_validate, {}, check_mode=True)
     assert not ok
     assert result["failed_checks"] == ["persistence"]
+    assert result["marker"]["passed"] is False
     assert result["msg"] == (f"GPU validation failed: persistence on {GPU0}: persistence mode Disabled "
                              "(wanted Enabled: nvidia-persistenced)")
 
@@ -332,6 +336,20 @@ def test_main_refuses_a_bad_value_before_running_anything(run_module, node):
     assert not ok
     assert result["msg"].startswith("container_image: 'cuda:12 ; reboot' is not an image reference")
     assert result["msg"].endswith("; nothing was run")
+
+
+def test_main_runs_the_container_image_from_the_mirror(run_module, node, monkeypatch):
+    node["programs"] = ("nvidia-smi", "docker")
+    node["answers"].update({"docker info": (0, "28.0.1", ""), "docker image inspect": (0, "sha256:ab", ""),
+                            "docker run": (0, real("smi-L.txt"), "")})
+    ran = []
+    original = FakeHost.run
+    monkeypatch.setattr(FakeHost, "run", lambda self, argv: ran.append(argv) or original(self, argv))
+    ok, result = run_module(nvidia_gpu_validate, {
+        "checks": ["container"], "container_image": "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04",
+        "image_registry": "registry.local:5000/mirror"})
+    assert ok, result.get("msg")
+    assert "registry.local:5000/mirror/nvidia/cuda:12.9.1-base-ubuntu24.04" in ran[-1]
 
 
 def test_main_unreadable_kernel_log_names_the_file(run_module, node, tmp_path):

@@ -436,6 +436,27 @@ def test_device_plugins_run_on_labelled_gpu_nodes_and_tolerate_the_gpu_taint(ren
         assert "/var/lib/kubelet/device-plugins" in mounts
 
 
+GATE = {"key": "gpunode.io/gpu-unvalidated", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize("mode", RENDERED)
+def test_gpu_daemonsets_tolerate_the_validation_gate_and_the_runtime_class_does_not(rendered, mode):
+    objs = objects(rendered["dir"] / f"{mode}-1.30")
+    daemonsets = [(name, spec) for name, obj, spec in pod_specs(objs) if obj["kind"] == "DaemonSet"]
+    assert daemonsets
+    for name, spec in daemonsets:
+        assert GATE in spec["tolerations"], name
+    # a RuntimeClass's tolerations reach every pod that names it: the gate would open for all
+    for name, obj in objs:
+        if obj["kind"] == "RuntimeClass":
+            assert GATE not in (obj.get("scheduling") or {}).get("tolerations", []), name
+
+
+def test_render_mode_prints_the_gates_taint_for_unvalidated_nodes(rendered):
+    assert "gpunode.io/gpu-unvalidated:NoSchedule --overwrite" in rendered["first"]
+    assert "gpunode.io/gpu-validated=false" in rendered["first"]
+
+
 def test_config_hash_annotation_follows_the_configmap(rendered):
     objs = objects(rendered["dir"] / "nvidia-1.30")
     config = by_kind(objs, "ConfigMap")["nvidia-device-plugin-config"]["data"]["config.yaml"]

@@ -52,6 +52,7 @@ Python 3.8+, standard library only.
 
 from ansible.module_utils.gpunode.common.kube_version import parse as parse_kube_version
 from ansible.module_utils.gpunode.kubelet.gates import GateError, refused_in_file
+from ansible.module_utils.gpunode.validate import gate
 
 DRIVER_NAME = "gpu.nvidia.com"
 NAME = "dra-driver-nvidia-gpu"
@@ -574,7 +575,9 @@ def _containers(settings):
 def kubelet_plugin_daemonset(settings):
     """The kubelet plugin, on the DRA pool only: nodes labelled nvidia.com/gpu.allocation=dra."""
     init, containers = _containers(settings)
-    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    # and the validation gate's taint: the GPUs are advertised before the gate opens
+    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                   dict(gate.TOLERATION)]
     tolerations += [t for t in settings["tolerations"] if t not in tolerations]
     pod = {
         "metadata": {"labels": dict(sorted(dict(SELECTOR, **{"app.kubernetes.io/name": NAME}).items()))},

@@ -33,6 +33,11 @@ options:
     description: The nvidia-smi to run; default the one on PATH, else under /usr/local/nvidia/bin,
       /home/kubernetes/bin/nvidia/bin or /run/nvidia/driver/usr/bin.
     type: path
+  sysfs_root:
+    description: Where sysfs is mounted; the C(nvml) check compares the NVIDIA GPUs on its PCI bus with
+      those NVML lists (a simulated node points it at its fake tree).
+    type: path
+    default: /sys
   kernel_log:
     description: A file of kernel messages to read instead of the running kernel's log
       (C(journalctl -k -b), else C(dmesg)).
@@ -146,6 +151,7 @@ from ansible.module_utils.gpunode.validate.run import ALL_CHECKS, ValidateError,
 
 ARGUMENT_SPEC = {
     "nvidia_smi": {"type": "path"},
+    "sysfs_root": {"type": "path", "default": "/sys"},
     "kernel_log": {"type": "path"},
     "driver_version": {"type": "str"},
     "checks": {"type": "list", "elements": "str", "choices": list(ALL_CHECKS)},
@@ -159,6 +165,7 @@ ARGUMENT_SPEC = {
 VALUE_RULES = {
     "nvidia_smi": values.command,
     "kernel_log": values.path,
+    "sysfs_root": values.path,
     "driver_version": values.debian_version,
     "container_image": k8s_names.image_reference,
     "image_registry": registry_prefix,

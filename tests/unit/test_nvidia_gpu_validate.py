@@ -2,6 +2,7 @@
 fails the node naming the check and the GPU; main() in check mode and on its error paths."""
 
 import json
+import sys
 
 import nvidia_gpu_validate
 import pytest
@@ -10,6 +11,7 @@ from ansible.module_utils import basic
 from ansible.module_utils.gpunode.validate import checks, dcgm, run, smi, xid
 from conftest import shared_path
 
+SYSFS_ROOT = "/nonexistent"  # the sysfs fixture points it at its tree
 H100 = ("fixtures", "real-hosts", "h100-sxm5-80gb-vm")
 GPU0 = "GPU 0 (0000:00:06.0, GPU-00000000-1111-2222-3333-444444444444)"
 SMI = "/usr/local/nvidia/bin/nvidia-smi"
@@ -59,7 +61,7 @@ def sysfs(tmp_path, monkeypatch):
     device.mkdir(parents=True)
     for name, value in {"vendor": "0x10de", "device": "0x2330", "class": "0x030200"}.items():
         (device / name).write_text(value + "\n")
-    monkeypatch.setattr(run, "SYSFS_ROOT", str(tmp_path))
+    monkeypatch.setattr(sys.modules[__name__], "SYSFS_ROOT", str(tmp_path))
     return device
 
 
@@ -73,6 +75,7 @@ def answers(xml=None, kernel=None, nvlink=NVLINK_NONE, smi_answer=None, diag=Non
 
 
 def validate(host, **params):
+    params.setdefault("sysfs_root", SYSFS_ROOT)
     params.setdefault("nvidia_smi", SMI)
     params.setdefault("driver_version", "580.159.04")
     return run.validate(host, params)
@@ -311,7 +314,8 @@ def node(monkeypatch, sysfs):
 
 
 def test_main_check_mode_passes_and_changes_nothing(run_module, node):
-    ok, result = run_module(nvidia_gpu_validate, {"driver_version": "580.159.04"}, check_mode=True)
+    ok, result = run_module(nvidia_gpu_validate, {"driver_version": "580.159.04", "sysfs_root": SYSFS_ROOT},
+                            check_mode=True)
     assert ok, result.get("msg")
     assert (result["changed"], result["passed"], result["failed_checks"]) == (False, True, [])
     assert result["nvidia_smi"] == "/usr/bin/nvidia-smi"
@@ -322,7 +326,7 @@ def test_main_check_mode_passes_and_changes_nothing(run_module, node):
 
 def test_main_fails_the_host_naming_check_gpu_and_value(run_module, node):
     node["answers"] = answers(xml=inject("<persistence_mode>Enabled", "<persistence_mode>Disabled"))
-    ok, result = run_module(nvidia_gpu_validate, {}, check_mode=True)
+    ok, result = run_module(nvidia_gpu_validate, {"sysfs_root": SYSFS_ROOT}, check_mode=True)
     assert not ok
     assert result["failed_checks"] == ["persistence"]
     assert result["marker"]["passed"] is False
@@ -362,7 +366,7 @@ def test_main_unreadable_kernel_log_names_the_file(run_module, node, tmp_path):
 def test_main_without_nvidia_smi_fails_nvml(run_module, node, monkeypatch):
     node["programs"] = ()
     monkeypatch.setattr(run, "DRIVER_ROOTS", ())
-    ok, result = run_module(nvidia_gpu_validate, {"checks": ["nvml", "ecc"]})
+    ok, result = run_module(nvidia_gpu_validate, {"checks": ["nvml", "ecc"], "sysfs_root": SYSFS_ROOT})
     assert not ok
     assert result["failed_checks"] == ["nvml"]
     assert "nvidia-smi not found on PATH" in result["msg"]

@@ -18,7 +18,6 @@ ALL_CHECKS = ("nvml", "driver_version", "persistence", "ecc", "remapped_rows", "
               "fabric", "xid", "dcgm_diag", "container")
 #: The checks that read ``nvidia-smi -q -x``: skipped, saying so, when NVML does not answer.
 NEEDS_SMI = ALL_CHECKS[1:10]
-SYSFS_ROOT = "/sys"
 
 #: Where drivers that are not on PATH keep nvidia-smi: the GPU Operator's and containerized
 #: drivers (/run/nvidia/driver), GKE's installer (/home/kubernetes/bin/nvidia), images that put the
@@ -44,9 +43,9 @@ def find_nvidia_smi(given, which, roots=None):
     return None
 
 
-def sysfs_gpus(root=None):
-    """PCI addresses of the NVIDIA GPUs (display and 3D controllers) sysfs shows."""
-    devices, _warnings = read_pci_devices(root or SYSFS_ROOT)
+def sysfs_gpus(root):
+    """PCI addresses of the NVIDIA GPUs (display and 3D controllers) sysfs under ``root`` shows."""
+    devices, _warnings = read_pci_devices(root)
     return [device["address"] for device in devices if classify(device["class_id"]) == "gpu"]
 
 
@@ -149,7 +148,7 @@ def validate(host, params):
     reading = read_smi(host, params["nvidia_smi"])
     results = []
     if "nvml" in names:
-        results.extend(checks.nvml(reading, sysfs_gpus()))
+        results.extend(checks.nvml(reading, sysfs_gpus(params.get("sysfs_root") or "/sys")))
     for name in names:
         if name in NEEDS_SMI:
             if reading["error"]:

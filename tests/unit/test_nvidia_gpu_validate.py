@@ -2,6 +2,7 @@
 fails the node naming the check and the GPU; main() in check mode and on its error paths."""
 
 import json
+import subprocess
 import sys
 
 import nvidia_gpu_validate
@@ -9,7 +10,7 @@ import pytest
 import yaml
 from ansible.module_utils import basic
 from ansible.module_utils.gpunode.validate import checks, dcgm, run, smi, xid
-from conftest import shared_path
+from conftest import ROOT, shared_path
 
 SYSFS_ROOT = "/nonexistent"  # the sysfs fixture points it at its tree
 H100 = ("fixtures", "real-hosts", "h100-sxm5-80gb-vm")
@@ -376,3 +377,60 @@ def test_documentation_options_equal_the_argument_spec():
     doc = yaml.safe_load(nvidia_gpu_validate.DOCUMENTATION)
     assert set(doc["options"]) == set(nvidia_gpu_validate.ARGUMENT_SPEC)
     assert doc["options"]["checks"]["choices"] == list(run.ALL_CHECKS)
+
+
+# ---------------------------------------------------------------- the simulated node's stand-in
+
+
+FAKE_SMI = ROOT / "tests" / "simnode" / "fakes" / "driver" / "bin" / "nvidia-smi"
+
+
+@pytest.fixture
+def fake_smi(tmp_path):
+    """The simulated node's nvidia-smi (driver 580.95.05 loaded, persistence on) over a fake tree."""
+    sim = tmp_path / "sim"
+    device = sim / "sys" / "bus" / "pci" / "devices" / "0000:00:1e.0"
+    device.mkdir(parents=True)
+    for name, value in {"vendor": "0x10de", "device": "0x1eb8", "class": "0x030200"}.items():
+        (device / name).write_text(value)
+    (sim / "sys" / "module" / "nvidia").mkdir(parents=True)
+    (sim / "sys" / "module" / "nvidia" / "version").write_text("580.95.05\n")
+    (sim / "proc" / "driver" / "nvidia").mkdir(parents=True)
+    (sim / "proc" / "driver" / "nvidia" / "version").write_text("NVRM version: 580.95.05\n")
+    (sim / "run").mkdir()
+    (sim / "run" / "nvidia-persistence").write_text("")
+    script = FAKE_SMI.read_text().replace("@VERSION@", "580.95.05").replace(
+        ". /etc/gpunode-sim/driver-fakes.conf", f"SIM_ROOT={sim}")
+    path = tmp_path / "nvidia-smi"
+    path.write_text(script)
+    path.chmod(0o755)
+    return path, sim
+
+
+def stand_in(path, *args):
+    proc = subprocess.run([str(path), *args], capture_output=True, text=True, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_the_stand_in_answers_every_field_the_real_h100_did(fake_smi):
+    path, _sim = fake_smi
+    [fake] = smi.parse_query_xml(stand_in(path, "-q", "-x")[1])["gpus"]
+    [real_gpu] = smi.parse_query_xml(real("smi-q.xml"))["gpus"]
+    assert set(fake) == set(real_gpu)
+    missing = [key for key, value in real_gpu.items() if value is not None and fake[key] is None]
+    assert missing == []
+    assert set(fake["ecc_volatile"]) == set(real_gpu["ecc_volatile"])
+    assert fake["bus_id"] == "0000:00:1e.0"
+    assert smi.parse_list(stand_in(path, "-L")[1]) == [fake["uuid"]]
+
+
+@pytest.mark.parametrize("fault, check", [("ecc", "ecc"), ("remap-pending", "remapped_rows"),
+                                          ("link-x8", "pcie_link")])
+def test_the_stand_in_injects_one_fault(fake_smi, fault, check):
+    path, sim = fake_smi
+    (sim / "run" / "gpunode-gpu-faults").write_text(fault + "\n")
+    host = FakeHost({})
+    host.run = lambda argv: stand_in(path, *argv[1:])
+    checks_run = ["nvml", "persistence", "ecc", "remapped_rows", "pcie_link", "nvlink"]
+    outcome = run.validate(host, {"nvidia_smi": str(path), "sysfs_root": str(sim / "sys"), "checks": checks_run})
+    assert [r["check"] for r in outcome["failed"]] == [check]

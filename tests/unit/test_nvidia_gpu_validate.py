@@ -432,5 +432,6 @@ def test_the_stand_in_injects_one_fault(fake_smi, fault, check):
     host = FakeHost({})
     host.run = lambda argv: stand_in(path, *argv[1:])
     checks_run = ["nvml", "persistence", "ecc", "remapped_rows", "pcie_link", "nvlink"]
-    outcome = run.validate(host, {"nvidia_smi": str(path), "sysfs_root": str(sim / "sys"), "checks": checks_run})
+    params = {"nvidia_smi": str(path), "sysfs_root": str(sim / "sys"), "checks": checks_run}
+    outcome = run.validate(host, params)
     assert [r["check"] for r in outcome["failed"]] == [check]

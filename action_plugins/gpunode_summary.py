@@ -28,6 +28,7 @@ COLUMNS = (
     "scheduler extender",
     "GPUs offered by",
     "reboot",
+    "validated",
     "this run",
 )
 
@@ -115,6 +116,20 @@ def _reboot(facts):
     return "REBOOT NEEDED" if driver.get("reboot_required") else "no"
 
 
+def _validated(facts):
+    """passed / failed (the checks) / not run, from nvidia_gpu_validate's facts (this run's, or the
+    record of an earlier passed validation that site.yml's one read found: "passed YYYY-MM-DD")."""
+    verdict = facts.get("gpu_validate")
+    if not isinstance(verdict, dict):
+        gpu = facts.get("nvidia_gpu")
+        return "not run" if isinstance(gpu, dict) and gpu.get("gpu_count") else "-"
+    if not verdict.get("passed"):
+        return f"failed ({', '.join(verdict.get('failed_checks') or []) or '?'})"
+    if verdict.get("ran"):
+        return "passed"
+    return f"passed {str(verdict.get('validated_at') or '')[:10]}".rstrip()
+
+
 # between a host's changes in its "this run" cell; table() puts each on a line of its own
 CHANGE_SEPARATOR = "; "
 # table() wraps a longer change at its spaces, the lines after the first indented
@@ -141,6 +156,7 @@ def rows(hosts, host_facts, changes, offers=None):
                 _scheduler(facts),
                 (offers or {}).get(host) or "-",
                 _reboot(facts),
+                _validated(facts),
                 CHANGE_SEPARATOR.join(changed) or "nothing",
             )
         )
@@ -184,7 +200,8 @@ ARGUMENT_SPEC = {
     "offers": {"type": "dict"},
 }
 # the facts the roles publish that the table reads
-FACTS = ("nvidia_gpu", "nvidia_driver", "nvidia_container_runtime", "kubelet_gpu", "gpushare_scheduler")
+FACTS = ("nvidia_gpu", "nvidia_driver", "nvidia_container_runtime", "kubelet_gpu", "gpushare_scheduler",
+         "gpu_validate")
 
 
 def from_hostvars(hostvars, hosts):

@@ -37,6 +37,12 @@ options:
   kubelet:
     description: The arguments of C(kubelet_feature_gates); omitted, the kubelet is not read.
     type: dict
+  validated:
+    description:
+      - The last GPU validation (the gpu_validate role's record) - C(marker) (default
+        V(/var/lib/gpunode/validated.json)) and C(driver_version) (empty - the loaded driver the driver
+        read found). Converged when that validation passed with that driver; omitted, it is not read.
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -84,6 +90,10 @@ converged:
       description: The kubelet (no file to write, no restart owed), and the concerns before it.
       type: bool
       returned: when O(kubelet) was given
+    validated:
+      description: The last GPU validation passed with the loaded driver, and every concern before it.
+      type: bool
+      returned: when O(validated) was given
   sample: {driver: true, container_runtime: true, kubelet: false}
 reasons:
   description: Per concern not converged, why - changes planned, a concern before it changes, or its read
@@ -108,6 +118,9 @@ ansible_facts:
     kubelet_gpu:
       description: The kubelet (C(kubelet_feature_gates)), when it is converged.
       type: dict
+    gpu_validate:
+      description: The last validation (C(passed), C(failed_checks), C(validated_at)), when converged.
+      type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -117,6 +130,7 @@ ARGUMENT_SPEC = {
     "driver": {"type": "dict"},
     "container_runtime": {"type": "dict"},
     "kubelet": {"type": "dict"},
+    "validated": {"type": "dict"},
 }
 
 

@@ -12,8 +12,9 @@ description:
   - Builds, from the facts the roles published on each host in this run, one row per host - its GPUs,
     the NVIDIA driver loaded (module type, whether held), the default runtime of each container engine
     (and which one the kubelet uses), the kubelet feature gates, the scheduler extender, what offers its
-    GPUs to the cluster, whether a reboot is pending - and what this run changed there (the host's
-    C(gpunode_changes)).
+    GPUs to the cluster, whether a reboot is pending, whether its GPUs passed validation (V(passed),
+    V(failed) with the failed checks, V(not run); an earlier pass with its date) - and what this run
+    changed there (the host's C(gpunode_changes)).
   - A role that did not run on a host leaves its column at C(-). Changes nothing.
   - An action plugin - it runs on the controller, in the task's own process, and never on a host.
 options:

@@ -16,9 +16,10 @@ from ansible.module_utils.gpunode.driver import state_call as driver
 from ansible.module_utils.gpunode.kubelet import state_call as kubelet
 from ansible.module_utils.gpunode.kubelet.discovery import MissingRequirement
 from ansible.module_utils.gpunode.runtime import state_call as container_runtime
+from ansible.module_utils.gpunode.validate import marker
 
 # in the order site.yml converges them
-CONCERNS = ("driver", "container_runtime", "kubelet")
+CONCERNS = ("driver", "container_runtime", "kubelet", "validated")
 
 
 class ConcernFailed(Exception):
@@ -68,6 +69,17 @@ def read_kubelet(module, params):
     return kubelet.converged(outcome), outcome.result["ansible_facts"], reader.warnings + outcome.warnings
 
 
+def read_validated(params, facts):
+    """The last validation (gpu_validate's marker), passed with the driver loaded now."""
+    params = validated(marker.ARGUMENT_SPEC, params, "validated")
+    loaded = params["driver_version"] or (facts.get("nvidia_driver", {}).get("loaded_version")
+                                          or facts.get("nvidia_gpu", {}).get("loaded_driver_version") or "")
+    done, concern_facts, why = marker.read(params["marker"], loaded)
+    if not done:  # the validation play runs on this host: "read again by its role: <why>"
+        raise ConcernFailed(why)
+    return done, concern_facts, []
+
+
 ERRORS = (ConcernFailed, ArgumentsError, MissingRequirement,
           *driver.ERRORS, *container_runtime.ERRORS, *kubelet.ERRORS)
 
@@ -82,6 +94,7 @@ def read(module, concerns):
         "driver": lambda params: read_driver(module, params),
         "container_runtime": lambda params: read_container_runtime(module, params, facts),
         "kubelet": lambda params: read_kubelet(module, params),
+        "validated": lambda params: read_validated(params, facts),
     }
     chain = True
     for name in CONCERNS:

@@ -42,12 +42,13 @@ def test_a_row_per_host_from_its_facts_and_changes(summary):
     assert got[0] == (
         "hgx", "8x H100 SXM5 80GB, 4 NVSwitch", "570.133.20 open, held",
         "containerd nvidia (kubelet), docker nvidia", "DRAExtendedResource=true (kubelet 1.37.1)", "-",
-        "device plugin, mig mixed", "no",
+        "device plugin, mig mixed", "no", "not run",
         "driver 535.183.01 -> 570.133.20; containerd: nvidia default runtime",
     )
     # a role that did not run on a host leaves its column at "-"
-    assert got[1] == ("cp", "-", "-", "-", "-", "kubeadm kubescheduler.config.k8s.io/v1", "-", "-", "nothing")
-    assert got[2] == ("new", "-", "-", "-", "-", "-", "-", "-", "nothing")
+    assert got[1] == ("cp", "-", "-", "-", "-", "kubeadm kubescheduler.config.k8s.io/v1", "-", "-", "-",
+                      "nothing")
+    assert got[2] == ("new", "-", "-", "-", "-", "-", "-", "-", "-", "nothing")
 
 
 def test_what_needs_attention_reads_plainly(summary):
@@ -58,6 +59,17 @@ def test_what_needs_attention_reads_plainly(summary):
     (row,) = summary.rows(["h"], {"h": facts}, {})
     assert row[1:8] == ("none", "not installed", "no engine", "none, restart pending", "-", "-",
                         "REBOOT NEEDED")
+
+
+@pytest.mark.parametrize("verdict, shown", [
+    ({"passed": True, "failed_checks": [], "ran": True, "validated_at": "2026-11-27T03:10:00Z"}, "passed"),
+    ({"passed": True, "failed_checks": [], "ran": False, "validated_at": "2026-11-20T08:00:00Z"},
+     "passed 2026-11-20"),
+    ({"passed": False, "failed_checks": ["ecc", "xid"], "ran": True}, "failed (ecc, xid)"),
+])
+def test_the_validated_column_names_the_failed_checks(summary, verdict, shown):
+    (row,) = summary.rows(["hgx"], {"hgx": dict(HGX, gpu_validate=verdict)}, {})
+    assert row[summary.COLUMNS.index("validated")] == shown
 
 
 def test_table_is_aligned_under_its_header(summary):

@@ -25,6 +25,7 @@ from ansible.module_utils.gpunode.addons.dra import (
     resource_api,
     version_of,
 )
+from ansible.module_utils.gpunode.validate import gate
 
 # --------------------------------------------------------------------------
 # RBAC of the kubelet plugin, per version
@@ -306,7 +307,9 @@ def _containers(settings):
 def kubelet_plugin_daemonset(settings):
     """The kubelet plugin, on the DRA pool only: nodes labelled nvidia.com/gpu.allocation=dra."""
     init, containers = _containers(settings)
-    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    # and the validation gate's taint: the GPUs are advertised before the gate opens
+    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                   dict(gate.TOLERATION)]
     tolerations += [t for t in settings["tolerations"] if t not in tolerations]
     pod = {
         "metadata": {"labels": dict(sorted(dict(SELECTOR, **{"app.kubernetes.io/name": NAME}).items()))},

@@ -1,0 +1,224 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Ansible module nvidia_gpu_validate: prove a GPU node's GPUs are healthy and usable, changing nothing."""
+
+DOCUMENTATION = r"""
+---
+module: nvidia_gpu_validate
+short_description: Check that a host's NVIDIA GPUs answer, are healthy and are seen by containers
+description:
+  - Reads the GPUs' state (C(nvidia-smi -q -x), C(nvidia-smi nvlink -s), C(dcgmi diag), the kernel log)
+    and answers per GPU and per check. Changes nothing on the host; check mode runs the same reads
+    (a container image that is not there yet is not pulled in check mode).
+  - Fails the host when a check fails, naming the check, the GPU (index, PCI bus id and UUID) and
+    the value found. A check that does not apply (no ECC, no NVLink, not an NVSwitch system, no
+    DCGM, no container image) or could not read its source is reported with C(passed=null) and why.
+  - C(nvml) every GPU on the PCI bus answers through NVML (C(Failed to initialize NVML - Driver/library
+    version mismatch) fails it); C(driver_version) the driver is O(driver_version); C(persistence)
+    persistence mode is on; C(ecc) ECC is on where the GPU has it and no volatile uncorrectable
+    error was counted since boot (aggregate counts are lifetime counts, reported); C(remapped_rows)
+    no pending or failed row remap (pending page retirement on GPUs before Ampere); C(pcie_link) the
+    link runs at its maximum width, and at its maximum generation while the GPU is in P0;
+    C(nvlink) every NVLink in use is up; C(fabric) the fabric state is Completed on NVSwitch systems;
+    C(xid) no hardware XID (NVIDIA's XID catalog - 48, 61 to 64, 74, 79, 92, 95, 119, 120, 121, 140)
+    in the kernel log since boot (94 and application XIDs are reported); C(dcgm_diag)
+    C(dcgmi diag -r O(dcgm_diag_level)) passes on each GPU that runs no compute process (GPUs in use
+    are skipped, naming the processes); C(container) C(nvidia-smi -L) in a container of
+    O(container_image), started through Docker's default runtime (and CDI where a spec exists) and
+    containerd's nvidia runtime, lists every GPU.
+options:
+  nvidia_smi:
+    description: The nvidia-smi to run; default the one on PATH, else under /usr/local/nvidia/bin,
+      /home/kubernetes/bin/nvidia/bin or /run/nvidia/driver/usr/bin.
+    type: path
+  sysfs_root:
+    description: Where sysfs is mounted; the C(nvml) check compares the NVIDIA GPUs on its PCI bus with
+      those NVML lists (a simulated node points it at its fake tree).
+    type: path
+    default: /sys
+  kernel_log:
+    description: A file of kernel messages to read instead of the running kernel's log
+      (C(journalctl -k -b), else C(dmesg)).
+    type: path
+  driver_version:
+    description: The driver version wanted (V(580.159.04); V(580) accepts any 580 driver). Unset, the
+      C(driver_version) check is skipped.
+    type: str
+  checks:
+    description: The checks to run; default all of them.
+    type: list
+    elements: str
+    choices: [nvml, driver_version, persistence, ecc, remapped_rows, pcie_link, nvlink, fabric, xid,
+              dcgm_diag, container]
+  dcgm_diag_level:
+    description: The run level of C(dcgmi diag -r); 2 and 3 load the GPUs for minutes.
+    type: int
+    default: 1
+    choices: [1, 2, 3]
+  container_image:
+    description: The image the C(container) check runs C(nvidia-smi -L) in (a CUDA base image, best
+      pinned by digest). Unset, the check is skipped.
+    type: str
+  image_registry:
+    description: A registry mirror prefix that replaces O(container_image)'s registry host, as
+      C(gpu_cluster_addons_image_registry) does for the add-ons (V(registry.local:5000/mirror) turns
+      V(nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04) into
+      V(registry.local:5000/mirror/nvidia/cuda:12.9.1-base-ubuntu24.04)).
+    type: str
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+author:
+  - gpunode maintainers (@gpunode)
+"""
+
+EXAMPLES = r"""
+- name: Validate the GPUs (every check)
+  nvidia_gpu_validate:
+    driver_version: "580.159.04"
+    container_image: nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04
+  register: gpu_validation
+
+- name: Only what nvidia-smi and the kernel log say, reading a saved log
+  nvidia_gpu_validate:
+    checks: [nvml, persistence, ecc, remapped_rows, pcie_link, xid]
+    kernel_log: /var/log/kern.log
+"""
+
+RETURN = r"""
+passed:
+  description: No check failed.
+  returned: always
+  type: bool
+results:
+  description: One per check and GPU it ran for (C(gpu) V(host) or V(all) for host-wide checks).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    check:
+      description: The check's name.
+      type: str
+    gpu:
+      description: The GPU as C(GPU index (bus id, UUID)), or V(host), V(all), a PCI address.
+      type: str
+    passed:
+      description: True, false, or null when the check does not apply or could not read its source.
+      type: bool
+    message:
+      description: What was found.
+      type: str
+  sample: [{"check": "persistence", "gpu": "GPU 0 (0000:00:06.0, GPU-0000...)", "passed": true,
+            "message": "persistence mode Enabled"}]
+failed_checks:
+  description: The names of the checks that failed, each once.
+  returned: always
+  type: list
+  elements: str
+nvidia_smi:
+  description: The nvidia-smi that was run.
+  returned: always
+  type: str
+ansible_facts:
+  description: C(gpu_validate) - C(passed), C(failed_checks), C(validated_at) (UTC), C(ran) (true),
+    for the run's summary and the add-ons play's gate.
+  returned: always
+  type: dict
+marker:
+  description: The record the gpu_validate role writes (C(/var/lib/gpunode/validated.json)) - C(passed),
+    C(failed_checks), C(driver_version) (the loaded driver nvidia-smi reported).
+  returned: always
+  type: dict
+  sample: {"passed": true, "failed_checks": [], "driver_version": "580.159.04"}
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpunode.addons.images import mirrored, registry_prefix
+from ansible.module_utils.gpunode.formats import k8s_names, values
+from ansible.module_utils.gpunode.host.commands import C_LOCALE
+from ansible.module_utils.gpunode.validate import marker
+from ansible.module_utils.gpunode.validate.run import ALL_CHECKS, ValidateError, failure_message, validate
+
+ARGUMENT_SPEC = {
+    "nvidia_smi": {"type": "path"},
+    "sysfs_root": {"type": "path", "default": "/sys"},
+    "kernel_log": {"type": "path"},
+    "driver_version": {"type": "str"},
+    "checks": {"type": "list", "elements": "str", "choices": list(ALL_CHECKS)},
+    "dcgm_diag_level": {"type": "int", "default": 1, "choices": [1, 2, 3]},
+    "container_image": {"type": "str"},
+    "image_registry": {"type": "str"},
+}
+
+# Values that land on a command line: nvidia-smi is run by that name, the image is an argument of
+# docker/ctr, the version is compared as dotted numbers.
+VALUE_RULES = {
+    "nvidia_smi": values.command,
+    "kernel_log": values.path,
+    "sysfs_root": values.path,
+    "driver_version": values.debian_version,
+    "container_image": k8s_names.image_reference,
+    "image_registry": registry_prefix,
+}
+
+
+class Host:
+    """What the checks may do on the node: run a command (C locale) and find a program."""
+
+    def __init__(self, module):
+        self.module = module
+        self.check_mode = module.check_mode
+
+    def run(self, argv):
+        return self.module.run_command(argv, environ_update=C_LOCALE)
+
+    def which(self, name):
+        return self.module.get_bin_path(name)
+
+
+def build_module():
+    return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), supports_check_mode=True)
+
+
+def run(module):
+    try:
+        values.check(module.params, VALUE_RULES)
+    except values.ValueSyntaxError as exc:
+        raise ValidateError(f"{exc}; nothing was run") from None
+    params = dict(module.params)
+    if params["container_image"]:
+        params["container_image"] = mirrored(params["image_registry"], params["container_image"])
+    outcome = validate(Host(module), params)
+    failed = outcome.pop("failed")
+    outcome["failed_checks"] = sorted({r["check"] for r in failed}, key=ALL_CHECKS.index)
+    outcome["ansible_facts"] = {"gpu_validate": {
+        "passed": outcome["passed"], "failed_checks": outcome["failed_checks"], "ran": True,
+        "validated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}
+    outcome["marker"] = marker.content(outcome, outcome.pop("driver_version"))
+    return outcome, failed
+
+
+def main():
+    module = build_module()
+    try:
+        outcome, failed = run(module)
+    except ValidateError as exc:
+        module.fail_json(msg=str(exc), passed=False, results=[], failed_checks=[],
+                         marker={"passed": False, "failed_checks": [], "driver_version": ""})
+    if failed:
+        module.fail_json(msg=failure_message(failed), **outcome)
+    module.exit_json(changed=False, **outcome)
+
+
+if __name__ == "__main__":
+    main()

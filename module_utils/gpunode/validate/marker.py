@@ -1,0 +1,58 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The record of a node's last validation (``/var/lib/gpunode/validated.json``).
+
+The gpu_validate role writes what ``nvidia_gpu_validate`` returns as ``marker``
+(``{"passed", "failed_checks", "driver_version"}``: no time, so that the same
+verdict writes the same bytes and a second validation changes nothing; the
+time is the file's modification time). ``gpunode_node_state`` reads it as the
+concern ``validated``: converged when the last validation passed, with the
+driver that is loaded now, and nothing before it changes in this run; site.yml's
+validation play then leaves the host out (no round trip).
+
+Standard library only; Python 3.8+ (runs on managed nodes).
+"""
+
+import json
+import os
+import time
+
+MARKER = "/var/lib/gpunode/validated.json"
+
+ARGUMENT_SPEC = {
+    "marker": {"type": "path", "default": MARKER},
+    "driver_version": {"type": "str", "default": ""},
+}
+
+
+def content(outcome, driver_version):
+    """What the role writes after a validation (``outcome`` as nvidia_gpu_validate returns it)."""
+    return {"passed": bool(outcome["passed"]), "failed_checks": list(outcome["failed_checks"]),
+            "driver_version": driver_version or ""}
+
+
+def read(path, loaded_driver=""):
+    """(converged, facts, why not): facts ``{"gpu_validate": {passed, failed_checks, validated_at}}``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            record = json.load(handle)
+        stamp = os.stat(path).st_mtime
+    except FileNotFoundError:
+        return False, {}, f"{path}: not validated yet"
+    except (OSError, ValueError) as exc:
+        return False, {}, f"{path}: unreadable ({exc})"
+    if not isinstance(record, dict):
+        return False, {}, f"{path}: not a JSON object"
+    facts = {"gpu_validate": {
+        "passed": record.get("passed") is True,
+        "failed_checks": record.get("failed_checks") or [],
+        "validated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp)),
+        "ran": False,
+    }}
+    if record.get("passed") is not True:
+        return False, facts, f"{path}: the last validation failed"
+    wanted = record.get("driver_version") or ""
+    if loaded_driver and wanted and wanted != loaded_driver:
+        return False, facts, f"{path}: validated with driver {wanted}, {loaded_driver} is loaded now"
+    return True, facts, None

@@ -1,4 +1,4 @@
-"""Pure logic of module_utils/gpunode/driver/driver.py, over real and project fixtures."""
+"""Pure logic of module_utils/gpunode/driver/ (driver.py, parsers.py, plan.py, facts.py), over real and project fixtures."""
 
 import pathlib
 import re
@@ -8,28 +8,34 @@ from ansible.module_utils.gpunode.common.dpkg_database import parse_dpkg_query
 from ansible.module_utils.gpunode.driver.driver import (
     SOURCES_HEADER,
     DriverError,
-    blacklist_complete,
     branch_of,
     branch_supported,
     build_request,
+    kernel_module_type,
+    resolve_wanted,
+    runfile_checksum,
+    runfile_flags,
+    version_matches,
+)
+from ansible.module_utils.gpunode.driver.facts import (
     change_lines,
     driver_facts,
-    index_lookups,
-    kernel_module_type,
+    pending_reboot,
+)
+from ansible.module_utils.gpunode.driver.parsers import (
+    blacklist_complete,
     module_from_modinfo,
-    needs_dkms_status,
     parse_dkms_status,
     parse_efi_secure_boot,
     parse_mokutil_sb_state,
     parse_smi_query,
     parse_systemctl_show,
-    pending_reboot,
-    plan,
-    resolve_wanted,
-    runfile_checksum,
-    runfile_flags,
     userspace_version_from_names,
-    version_matches,
+)
+from ansible.module_utils.gpunode.driver.plan import (
+    index_lookups,
+    needs_dkms_status,
+    plan,
 )
 from conftest import FIXTURES, shared_files
 

@@ -27,9 +27,11 @@ from ansible.module_utils.gpunode.driver.driver import (
     PERSISTENCED,
     SECURE_BOOT_EFIVAR,
     DriverError,
+)
+from ansible.module_utils.gpunode.driver.gpu import read_loaded
+from ansible.module_utils.gpunode.driver.parsers import (
     blacklist_complete,
     module_from_modinfo,
-    needs_dkms_status,
     parse_dkms_status,
     parse_efi_secure_boot,
     parse_mokutil_sb_state,
@@ -38,7 +40,9 @@ from ansible.module_utils.gpunode.driver.driver import (
     service_exists,
     userspace_version_from_names,
 )
-from ansible.module_utils.gpunode.driver.gpu import read_loaded
+from ansible.module_utils.gpunode.driver.plan import (
+    needs_dkms_status,
+)
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
 INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))

@@ -12,16 +12,20 @@ what it was asked for raises :class:`VerifyError`, which carries the state read.
 from ansible.module_utils.gpunode.driver.driver import (
     DriverError,
     build_request,
+    version_matches,
+)
+from ansible.module_utils.gpunode.driver.facts import (
     change_lines,
     driver_facts,
-    index_lookups,
     pending_reboot,
+)
+from ansible.module_utils.gpunode.driver.host import read_index, read_signed_archive, read_smi, read_state
+from ansible.module_utils.gpunode.driver.plan import (
+    index_lookups,
     plan,
     signed_fallback,
     signed_request,
-    version_matches,
 )
-from ansible.module_utils.gpunode.driver.host import read_index, read_signed_archive, read_smi, read_state
 
 
 class VerifyError(DriverError):

@@ -627,7 +627,8 @@ def test_facts_before_and_predicted_after_and_the_change_lines():
     before = driver_facts(host, req)
     assert before == {"method": "packages", "branch": "535", "wanted": "535.129.03",
                       "installed_version": None, "loaded_version": None, "module_type": None, "held": False,
-                      "reboot_required": False}
+                      "reboot_required": False, "origin": None, "driver_root": None, "tools_prefix": None,
+                      "skipped": []}
     after = driver_facts(host, req, steps)
     assert (after["installed_version"], after["loaded_version"], after["module_type"], after["held"]) == (
         "535.129.03", "535.129.03", "proprietary", True)

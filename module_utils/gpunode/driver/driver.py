@@ -219,6 +219,9 @@ def build_request(params, gpu, os_info):
     ``architecture``, ``kernel``. Raises DriverError on a request that cannot be met.
     """
     gpu_ids = [d["device_id"] for d in gpu.get("devices") or [] if d.get("kind") == "gpu"]
+    method = params.get("method") or "packages"
+    if method == "preinstalled":
+        return _preinstalled_request(params, gpu)
     chosen = resolve_wanted(
         version=params.get("version"),
         branch=params.get("branch"),
@@ -228,7 +231,6 @@ def build_request(params, gpu, os_info):
     )
     branch, version = chosen["branch"], chosen["version"]
     module_type = kernel_module_type(params.get("module_type") or "auto", branch, gpu_ids)
-    method = params.get("method") or "packages"
     fabricmanager = params.get("fabricmanager") or "auto"
     request = {
         "method": method,
@@ -250,6 +252,7 @@ def build_request(params, gpu, os_info):
         "repository": None,
         "runfile": None,
         "signed_fallback": False,
+        "skipped": [],
     }
     if bool(params.get("signing_key")) != bool(params.get("signing_cert")):
         raise DriverError("module signing needs both nvidia_driver_signing_key and "
@@ -270,6 +273,29 @@ def build_request(params, gpu, os_info):
                                    extra=params.get("runfile_extra_flags") or ()),
         }
     return request
+
+
+def _preinstalled_request(params, gpu):
+    """The request of ``preinstalled`` before the host is read: what the inventory asks of the
+    loaded driver (``asked_*``); ``gpunode.driver.preinstalled.adopt`` completes it."""
+    version, branch = params.get("version") or None, params.get("branch") or None
+    if version and len(parse_version(version)) < 2:
+        raise DriverError(f"nvidia_driver_version {version!r} must be a full version such as 580.159.04")
+    if branch and len(parse_version(branch)) != 1:
+        raise DriverError(f"nvidia_driver_branch {branch!r} must be a major version such as 580")
+    fabricmanager = params.get("fabricmanager") or "auto"
+    return {
+        "method": "preinstalled", "branch": branch or (branch_of(version) if version else None),
+        "version": version, "wanted": version or branch, "module_type": None,
+        "asked_version": version, "asked_branch": branch, "asked_module_type": params.get("module_type"),
+        "check_branch": params.get("check_branch", True),
+        "hold": bool(params.get("hold", True)), "persistence": bool(params.get("persistence", True)),
+        "fabricmanager": fabricmanager == "always"
+        or (fabricmanager == "auto" and gpu.get("nvswitch_count", 0) > 0),
+        "blacklist_nouveau": False, "install_prerequisites": False, "signing": False, "headers_package": None,
+        "warnings": [], "packages": None, "fabricmanager_package": None, "repository": None, "runfile": None,
+        "signed_fallback": False, "skipped": [],
+    }
 
 
 def _package_request(request, params, os_info):

@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What the driver role publishes: ``ansible_facts.nvidia_driver`` and the run's change lines."""
 
-from ansible.module_utils.gpunode.driver.driver import PACKAGE_METHODS, PERSISTENCED
-from ansible.module_utils.gpunode.driver.plan import held_packages
+from ansible.module_utils.gpunode.driver.driver import PERSISTENCED
+from ansible.module_utils.gpunode.driver.plan import HOLDING_METHODS, held_packages, skipped
 
 
 def pending_reboot(state):
@@ -31,7 +31,7 @@ def driver_facts(state, request, steps=None):
     reboot_required = pending_reboot(state)
     hold_targets = (request["packages"] or {}).get("hold") or []
     held = None
-    if request["method"] in PACKAGE_METHODS and state.get("packages") is not None:
+    if request["method"] in HOLDING_METHODS and state.get("packages") is not None:
         held = bool(hold_targets) and all(p in held_packages(state["packages"]) for p in hold_targets)
     if steps:
         if steps["install"]:
@@ -52,6 +52,10 @@ def driver_facts(state, request, steps=None):
         "module_type": module_type,
         "held": held,
         "reboot_required": bool(reboot_required),
+        "origin": (state.get("origin") or {}).get("kind"),
+        "driver_root": (state.get("location") or {}).get("driver_root"),
+        "tools_prefix": (state.get("location") or {}).get("tools_prefix"),
+        "skipped": skipped(state, request),
     }
 
 

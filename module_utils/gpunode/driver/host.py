@@ -16,11 +16,13 @@ import os
 from ansible.module_utils.gpunode.common.commands import C_LOCALE
 from ansible.module_utils.gpunode.common.dpkg_database import (
     ADMINDIR,
+    installed,
     interrupted,
     parse_dpkg_query,
     parse_madison,
 )
 from ansible.module_utils.gpunode.common.text_file import read_text
+from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.gpunode.driver.driver import (
     FABRICMANAGER,
@@ -42,6 +44,14 @@ from ansible.module_utils.gpunode.driver.parsers import (
 )
 from ansible.module_utils.gpunode.driver.plan import (
     needs_dkms_status,
+)
+from ansible.module_utils.gpunode.driver.roots import (
+    find_smi,
+    lib_dirs,
+    location,
+    origin,
+    parse_dpkg_search,
+    runfile_traces,
 )
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
@@ -76,9 +86,11 @@ def _read_bytes(path):
 
 
 def read_module_on_disk(host, kernel):
+    """What ``modinfo -k KERNEL nvidia`` says; None without the module, or without kmod (images
+    without it: the loaded module is read from sysfs and procfs instead)."""
     modinfo = host.which("modinfo")
     if not modinfo:
-        raise DriverError("modinfo not found: install kmod")
+        return None
     rc, out, _err = host.run([modinfo, "-k", kernel, "nvidia"])
     if rc != 0:
         return None
@@ -99,11 +111,36 @@ def read_dkms(host):
 
 
 def read_userspace(lib_dirs):
-    names = []
+    """``(version, path)`` of the newest ``libnvidia-ml.so.<version>`` in ``lib_dirs``, or (None, None)."""
+    paths = []
     for directory in lib_dirs:
         for pattern in ("libnvidia-ml.so.*", "*/libnvidia-ml.so.*"):
-            names.extend(os.path.basename(p) for p in glob.glob(os.path.join(directory, pattern)))
-    return userspace_version_from_names(names)
+            paths.extend(glob.glob(os.path.join(directory, pattern)))
+    version = userspace_version_from_names(os.path.basename(p) for p in paths)
+    found = [p for p in paths if version and os.path.basename(p) == f"libnvidia-ml.so.{version}"]
+    return version, (sorted(found)[0] if found else None)
+
+
+def read_owners(host, paths):
+    """The packages dpkg says own ``paths`` (none without dpkg)."""
+    query = host.which("dpkg-query")
+    paths = [p for p in paths if p]
+    if not query or not paths:
+        return []
+    _rc, out, _err = host.run([query, "-S", *paths])  # rc 1 when some path has no owner
+    return parse_dpkg_search(out)
+
+
+def read_origin(host, place, files, packages, version):
+    """The origin of the loaded driver (``gpunode.driver.roots.origin``): the installed driver
+    packages of its version when dpkg lists them (no command), else who owns its ``files``."""
+    owners = [name for name, entry in (packages or {}).items()
+              if nvidia_packages.is_driver_package(name) and installed(packages, name)
+              and (entry.get("version") or "").split(":")[-1].startswith(version)]
+    if not owners and not place["operator"]:
+        paths = {os.path.realpath(p) for p in files if p} | {p for p in files if p}
+        owners = read_owners(host, sorted(paths))
+    return origin(place, owners, runfile_traces(os.path.exists))
 
 
 def read_packages(host, admindir):
@@ -146,9 +183,9 @@ def read_secure_boot(host, sysfs_root):
     return None
 
 
-def read_smi(host):
+def read_smi(host, smi=None):
     """The driver version and persistence mode per GPU, with ``error`` when nvidia-smi does not answer."""
-    smi = host.which("nvidia-smi")
+    smi = smi or host.which("nvidia-smi")
     if not smi:
         return {"error": "nvidia-smi not found", "driver_versions": [], "persistence_mode": []}
     rc, out, err = host.run([smi, "--query-gpu=driver_version,persistence_mode", "--format=csv,noheader"])
@@ -209,13 +246,20 @@ def read_state(host, params, os_info, request):
     kernel = os_info["kernel"]
     packages, dpkg_interrupted = read_packages(host, ADMINDIR)
     services = read_services(host)
+    place = location(find_smi(host.which, os.path.isfile))
+    userspace, library = read_userspace([*lib_dirs(place), *LIB_DIRS])
+    module_on_disk = read_module_on_disk(host, kernel)
+    loaded = read_loaded(params["sysfs_root"], params["proc_root"])
     state = {
         "kernel": kernel,
         "headers_present": os.path.isdir(os.path.join(params["modules_dir"], kernel, "build")),
-        "module_on_disk": read_module_on_disk(host, kernel),
+        "module_on_disk": module_on_disk,
         "dkms": None,
-        "loaded": read_loaded(params["sysfs_root"], params["proc_root"]),
-        "userspace_version": read_userspace(LIB_DIRS),
+        "loaded": loaded,
+        "location": place,
+        "origin": None,
+        "systemd": bool(host.which("systemctl")),
+        "userspace_version": userspace,
         "packages": packages,
         "dpkg_interrupted": dpkg_interrupted,
         "services": services,
@@ -228,6 +272,10 @@ def read_state(host, params, os_info, request):
         "smi": None,
         "initramfs_command": initramfs_command(host),
     }
+    if loaded["version"] and (userspace or place["operator"]):
+        files = [place["smi"], library, (module_on_disk or {}).get("path")]
+        state["origin"] = read_origin(host, place, files,
+                                      packages, loaded["version"])
     if needs_dkms_status(state, request):
         state["dkms"] = read_dkms(host)
     state.update((key, os_info[key]) for key in ("distribution", "distribution_version", "architecture"))

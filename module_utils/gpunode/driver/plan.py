@@ -49,6 +49,28 @@ PLAN_KEYS = ("repair_dpkg", "install", "install_packages", "refresh_index", "pre
              "load", "reboot_required", "persistence", "fabricmanager")
 
 
+#: A plan that changes nothing; ``preinstalled`` plans only :data:`PREINSTALLED_STEPS` over it.
+_LIST_STEPS = ("install_packages", "prerequisites", "unhold", "hold", "remove", "kernel_modules",
+               "persistence")
+EMPTY_STEPS = {key: None if key in ("dkms_version", "fabricmanager") else [] if key in _LIST_STEPS else False
+               for key in PLAN_KEYS}
+#: The methods whose driver packages the role holds (``preinstalled``: those dpkg says own the loaded driver).
+HOLDING_METHODS = (*PACKAGE_METHODS, "preinstalled")
+
+
+def skipped(state, request):
+    """What the role leaves alone on this host, with the reason (no systemd to run the daemons)."""
+    if state.get("systemd", True):
+        return []
+    reasons = []
+    modes = (state.get("smi") or {}).get("persistence_mode") or []
+    if request["persistence"] and not (modes and all(mode == "Enabled" for mode in modes)):
+        reasons.append(f"{PERSISTENCED}: no systemd on this host to run it")
+    if request["fabricmanager"]:
+        reasons.append(f"{FABRICMANAGER}: no systemd on this host to run it")
+    return reasons
+
+
 def plan(state, request):
     """What to do to get ``request`` on a host in ``state``; never reads anything.
 
@@ -65,8 +87,8 @@ def plan(state, request):
 
     The steps are :data:`PLAN_STEPS`, in order; their reasons are the plan's, in that order.
     """
-    parts, reasons = {}, []
-    for step in PLAN_STEPS:
+    parts, reasons = dict(EMPTY_STEPS), []
+    for step in PREINSTALLED_STEPS if request["method"] == "preinstalled" else PLAN_STEPS:
         part, why = step(state, request, parts)
         parts.update(part)
         reasons.extend(why)
@@ -145,7 +167,7 @@ def plan_hold(state, request, steps):
     if request["fabricmanager"] and request["fabricmanager_package"] and request["method"] in PACKAGE_METHODS:
         hold_targets.append(request["fabricmanager_package"])
     unhold, hold = [], []
-    if packages is not None and request["method"] in PACKAGE_METHODS:
+    if packages is not None and request["method"] in HOLDING_METHODS:
         if install:
             unhold = sorted(name for name in held if nvidia_packages.is_driver_package(name))
         if request["hold"]:
@@ -191,7 +213,7 @@ def plan_persistence(state, request, steps):
     """``persistence``: nvidia-persistenced's unit (runfile), enable, start."""
     services = state.get("services") or {}
     persistence = []
-    if request["persistence"]:
+    if request["persistence"] and state.get("systemd", True):
         if request["method"] == "runfile" and not state.get("persistenced_unit"):
             persistence.append("unit")
         if not service_enabled(services, PERSISTENCED):
@@ -217,8 +239,8 @@ def plan_fabricmanager(state, request, steps):
         "package": fm_package,
         "version": request["version"] if install else userspace,
         "install": fm_install,
-        "enable": not service_enabled(services, FABRICMANAGER),
-        "start": not steps["reboot_required"]
+        "enable": state.get("systemd", True) and not service_enabled(services, FABRICMANAGER),
+        "start": state.get("systemd", True) and not steps["reboot_required"]
         and (fm_install or steps["unload"] or not service_running(services, FABRICMANAGER)),
     }
     if not any((fm_install, fabricmanager["enable"], fabricmanager["start"])):
@@ -258,6 +280,16 @@ def plan_index(state, request, steps):
     return {"refresh_index": refresh_index or bool(unknown)}, reasons
 
 
+def plan_preinstalled_persistence(state, request, steps):
+    """``persistence`` of an adopted driver: only where persistence mode is off and systemd has
+    nvidia-persistenced's unit to enable and start (the image may run it its own way)."""
+    modes = (state.get("smi") or {}).get("persistence_mode") or []
+    if (modes and all(mode == "Enabled" for mode in modes)) or not state.get("persistenced_unit"):
+        return {"persistence": []}, []
+    return plan_persistence(state, request, steps)
+
+
+PREINSTALLED_STEPS = (plan_hold, plan_preinstalled_persistence)
 PLAN_STEPS = (plan_install, plan_signing, plan_dpkg, plan_prerequisites, plan_hold, plan_module,
               plan_blacklist, plan_persistence, plan_fabricmanager, plan_switch, plan_index)
 

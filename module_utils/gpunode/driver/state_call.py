@@ -25,7 +25,7 @@ ARGUMENT_SPEC = {
     "pci_ids_path": {"type": "path"},
     "require_gpu": {"type": "bool", "default": False},
     "require_branch": {"type": "bool", "default": False},
-    "method": {"type": "str", "choices": ["packages", "runfile", "ubuntu-signed"], "default": "packages"},
+    "method": {"type": "str", "choices": ["packages", "runfile", "ubuntu-signed", "preinstalled"], "default": "packages"},
     "refreshed": {"type": "bool", "default": False},
     "version": {"type": "str"},
     "branch": {"type": "str"},

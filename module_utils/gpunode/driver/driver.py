@@ -76,9 +76,9 @@ def version_matches(installed, wanted):
     """Whether ``installed`` satisfies ``wanted`` (a branch or a full version).
 
     A branch matches every version of that branch; a full version only itself.
-    ``None`` (nothing installed) never matches.
+    ``None`` (nothing installed, or nothing wanted yet) never matches.
     """
-    if not installed:
+    if not installed or not wanted:
         return False
     try:
         have = parse_version(installed)

@@ -50,11 +50,18 @@ def find_smi(which, is_file):
     return None
 
 
-def location(smi_path):
-    """``{"smi", "tools_prefix", "driver_root", "operator"}`` from nvidia-smi's path (None: no tools)."""
+def location(smi_path, is_file=os.path.isfile):
+    """``{"smi", "tools_prefix", "driver_root", "operator"}`` from nvidia-smi's path (None: no tools).
+
+    An nvidia-smi on PATH outside every known prefix (a wrapper: a shim, the read-only guard of
+    scripts/real-host-check.sh) is run as found, but the driver lives in the first of
+    :data:`TOOL_PREFIXES` that has one.
+    """
     if not smi_path:
         return {"smi": None, "tools_prefix": None, "driver_root": None, "operator": False}
     prefix = os.path.dirname(os.path.dirname(os.path.normpath(smi_path))) or "/"
+    if prefix not in (*TOOL_PREFIXES, *SYSTEM_PREFIXES) and not prefix.startswith(OPERATOR_ROOT + "/"):
+        prefix = next((p for p in TOOL_PREFIXES if is_file(os.path.join(p, "bin", "nvidia-smi"))), prefix)
     operator = prefix == OPERATOR_ROOT or prefix.startswith(OPERATOR_ROOT + "/")
     if operator:
         root = OPERATOR_ROOT

@@ -102,6 +102,7 @@ all:
   vars:
     nvidia_driver_method: preinstalled
     gpu_cluster_addons_output_dir: $work/addons
+    gpu_cluster_addons_kubernetes_version: "1.34"
 EOF
 if [ -n "$mig" ]; then
   "$python" - "$mig" >>"$work/inventory.yml" <<'EOF'

@@ -13,7 +13,8 @@
 #   image-host.sh REPO SIM_ROOT [--no-systemd]
 #     REPO       the repository (or a copy of tests/simnode and scripts) on the node
 #     SIM_ROOT   where the fake sys/ and proc/ go (e.g. /opt/gpunode-sim)
-#     --no-systemd  also take systemctl away (a container that does not boot systemd)
+#     --no-systemd  also take systemctl, Docker, containerd and the kubelet away (the real host: a
+#                   container that does not boot systemd)
 # Run as root on the node; idempotent.
 set -eu
 repo=$1 root=$2 no_systemd=${3:-}
@@ -31,7 +32,9 @@ for tool in modinfo lsmod modprobe depmod rmmod insmod kmod; do
     [ ! -e "$dir/$tool" ] || rm -f "$dir/$tool"
   done
 done
-if [ "$no_systemd" = --no-systemd ]; then
-  for dir in /usr/bin /bin; do [ ! -e "$dir/systemctl" ] || rm -f "$dir/systemctl"; done
+if [ "$no_systemd" = --no-systemd ]; then  # the real host's bare image: no systemd, no engine, no kubelet
+  for tool in systemctl docker dockerd containerd containerd-shim-runc-v2 ctr runc kubelet; do
+    for dir in /usr/local/bin /usr/bin /bin /usr/sbin; do [ ! -e "$dir/$tool" ] || rm -f "$dir/$tool"; done
+  done
 fi
 echo "image host: driver $version (open) under /usr/local/nvidia, no package, no kmod${no_systemd:+, no systemd}"

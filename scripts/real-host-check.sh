@@ -12,7 +12,7 @@
 #     --wheels DIR        install DIR/*.whl into a folder of this run first (pip --no-index)
 #     --collections DIR   ANSIBLE_COLLECTIONS_PATH (kubernetes.core, community.general...)
 #     --python PATH       the Python that runs Ansible and its modules (default python3)
-#     --mig CONFIG        also plan the MIG layout CONFIG (e.g. all-1g.10gb) in check mode
+#     --mig PROFILE=N     also plan MIG on every GPU: N instances of PROFILE (e.g. 1g.10gb=7)
 #     --sim-root DIR      read sysfs/procfs under DIR/sys, DIR/proc (a simulated node)
 #     --keep              keep the work folder (guards, logs, snapshots)
 #
@@ -32,8 +32,8 @@ python=python3 keep=0 mig="" sim_root="" wheels="" collections=""
 while [ $# -gt 0 ]; do
   case $1 in
     --python-path) PYTHONPATH="$2${PYTHONPATH:+:$PYTHONPATH}"; export PYTHONPATH; shift 2 ;;
-    --wheels) wheels=$2; shift 2 ;;
-    --collections) collections=$2; shift 2 ;;
+    --wheels) wheels=$(cd "$2" && pwd); shift 2 ;;
+    --collections) collections=$(cd "$2" && pwd); shift 2 ;;
     --python) python=$2; shift 2 ;;
     --mig) mig=$2; shift 2 ;;
     --sim-root) sim_root=$2; shift 2 ;;
@@ -98,18 +98,15 @@ all:
       hosts:
         this-host:
     mig_nodes:
-      hosts: {$( [ -z "$mig" ] || echo "this-host: {nvidia_mig_selected: $mig}" )}
+      hosts: {$( [ -z "$mig" ] || echo "this-host: {nvidia_mig_selected: check}" )}
   vars:
     nvidia_driver_method: preinstalled
     gpu_cluster_addons_output_dir: $work/addons
     gpu_cluster_addons_kubernetes_version: "1.34"
 EOF
-if [ -n "$mig" ]; then
-  "$python" - "$mig" >>"$work/inventory.yml" <<'EOF'
-import sys
-print("    nvidia_mig_config: {version: v1, mig-configs: {%s: [{devices: all, mig-enabled: true,"
-      " mig-devices: {%s: %d}}]}}" % (sys.argv[1], sys.argv[1].split("-", 1)[1], 7))
-EOF
+if [ -n "$mig" ]; then  # PROFILE=N: every GPU in MIG mode with N instances of PROFILE
+  printf '    nvidia_mig_config: {version: v1, mig-configs: {check: [{devices: all, mig-enabled: true, mig-devices: {"%s": %s}}]}}\n' \
+    "${mig%%=*}" "${mig#*=}" >>"$work/inventory.yml"
 fi
 if [ -n "$sim_root" ]; then
   printf '    nvidia_gpu_detect_sysfs_root: %s/sys\n    nvidia_gpu_detect_proc_root: %s/proc\n' \

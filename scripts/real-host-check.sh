@@ -45,8 +45,8 @@ while [ $# -gt 0 ]; do
 done
 work=$(mktemp -d /tmp/gpunode-real-host-check.XXXXXX)
 [ "$keep" = 1 ] || trap 'rm -rf "$work"' EXIT
-if [ -n "$wheels" ]; then
-  "$python" -m pip install -q --no-index --no-deps --target "$work/site" "$wheels"/*.whl
+if [ -n "$wheels" ]; then  # a wheel is a zip of what pip would install (no pip needed)
+  for wheel in "$wheels"/*.whl; do "$python" -m zipfile -e "$wheel" "$work/site"; done
   PYTHONPATH="$work/site${PYTHONPATH:+:$PYTHONPATH}"; export PYTHONPATH
 fi
 [ -z "$collections" ] || { ANSIBLE_COLLECTIONS_PATH=$collections; export ANSIBLE_COLLECTIONS_PATH; }
@@ -58,7 +58,8 @@ python=$(command -v "$python")
 guard_dir=$work/guard log=$work/guard.log
 mkdir -p "$guard_dir"
 : >"$log"
-real_path=$PATH:/usr/local/sbin:/usr/sbin:/sbin
+# where the tools are, PATH or not (images put the driver's under their own prefix)
+real_path=$PATH:/usr/local/sbin:/usr/sbin:/sbin:/usr/local/nvidia/bin:/home/kubernetes/bin/nvidia/bin
 guarded="nvidia-smi modprobe rmmod insmod depmod systemctl apt apt-get dpkg dnf yum rpm reboot shutdown
 poweroff halt nvidia-persistenced nv-fabricmanager update-initramfs dracut dkms mokutil nvidia-ctk ldconfig"
 for name in $guarded; do

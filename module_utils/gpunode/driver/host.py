@@ -272,7 +272,7 @@ def read_state(host, params, os_info, request):
         "smi": None,
         "initramfs_command": initramfs_command(host),
     }
-    if loaded["version"] and (userspace or place["operator"]):
+    if loaded["version"] and (userspace or place["smi"]):
         files = [place["smi"], library, (module_on_disk or {}).get("path")]
         state["origin"] = read_origin(host, place, files,
                                       packages, loaded["version"])

@@ -166,3 +166,12 @@ def test_dpkg_search_output():
     text = ("nvidia-utils-580: /usr/bin/nvidia-smi\nlibnvidia-compute-580:amd64, libx: /usr/lib/x\n"
             "diversion by foo from: /usr/bin/bar\n")
     assert parse_dpkg_search(text) == ["libnvidia-compute-580", "libx", "nvidia-utils-580"]
+
+
+def test_the_refusal_comes_before_what_the_package_data_says_of_the_branch(image, run_module):
+    # Debian 12 packages no 620 (the H100's recommended branch): the user hears of the image's driver
+    fake, _version, _prefix = image
+    ok, result = run_module(nvidia_driver_state, fake.args(method="packages", gpu=GPU_H100), check_mode=True)
+    assert not ok
+    assert result["msg"].startswith("nvidia_driver_method: packages would install a second driver over the "
+                                    "loaded NVIDIA driver 580.159.04 (open), brought by the image")

@@ -237,6 +237,22 @@ def initramfs_command(host):
     return None
 
 
+def read_driver(host, params, packages=False, module_on_disk=None):
+    """The loaded driver, where its tools are and who put it there:
+    ``{"loaded", "location", "origin", "userspace_version"}`` (``packages``: dpkg's, read here
+    when not given)."""
+    place = location(find_smi(host.which, os.path.isfile))
+    userspace, library = read_userspace([*lib_dirs(place), *LIB_DIRS])
+    loaded = read_loaded(params["sysfs_root"], params["proc_root"])
+    found = None
+    if loaded["version"] and (userspace or place["smi"]):
+        if packages is False:  # no command on a host without a loaded driver
+            packages = read_packages(host, ADMINDIR)[0]
+        files = [place["smi"], library, (module_on_disk or {}).get("path")]
+        found = read_origin(host, place, files, packages, loaded["version"])
+    return {"loaded": loaded, "location": place, "origin": found, "userspace_version": userspace}
+
+
 def read_state(host, params, os_info, request):
     """Everything the plan needs, in as few commands as the host allows.
 
@@ -246,20 +262,14 @@ def read_state(host, params, os_info, request):
     kernel = os_info["kernel"]
     packages, dpkg_interrupted = read_packages(host, ADMINDIR)
     services = read_services(host)
-    place = location(find_smi(host.which, os.path.isfile))
-    userspace, library = read_userspace([*lib_dirs(place), *LIB_DIRS])
     module_on_disk = read_module_on_disk(host, kernel)
-    loaded = read_loaded(params["sysfs_root"], params["proc_root"])
     state = {
         "kernel": kernel,
         "headers_present": os.path.isdir(os.path.join(params["modules_dir"], kernel, "build")),
         "module_on_disk": module_on_disk,
         "dkms": None,
-        "loaded": loaded,
-        "location": place,
-        "origin": None,
+        **read_driver(host, params, packages, module_on_disk),
         "systemd": bool(host.which("systemctl")),
-        "userspace_version": userspace,
         "packages": packages,
         "dpkg_interrupted": dpkg_interrupted,
         "services": services,
@@ -272,10 +282,6 @@ def read_state(host, params, os_info, request):
         "smi": None,
         "initramfs_command": initramfs_command(host),
     }
-    if loaded["version"] and (userspace or place["smi"]):
-        files = [place["smi"], library, (module_on_disk or {}).get("path")]
-        state["origin"] = read_origin(host, place, files,
-                                      packages, loaded["version"])
     if needs_dkms_status(state, request):
         state["dkms"] = read_dkms(host)
     state.update((key, os_info[key]) for key in ("distribution", "distribution_version", "architecture"))

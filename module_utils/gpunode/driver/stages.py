@@ -19,7 +19,13 @@ from ansible.module_utils.gpunode.driver.facts import (
     driver_facts,
     pending_reboot,
 )
-from ansible.module_utils.gpunode.driver.host import read_index, read_signed_archive, read_smi, read_state
+from ansible.module_utils.gpunode.driver.host import (
+    read_driver,
+    read_index,
+    read_signed_archive,
+    read_smi,
+    read_state,
+)
 from ansible.module_utils.gpunode.driver.plan import (
     index_lookups,
     plan,
@@ -75,7 +81,13 @@ def _verify_smi(state, gpu, version):
 def read_request(host, params, gpu, os_info):
     """``(request, state)``: the request as the node allows it (Ubuntu's signed modules
     under Secure Boot, their packages from the archive) and the node's state."""
-    request = build_request(params, gpu, os_info)
+    try:
+        request = build_request(params, gpu, os_info)
+    except DriverError:
+        # a driver the method would install over says so first (not the package data of a branch)
+        if params["method"] != PREINSTALLED:
+            refuse_foreign(read_driver(host, params), params)
+        raise
     state = read_state(host, params, os_info, request)
     if request["method"] == PREINSTALLED:
         state["smi"] = read_smi(host, state["location"]["smi"])

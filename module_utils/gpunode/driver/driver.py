@@ -260,19 +260,23 @@ def build_request(params, gpu, os_info):
     if method in PACKAGE_METHODS or request["fabricmanager"]:
         _package_request(request, params, os_info)
     if method == "runfile":
-        if not version:
-            raise DriverError("nvidia_driver_method: runfile needs nvidia_driver_version (a full version "
-                              "such as 580.95.05): an installer is one version")
-        arch = os_info["architecture"]
-        request["runfile"] = {
-            "url": params.get("runfile_url") or RUNFILE_URL.format(version=version, arch=arch),
-            "checksum": "sha256:" + runfile_checksum(params.get("runfile_checksum")),
-            "name": f"NVIDIA-Linux-{arch}-{version}.run",
-            "flags": runfile_flags(version, module_type, signing_key=params.get("signing_key"),
-                                   signing_cert=params.get("signing_cert"),
-                                   extra=params.get("runfile_extra_flags") or ()),
-        }
+        request["runfile"] = _runfile_request(params, version, module_type, os_info["architecture"])
     return request
+
+
+def _runfile_request(params, version, module_type, arch):
+    """The installer of the runfile method: ``url``, ``checksum``, ``name``, ``flags``."""
+    if not version:
+        raise DriverError("nvidia_driver_method: runfile needs nvidia_driver_version (a full version "
+                          "such as 580.95.05): an installer is one version")
+    return {
+        "url": params.get("runfile_url") or RUNFILE_URL.format(version=version, arch=arch),
+        "checksum": "sha256:" + runfile_checksum(params.get("runfile_checksum")),
+        "name": f"NVIDIA-Linux-{arch}-{version}.run",
+        "flags": runfile_flags(version, module_type, signing_key=params.get("signing_key"),
+                               signing_cert=params.get("signing_cert"),
+                               extra=params.get("runfile_extra_flags") or ()),
+    }
 
 
 def _preinstalled_request(params, gpu):

@@ -9,12 +9,13 @@
 #
 #   scripts/real-host-check.sh [options] [-- ansible-playbook options]
 #     --python-path DIR   put DIR (installed wheels: ansible-core and its dependencies) on PYTHONPATH
-#     --wheels DIR        install DIR/*.whl into a folder of this run first (pip --no-index)
+#     --wheels DIR        unpack DIR/*.whl (cp312 manylinux for Ubuntu 24.04) into this run's folder first
 #     --collections DIR   ANSIBLE_COLLECTIONS_PATH (kubernetes.core, community.general...)
 #     --python PATH       the Python that runs Ansible and its modules (default python3)
 #     --mig PROFILE=N     also plan MIG on every GPU: N instances of PROFILE (e.g. 1g.10gb=7)
 #     --sim-root DIR      read sysfs/procfs under DIR/sys, DIR/proc (a simulated node)
 #     --keep              keep the work folder (guards, logs, snapshots)
+#     --work-dir DIR      where the work folder goes (default /var/tmp; its file system must allow exec)
 #
 # Guards (a folder first on PATH): nvidia-smi (reads only: -q, -L, --query-*, mig -lgip,
 # -lgipp, -lgi, -lci, -lcip, nvlink -s, topo -m...), modprobe, rmmod, insmod, depmod,
@@ -28,7 +29,7 @@
 # attempted or anything changed. Needs root for a true reading (the modules read as root).
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
-python=python3 keep=0 mig="" sim_root="" wheels="" collections=""
+python=python3 keep=0 mig="" sim_root="" wheels="" collections="" work_parent=/var/tmp
 while [ $# -gt 0 ]; do
   case $1 in
     --python-path) PYTHONPATH="$2${PYTHONPATH:+:$PYTHONPATH}"; export PYTHONPATH; shift 2 ;;
@@ -38,12 +39,14 @@ while [ $# -gt 0 ]; do
     --mig) mig=$2; shift 2 ;;
     --sim-root) sim_root=$2; shift 2 ;;
     --keep) keep=1; shift ;;
+    --work-dir) work_parent=$2; shift 2 ;;
     --) shift; break ;;
     -h|--help) sed -n '6,29p' "$0"; exit 0 ;;
     *) echo "real-host-check: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
-work=$(mktemp -d /tmp/gpunode-real-host-check.XXXXXX)
+# the guards are run from here: /var/tmp, as /tmp is often mounted noexec (outside the snapshot)
+work=$(mktemp -d "$work_parent/gpunode-real-host-check.XXXXXX")
 [ "$keep" = 1 ] || trap 'rm -rf "$work"' EXIT
 if [ -n "$wheels" ]; then  # a wheel is a zip of what pip would install (no pip needed)
   for wheel in "$wheels"/*.whl; do "$python" -m zipfile -e "$wheel" "$work/site"; done

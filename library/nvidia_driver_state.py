@@ -13,9 +13,10 @@ description:
     branch that cannot drive every GPU, a kernel module type the GPUs cannot take (Grace Hopper and Blackwell
     need the open modules), a package source without the packages, or a runfile without its checksum.
   - Reads, without changing anything, everything the driver role decides from - the userspace driver
-    (C(libnvidia-ml.so.<version>)), the module on disk for the kernel (C(modinfo -k), when kmod is there), DKMS registrations
-    (only when the module is missing), the loaded modules (sysfs, C(/proc)), dpkg's packages, holds and
-    whether a dpkg run was interrupted, the persistence daemon and fabric manager units, the nouveau
+    (C(libnvidia-ml.so.<version>)), the module on disk for the kernel (C(modinfo -k), when kmod is there),
+    DKMS registrations (only when the module is missing), the loaded modules (sysfs, C(/proc)), dpkg's
+    packages, holds and whether a dpkg run was interrupted, the persistence daemon and fabric manager units,
+    where the driver's tools are and who installed it (a package, a C(.run) install, the image), the nouveau
     blacklist, Secure Boot, the signing keys and, when it installs, whether apt's index knows the packages.
   - Returns the plan (RV(plan)) and publishes C(ansible_facts.nvidia_driver) - the state the run will leave
     as far as it can be predicted (check mode included).

@@ -1,4 +1,5 @@
-"""Pure logic of module_utils/gpunode/driver/ (driver.py, parsers.py, plan.py, facts.py), over real and project fixtures."""
+"""Pure logic of module_utils/gpunode/driver/ (driver.py, parsers.py, plan.py, facts.py), over real and
+project fixtures."""
 
 import pathlib
 import re

@@ -195,7 +195,8 @@ def test_a_converged_host_costs_four_commands_and_plans_nothing(fake, run_module
     assert result["before"] == {"method": "packages", "branch": "535", "wanted": "535.129.03",
                                 "installed_version": "535.129.03", "loaded_version": "535.129.03",
                                 "module_type": "proprietary", "held": True, "reboot_required": False,
-                                "origin": "package", "driver_root": "/", "tools_prefix": "/usr", "skipped": []}
+                                "origin": "package", "driver_root": "/", "tools_prefix": "/usr",
+                                "skipped": []}
     ran = sorted(call[0].rsplit("/", 1)[-1] for call in fake.calls)
     assert ran == ["dpkg-query", "modinfo", "nvidia-smi", "systemctl"]
 

@@ -371,7 +371,7 @@ def test_a_changed_layout_is_one_line_of_the_runs_summary(node, run_module):
                                   for i in (0, 1, 2, 5)}) == ["MIG x: GPU 0,1,2,5 -> 7x1g.10gb"]
 
 
-# ---------------------------------------------------------------- the real H100 VM (../shared/fixtures/real-hosts)
+# ---------------------------------------------------------------- the real H100 VM (../shared/fixtures)
 
 
 def real_mig_sections():

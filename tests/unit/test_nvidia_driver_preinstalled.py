@@ -11,7 +11,7 @@ from ansible.module_utils.gpunode.driver import roots
 from ansible.module_utils.gpunode.driver.preinstalled import describe
 from ansible.module_utils.gpunode.driver.roots import location, origin, parse_dpkg_search
 from conftest import shared_files
-from test_nvidia_driver_modules import SMI, FakeHost
+from test_nvidia_driver_modules import SMI, FakeHost, converged
 
 H100_VM = "real-hosts/h100-sxm5-80gb-vm"
 GPU_H100 = {"present": True, "devices": [{"device_id": "2330", "kind": "gpu"}], "nvswitch_count": 0,
@@ -175,3 +175,18 @@ def test_the_refusal_comes_before_what_the_package_data_says_of_the_branch(image
     assert not ok
     assert result["msg"].startswith("nvidia_driver_method: packages would install a second driver over the "
                                     "loaded NVIDIA driver 580.159.04 (open), brought by the image")
+
+
+def test_without_systemd_the_packages_method_skips_the_daemons_and_says_why(tmp_path, monkeypatch,
+                                                                            run_module):
+    fake = FakeHost(tmp_path)
+    fake.install(monkeypatch)
+    converged(fake)
+    fake.bins.discard("systemctl")
+    fake.commands[SMI] = (0, "535.129.03, Disabled\n", "")
+    ok, result = run_module(nvidia_driver_state, fake.args(version="535.129.03", module_type="proprietary"),
+                            check_mode=True)
+    assert ok, result
+    assert result["plan"]["persistence"] == [] and result["plan"]["converged"]
+    assert result["ansible_facts"]["nvidia_driver"]["skipped"] == [
+        "nvidia-persistenced: no systemd on this host to run it"]

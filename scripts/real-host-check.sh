@@ -11,7 +11,7 @@
 #     --python-path DIR   put DIR (installed wheels: ansible-core and its dependencies) on PYTHONPATH
 #     --wheels DIR        unpack DIR/*.whl (cp312 manylinux for Ubuntu 24.04) into this run's folder first
 #     --collections DIR   ANSIBLE_COLLECTIONS_PATH (kubernetes.core, community.general...)
-#     --python PATH       the Python that runs Ansible and its modules (default python3)
+#     --python PATH       the Python that runs Ansible and its modules (default /usr/bin/python3)
 #     --mig PROFILE=N     also plan MIG on every GPU: N instances of PROFILE (e.g. 1g.10gb=7)
 #     --sim-root DIR      read sysfs/procfs under DIR/sys, DIR/proc (a simulated node)
 #     --keep              keep the work folder (guards, logs, snapshots)
@@ -29,7 +29,10 @@
 # attempted or anything changed. Needs root for a true reading (the modules read as root).
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
-python=python3 keep=0 mig="" sim_root="" wheels="" collections="" work_parent=/var/tmp
+# the system's Python (a virtualenv first on PATH may lack PyYAML and Jinja2)
+python=python3
+[ ! -x /usr/bin/python3 ] || python=/usr/bin/python3
+keep=0 mig="" sim_root="" wheels="" collections="" work_parent=/var/tmp
 while [ $# -gt 0 ]; do
   case $1 in
     --python-path) PYTHONPATH="$2${PYTHONPATH:+:$PYTHONPATH}"; export PYTHONPATH; shift 2 ;;
@@ -108,6 +111,11 @@ all:
     gpu_cluster_addons_output_dir: $work/addons
     gpu_cluster_addons_kubernetes_version: "1.34"
 EOF
+# the kubelet role installs PyYAML first (its package task needs python3-apt in check mode,
+# which images may lack): not when the Python has it already
+if "$python" -c 'import yaml' 2>/dev/null; then
+  echo "    kubelet_gpu_install_python_yaml: false" >>"$work/inventory.yml"
+fi
 if [ -n "$mig" ]; then  # PROFILE=N: every GPU in MIG mode with N instances of PROFILE
   printf '    nvidia_mig_config: {version: v1, mig-configs: {check: [{devices: all, mig-enabled: true, mig-devices: {"%s": %s}}]}}\n' \
     "${mig%%=*}" "${mig#*=}" >>"$work/inventory.yml"

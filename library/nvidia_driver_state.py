@@ -195,7 +195,8 @@ ansible_facts:
   contains:
     nvidia_driver:
       description: The driver as the host has it after the run (in check mode, as predicted) - method, branch,
-        wanted, installed_version, loaded_version, module_type, held, reboot_required.
+        wanted, installed_version, loaded_version, module_type, held, reboot_required, origin (package,
+        runfile, image, operator), tools_prefix, driver_root, skipped (what is left alone and why).
       returned: when the host has an NVIDIA GPU
       type: dict
     nvidia_gpu:

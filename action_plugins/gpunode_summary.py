@@ -53,6 +53,8 @@ def _driver(facts):
     version = driver.get("loaded_version") or driver.get("installed_version")
     if not version:
         return "not installed"
+    if driver.get("method") == "preinstalled":  # adopted, as the image brought it
+        return f"preinstalled {version} ({driver.get('module_type') or 'module type unknown'})"
     text = str(version)
     if driver.get("module_type"):
         text += f" {driver['module_type']}"
@@ -205,13 +207,18 @@ FACTS = ("nvidia_gpu", "nvidia_driver", "nvidia_container_runtime", "kubelet_gpu
 
 
 def from_hostvars(hostvars, hosts):
-    """(host_facts, changes) of ``hosts``, read from the play's ``hostvars``."""
+    """(host_facts, changes) of ``hosts``, read from the play's ``hostvars``: the changes are the
+    host's ``gpunode_changes`` and, after them, what a role skipped there and why (``skipped: ...``,
+    from ``nvidia_driver.skipped`` and the host's ``gpunode_skipped``)."""
     host_facts, changes = {}, {}
     for host in hosts:
         variables = hostvars.get(host) or {}
         facts = variables.get("ansible_facts") or {}
         host_facts[host] = {name: facts[name] for name in FACTS if name in facts}
-        changes[host] = list(variables.get("gpunode_changes") or [])
+        # what the roles left alone on the host, with the reason (no systemd, no container engine)
+        skipped = list((facts.get("nvidia_driver") or {}).get("skipped") or [])
+        skipped += list(variables.get("gpunode_skipped") or [])
+        changes[host] = list(variables.get("gpunode_changes") or []) + [f"skipped: {s}" for s in skipped]
     return host_facts, changes
 
 

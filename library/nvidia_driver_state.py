@@ -13,9 +13,10 @@ description:
     branch that cannot drive every GPU, a kernel module type the GPUs cannot take (Grace Hopper and Blackwell
     need the open modules), a package source without the packages, or a runfile without its checksum.
   - Reads, without changing anything, everything the driver role decides from - the userspace driver
-    (C(libnvidia-ml.so.<version>)), the module on disk for the kernel (C(modinfo -k)), DKMS registrations
-    (only when the module is missing), the loaded modules (sysfs, C(/proc)), dpkg's packages, holds and
-    whether a dpkg run was interrupted, the persistence daemon and fabric manager units, the nouveau
+    (C(libnvidia-ml.so.<version>)), the module on disk for the kernel (C(modinfo -k), when kmod is there),
+    DKMS registrations (only when the module is missing), the loaded modules (sysfs, C(/proc)), dpkg's
+    packages, holds and whether a dpkg run was interrupted, the persistence daemon and fabric manager units,
+    where the driver's tools are and who installed it (a package, a C(.run) install, the image), the nouveau
     blacklist, Secure Boot, the signing keys and, when it installs, whether apt's index knows the packages.
   - Returns the plan (RV(plan)) and publishes C(ansible_facts.nvidia_driver) - the state the run will leave
     as far as it can be predicted (check mode included).
@@ -44,13 +45,19 @@ options:
     type: bool
     default: false
   method:
-    description: V(packages), V(runfile) or V(ubuntu-signed) (Canonical's prebuilt modules signed with its
-      key, C(linux-modules-nvidia-<branch>[-server][-open]-<kernel>), with the userspace without DKMS; Ubuntu
-      only).
-      V(packages) on Ubuntu from the distribution under Secure Boot without O(signing_key), where it would
-      build an unsigned module, becomes V(ubuntu-signed) (with a warning).
+    description:
+      - V(packages), V(runfile) or V(ubuntu-signed) (Canonical's prebuilt modules signed with its key,
+        C(linux-modules-nvidia-<branch>[-server][-open]-<kernel>), with the userspace without DKMS; Ubuntu
+        only). V(packages) on Ubuntu from the distribution under Secure Boot without O(signing_key), where it
+        would build an unsigned module, becomes V(ubuntu-signed) (with a warning).
+      - V(preinstalled) adopts the driver the host runs (an image's, a vendor's) and never installs, removes,
+        replaces or reloads it; it verifies that its branch drives every GPU, that it is O(version) and on
+        O(branch) exactly when they are set, and O(module_type); it holds the packages that own it, if any.
+      - V(packages), V(runfile) and V(ubuntu-signed) refuse, before any change, a loaded driver that no
+        package and no C(.run) install owns (an image's); every method refuses one the GPU Operator manages
+        (C(/run/nvidia/driver)).
     type: str
-    choices: [packages, runfile, ubuntu-signed]
+    choices: [packages, runfile, ubuntu-signed, preinstalled]
     default: packages
   refreshed:
     description: The package index was refreshed just before this call - with V(ubuntu-signed), a signed
@@ -197,7 +204,8 @@ ansible_facts:
   contains:
     nvidia_driver:
       description: The driver as the host has it after the run (in check mode, as predicted) - method, branch,
-        wanted, installed_version, loaded_version, module_type, held, reboot_required.
+        wanted, installed_version, loaded_version, module_type, held, reboot_required, origin (package,
+        runfile, image, operator), tools_prefix, driver_root, skipped (what is left alone and why).
       returned: when the host has an NVIDIA GPU
       type: dict
     nvidia_gpu:
@@ -210,8 +218,8 @@ request:
   type: dict
   contains:
     method:
-      description: C(packages), C(runfile) or C(ubuntu-signed) (Canonical's signed modules, also chosen on
-        Ubuntu under Secure Boot without a signing key).
+      description: C(packages), C(runfile), C(preinstalled) or C(ubuntu-signed) (Canonical's signed modules,
+        also chosen on Ubuntu under Secure Boot without a signing key).
       type: str
       returned: always
     signed_fallback:
@@ -291,6 +299,27 @@ request:
       description: The installer - C(url), C(checksum), C(name), C(flags); null with the packages method.
       type: dict
       returned: always
+    skipped:
+      description: What the role leaves alone on this host, with the reason (no systemd to run a daemon).
+      type: list
+      elements: str
+      returned: always
+    asked_version:
+      description: With V(preinstalled) - the O(version) the loaded driver must be exactly.
+      type: str
+      returned: with the preinstalled method
+    asked_branch:
+      description: With V(preinstalled) - the O(branch) the loaded driver must be on.
+      type: str
+      returned: with the preinstalled method
+    asked_module_type:
+      description: With V(preinstalled) - the O(module_type) the loaded module must be (V(auto) - any).
+      type: str
+      returned: with the preinstalled method
+    check_branch:
+      description: With V(preinstalled) - whether the loaded driver's branch must drive every GPU.
+      type: bool
+      returned: with the preinstalled method
 plan:
   description: The steps the role runs; a converged host has C(converged) true and nothing else to do.
   returned: when the host has an NVIDIA GPU
@@ -472,6 +501,21 @@ state:
       description: The command that rebuilds the initramfs, or null.
       type: list
       elements: str
+      returned: when the host has an NVIDIA GPU
+    location:
+      description: Where the driver's tools are - C(smi) (nvidia-smi's path, on PATH or under an image's
+        prefix such as C(/usr/local/nvidia/bin)), C(tools_prefix), C(driver_root) (what
+        C(nvidia-ctk cdi generate --driver-root) takes), C(operator) (under C(/run/nvidia/driver)).
+      type: dict
+      returned: when the host has an NVIDIA GPU
+    origin:
+      description: Who put the loaded driver there - C(kind) (C(package), C(runfile), C(image), C(operator)),
+        C(where), C(packages) (dpkg's owners), C(traces) (the installer's); null with no driver loaded.
+      type: dict
+      returned: when the host has an NVIDIA GPU
+    systemd:
+      description: Whether the host has systemd (C(systemctl)); without it the daemons are skipped.
+      type: bool
       returned: when the host has an NVIDIA GPU
 """
 

@@ -74,7 +74,7 @@ ansible_facts:
   contains:
     nvidia_driver:
       description: Method, branch, wanted, installed_version, loaded_version, module_type, held,
-        reboot_required.
+        reboot_required, origin, tools_prefix, driver_root, skipped.
       returned: when the host has an NVIDIA GPU
       type: dict
 changes:

@@ -198,7 +198,7 @@ ansible_facts:
         branch_data:
           description: Where the branch table comes from.
           type: str
-          sample: Debian nvidia-detect 535.261.03-1
+          sample: Debian nvidia-detect 550.163.01-5.1
         pci_ids_path:
           description: The pci.ids file names were read from, or null.
           type: str

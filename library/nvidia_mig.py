@@ -44,7 +44,8 @@ options:
     type: str
     required: true
   nvidia_smi:
-    description: The nvidia-smi to run; default the one found on PATH.
+    description: The nvidia-smi to run; default the one found on PATH, else under an image's prefix
+      (C(/usr/local/nvidia/bin), C(/home/kubernetes/bin/nvidia/bin)...).
     type: path
   drain:
     description: Stop O(drain_services) (those active) around a GPU reset, and start them again.
@@ -103,6 +104,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+systemd:
+  description: Whether the host has systemd (C(systemctl)); without it no boot unit can apply the layout
+    again at boot, and O(drain) has no services to stop.
+  returned: always
+  type: bool
 changed:
   description: Whether MIG mode or instances were (or in check mode would be) changed.
   returned: always
@@ -152,6 +158,7 @@ diff:
 """
 
 import json
+import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.gpunode.driver.mig import (
@@ -163,6 +170,7 @@ from ansible.module_utils.gpunode.driver.mig import (
     diff_text,
     parse_config,
 )
+from ansible.module_utils.gpunode.driver.roots import TOOL_PREFIXES, find_smi
 from ansible.module_utils.gpunode.formats import k8s_names, values
 from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR, yaml
 from ansible.module_utils.gpunode.host.commands import C_LOCALE
@@ -226,11 +234,17 @@ def run(module, commands):
     def command(argv):
         return module.run_command(argv, environ_update=C_LOCALE)
 
-    smi = Smi(command, params["nvidia_smi"] or module.get_bin_path("nvidia-smi", required=True), commands)
+    smi_path = params["nvidia_smi"] or find_smi(module.get_bin_path, os.path.isfile)
+    if not smi_path:
+        raise MigError(f"nvidia-smi not found on PATH nor under {', '.join(TOOL_PREFIXES)}; "
+                       "set nvidia_mig_nvidia_smi")
+    smi = Smi(command, smi_path, commands)
+    systemctl = module.get_bin_path("systemctl")
     services = None
-    if params["drain"]:
-        services = Services(command, module.get_bin_path("systemctl"), params["drain_services"])
+    if params["drain"] and systemctl:
+        services = Services(command, systemctl, params["drain_services"])
     result = converge(smi, entries, params["selected"], module.check_mode, services)
+    result["systemd"] = bool(systemctl)
     if module._diff:
         result["diff"] = {"before": diff_text(result["gpus"], "before"),
                           "after": diff_text(result["gpus"], "after")}

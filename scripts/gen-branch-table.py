@@ -4,15 +4,15 @@
 Usage:
     scripts/gen-branch-table.py [--data DIR] [--output FILE] [--check]
 
-DIR (default ../shared/data/nvidia-detect-ids) holds Debian's nvidia-detect
+DIR (default data/nvidia-detect-ids) holds Debian's nvidia-detect
 lists: one ``10DEdddd`` PCI ID a line per driver branch (see its README). The
 generated module is plain data, committed, so nothing reads DIR at run time.
 ``--check`` exits 1 when FILE differs from what the sources would generate
 (CI and the unit tests run it).
 
 The sources, each cited beside its data below:
-- Debian nvidia-detect 535.261.03-1 (DIR): which GPUs each branch up to 535
-  drives, and the legacy branches of older GPUs.
+- Debian nvidia-detect 550.163.01-5.1 (sid; DIR, see its README): which GPUs each
+  branch up to 550 drives, and the legacy branches of older GPUs.
 - NVIDIA's data center driver support matrix and lifecycle: what R535, R580
   and R595 are (LTS, production) and until when.
 - NVIDIA's announcements of the 580 branch: the last one for Maxwell, Pascal
@@ -23,12 +23,12 @@ The sources, each cited beside its data below:
   GH200 device IDs).
 
 How the table is derived:
-- 535 = nvidia.ids (the package's current branch; equal to nvidia-tesla-535.ids);
-  470 = nvidia-tesla-470.ids (Kepler's last); 390 = nvidia-legacy-390xx.ids
+- 550 = nvidia.ids (the package's current branch); 535 = nvidia-tesla-535.ids (a
+  subset of 550: checked); 470 = nvidia-tesla-470.ids (Kepler's last); 390 = nvidia-legacy-390xx.ids
   (Fermi's last; plus -amd64.ids on x86_64 only); 340 = nvidia-legacy-340xx.ids
   (the Tesla architecture's last). The 418/440/450/460 datacenter lists are
   subsets of 470 (checked) and add no branch worth installing today.
-- Branches newer than the data drive every GPU in the 535 list up to 580;
+- Branches newer than the data drive every GPU in the 550 list up to 580;
   590 and later drive Turing and newer only (device ID 0x1e00 and up; checked
   against nvidia-open.ids, the open kernel modules' list, Turing and newer).
 - Blackwell (NVIDIA's chip ID ranges) is driven from 570 on, open modules only.
@@ -44,7 +44,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "nvidia-detect-ids")
+DEFAULT_DATA = os.path.join(ROOT, "data", "nvidia-detect-ids")
 DEFAULT_OUTPUT = os.path.join(ROOT, "module_utils", "gpunode", "driver", "branches.py")
 
 SUPPORT_MATRIX = "https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html"
@@ -52,7 +52,7 @@ OPEN_MODULES_BLOG = ("https://developer.nvidia.com/blog/"
                      "nvidia-transitions-fully-towards-open-source-gpu-kernel-modules/")
 ADMIN_TOOLS = "https://github.com/NVIDIA/gpu-admin-tools (gpu/devid_chips.py, gpu/devid_names.py @82422cc)"
 
-# Branches gpunode can install that are newer than the Debian data (535), newest first,
+# Branches gpunode can install that are newer than the Debian data (550), newest first,
 # and what each one is. Turing-only: they drive device IDs 0x1e00 and up only.
 POST_DATA = (
     # (branch, Turing and newer only, what it is, source)
@@ -65,7 +65,6 @@ POST_DATA = (
      SUPPORT_MATRIX + "; NVIDIA CUDA 13.0 / driver 580 release notes"),
     ("570", False, "the first branch for Blackwell",
      "NVIDIA data center driver 570 release notes (B200, GB200)"),
-    ("550", False, "", ""),
 )
 DATA_BRANCH_NOTES = {
     "535": ("long-term support branch until 2026-06", SUPPORT_MATRIX),
@@ -75,7 +74,8 @@ DATA_BRANCH_NOTES = {
 }
 FIRST_TURING_ID = 0x1E00
 DATA_BRANCHES = {
-    "535": "nvidia.ids",
+    "550": "nvidia.ids",
+    "535": "nvidia-tesla-535.ids",
     "470": "nvidia-tesla-470.ids",
     "390": "nvidia-legacy-390xx.ids",
     "340": "nvidia-legacy-340xx.ids",
@@ -163,12 +163,13 @@ def data_version(data_dir):
 
 def build_table(data_dir):
     lists = {branch: read_ids(data_dir, name) for branch, name in DATA_BRANCHES.items()}
-    if lists["535"] != read_ids(data_dir, "nvidia-tesla-535.ids"):
-        raise DataError("nvidia.ids and nvidia-tesla-535.ids differ; the table assumes they are equal")
+    if lists["535"] - lists["550"]:
+        outside = sorted(lists["535"] - lists["550"])[:5]
+        raise DataError(f"nvidia-tesla-535.ids has IDs outside nvidia.ids: {outside}")
     for name in SUBSET_OF_470:
-        extra = read_ids(data_dir, name) - lists["470"] - lists["535"]
+        extra = read_ids(data_dir, name) - lists["470"] - lists["550"]
         if extra:
-            raise DataError(f"{name} has IDs outside 470 and 535: {sorted(extra)[:5]}")
+            raise DataError(f"{name} has IDs outside 470 and 550: {sorted(extra)[:5]}")
     open_ids = read_ids(data_dir, "nvidia-open.ids")
     early = sorted(i for i in open_ids if int(i, 16) < FIRST_TURING_ID)
     if early:
@@ -178,15 +179,15 @@ def build_table(data_dir):
         raise DataError(f"the Blackwell ranges overlap IDs of the Debian lists: {in_ranges[:5]}")
     turing_only = [b for b, only, _note, _src in POST_DATA if only]
     post_all = [b for b, only, _note, _src in POST_DATA if not only]
-    branches = (*turing_only, *post_all, "535", "470", "390", "340")
+    branches = (*turing_only, *post_all, "550", "535", "470", "390", "340")
     groups = {}
     for device in sorted(set().union(*lists.values())):
         supported = []
         for branch in branches:
             if branch in turing_only:
-                ok = device in lists["535"] and int(device, 16) >= FIRST_TURING_ID
+                ok = device in lists["550"] and int(device, 16) >= FIRST_TURING_ID
             elif branch in post_all:
-                ok = device in lists["535"]
+                ok = device in lists["550"]
             else:
                 ok = device in lists[branch]
             if ok:
@@ -211,11 +212,11 @@ def build_table(data_dir):
         "groups": groups,
         "arch": arch,
         "legacy": legacy,
-        "highest": max(lists["535"] | lists["470"]),
-        "data_branch": "535",  # the newest branch the data's per-branch lists describe
+        "highest": max(lists["550"] | lists["470"]),
+        "data_branch": "550",  # the newest branch the data's per-branch lists describe
         "blackwell": [b for b in branches if int(b) >= int(BLACKWELL_FIRST_BRANCH)],
         "names": dict(sorted(KNOWN_NAMES.items())),
-        "sources": [f"Debian nvidia-detect {data_version(data_dir)} (../shared/data/nvidia-detect-ids)",
+        "sources": [f"Debian nvidia-detect {data_version(data_dir)} (data/nvidia-detect-ids)",
                     SUPPORT_MATRIX, OPEN_MODULES_BLOG, ADMIN_TOOLS],
     }
 
@@ -248,7 +249,7 @@ def render(table):
         '"""NVIDIA driver branches per PCI device ID (vendor 10de). Generated data: do not edit.',
         "",
         "Made by scripts/gen-branch-table.py, which cites each source beside its data:",
-        f"{table['source']}'s per-branch ID lists (../shared/data/nvidia-detect-ids),",
+        f"{table['source']}'s per-branch ID lists (data/nvidia-detect-ids),",
         "NVIDIA's support matrix and release notes, NVIDIA's statement that Grace Hopper",
         "and Blackwell need the open kernel modules, and NVIDIA gpu-admin-tools' Blackwell",
         "device ID ranges. Regenerate with that script.",

@@ -1,4 +1,5 @@
-"""Pure logic of module_utils/gpunode/driver/driver.py, over real and project fixtures."""
+"""Pure logic of module_utils/gpunode/driver/ (driver.py, parsers.py, plan.py, facts.py), over real and
+project fixtures."""
 
 import pathlib
 import re
@@ -7,28 +8,34 @@ import pytest
 from ansible.module_utils.gpunode.driver.driver import (
     SOURCES_HEADER,
     DriverError,
-    blacklist_complete,
     branch_of,
     branch_supported,
     build_request,
+    kernel_module_type,
+    resolve_wanted,
+    runfile_checksum,
+    runfile_flags,
+    version_matches,
+)
+from ansible.module_utils.gpunode.driver.facts import (
     change_lines,
     driver_facts,
-    index_lookups,
-    kernel_module_type,
+    pending_reboot,
+)
+from ansible.module_utils.gpunode.driver.parsers import (
+    blacklist_complete,
     module_from_modinfo,
-    needs_dkms_status,
     parse_dkms_status,
     parse_efi_secure_boot,
     parse_mokutil_sb_state,
     parse_smi_query,
     parse_systemctl_show,
-    pending_reboot,
-    plan,
-    resolve_wanted,
-    runfile_checksum,
-    runfile_flags,
     userspace_version_from_names,
-    version_matches,
+)
+from ansible.module_utils.gpunode.driver.plan import (
+    index_lookups,
+    needs_dkms_status,
+    plan,
 )
 from ansible.module_utils.gpunode.host.packages import parse_dpkg_query
 from conftest import FIXTURES, shared_files
@@ -621,7 +628,8 @@ def test_facts_before_and_predicted_after_and_the_change_lines():
     before = driver_facts(host, req)
     assert before == {"method": "packages", "branch": "535", "wanted": "535.129.03",
                       "installed_version": None, "loaded_version": None, "module_type": None, "held": False,
-                      "reboot_required": False}
+                      "reboot_required": False, "origin": None, "driver_root": None, "tools_prefix": None,
+                      "skipped": []}
     after = driver_facts(host, req, steps)
     assert (after["installed_version"], after["loaded_version"], after["module_type"], after["held"]) == (
         "535.129.03", "535.129.03", "proprietary", True)

@@ -53,6 +53,8 @@ class FakeHost:
         self.bins = {"modinfo", "dkms", "nvidia-smi", "modprobe", "dpkg-query", "systemctl", "apt-cache"}
         self.packages("dkms 3.0.10-8", "gcc 4:12.2.0-3", "make 4.3-4.1")
         self.services()
+        # the driver's files belong to a package (an image's driver is tested apart)
+        self.commands["dpkg-query -S *"] = (0, "nvidia-driver: /usr/bin/nvidia-smi\n", "")
 
     def load(self, version, *names, open_module=False):
         (self.proc / "modules").write_text(
@@ -168,7 +170,9 @@ def test_a_converged_host_costs_four_commands_and_plans_nothing(fake, run_module
     assert result["ansible_facts"]["nvidia_driver"] == result["before"]
     assert result["before"] == {"method": "packages", "branch": "535", "wanted": "535.129.03",
                                 "installed_version": "535.129.03", "loaded_version": "535.129.03",
-                                "module_type": "proprietary", "held": True, "reboot_required": False}
+                                "module_type": "proprietary", "held": True, "reboot_required": False,
+                                "origin": "package", "driver_root": "/", "tools_prefix": "/usr",
+                                "skipped": []}
     ran = sorted(call[0].rsplit("/", 1)[-1] for call in fake.calls)
     assert ran == ["dpkg-query", "modinfo", "nvidia-smi", "systemctl"]
 

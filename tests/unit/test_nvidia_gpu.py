@@ -153,14 +153,14 @@ def test_k80_beside_t4_gets_the_newest_branch_both_share(tmp_path):
     assert facts["recommended_branch"] == "470"
 
 
-def test_h200_unknown_to_the_data_gets_its_hopper_neighbours_branches_after_535(tmp_path):
-    """10de:2335 (H200) came after nvidia-detect 535.261.03's list; a real H200 runs the R580
-    LTS open module (580.159.04, probed on an H200 SXM 141GB), so 580 must not be refused."""
+def test_h200_is_in_the_data_and_gets_no_warning(tmp_path):
+    """10de:2335 (H200) is in nvidia-detect 550.163.01's list (it came after 535.261.03's, which
+    warned on every run of a real H200 host); a real H200 runs the R580 LTS open module
+    (580.159.04, probed on an H200 SXM 141GB), so 580 must not be refused."""
     facts, warnings = facts_for(tmp_path, "hgx-h200")
-    assert any("2335" in w and "neighbouring" in w for w in warnings)
+    assert not any("2335" in w for w in warnings)
     assert "580" in facts["supported_branches"] and "595" in facts["supported_branches"]
-    assert "535" not in facts["supported_branches"]  # not in 535's own list
-    assert facts["supported_branches"] == [b for b in branches_for("2330")[0] if int(b) > 535]
+    assert "550" in facts["supported_branches"] and "535" not in facts["supported_branches"]  # 535's own list
     assert facts["recommended_branch"] == nvidia_branches.NEWEST_BRANCH
     assert facts["loaded_module_type"] == "open" and facts["loaded_driver_version"] == "565.57.01"
 

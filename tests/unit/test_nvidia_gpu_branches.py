@@ -4,19 +4,21 @@
 import pytest
 from ansible.module_utils.gpunode.driver import branches as nvidia_branches
 from ansible.module_utils.gpunode.driver.gpu import branches_for, choose_branches
-from conftest import ROOT, load_file, shared_path
+from conftest import ROOT, load_file
 
 gen = load_file(ROOT / "scripts" / "gen-branch-table.py", "gen_branch_table")
+# Debian nvidia-detect 550.163.01-5.1 (sid), committed with its source (data/nvidia-detect-ids/README.md)
+DATA = ROOT / "data" / "nvidia-detect-ids"
 
 
 def test_committed_table_is_what_the_generator_makes_from_the_data(tmp_path):
-    data = shared_path("data", "nvidia-detect-ids")
+    data = DATA
     table = ROOT / "module_utils" / "gpunode" / "driver" / "branches.py"
     assert gen.main(["--data", str(data), "--output", str(table), "--check"]) == 0
 
 
 def test_generator_writes_then_reports_unchanged(tmp_path, capsys):
-    data = shared_path("data", "nvidia-detect-ids")
+    data = DATA
     out = tmp_path / "table.py"
     assert gen.main(["--data", str(data), "--output", str(out)]) == 0
     assert "wrote" in capsys.readouterr().out
@@ -26,7 +28,7 @@ def test_generator_writes_then_reports_unchanged(tmp_path, capsys):
 
 
 def test_generator_rejects_a_malformed_list_naming_file_and_line(tmp_path, capsys):
-    data = shared_path("data", "nvidia-detect-ids")
+    data = DATA
     bad = tmp_path / "data"
     bad.mkdir()
     for path in data.glob("*.ids"):
@@ -39,7 +41,7 @@ def test_generator_rejects_a_malformed_list_naming_file_and_line(tmp_path, capsy
 
 
 def test_check_fails_on_a_stale_table(tmp_path):
-    data = shared_path("data", "nvidia-detect-ids")
+    data = DATA
     stale = tmp_path / "table.py"
     stale.write_text("# old\n")
     assert gen.main(["--data", str(data), "--output", str(stale), "--check"]) == 1
@@ -117,7 +119,7 @@ def test_the_table_names_its_sources_and_each_branch_note_has_one():
 def test_unknown_id_inside_the_data_s_range_gets_its_neighbours_branches_after_the_data_s():
     """IDs are allocated in chip order: an unlisted ID is of its neighbours' generation."""
     branches, note = branches_for("1e00")  # between Volta 1df6 and Turing 1e02
-    assert branches == ["580", "570", "550"] and "1e00" in note and "neighbouring" in note
+    assert branches == ["580", "570"] and "1e00" in note and "neighbouring" in note
     branches, note = branches_for("2336")  # between two H100 boards
     assert branches == [b for b in branches_for("2330")[0] if int(b) > int(nvidia_branches.DATA_BRANCH)]
     assert "2336" in note
@@ -126,7 +128,7 @@ def test_unknown_id_inside_the_data_s_range_gets_its_neighbours_branches_after_t
 def test_unknown_id_among_legacy_gpus_gets_no_branch_and_a_reason():
     """The legacy branches' ID lists are final: an ID between GPUs only 470 or older drive is refused."""
     branches, note = branches_for("1000")
-    assert branches == [] and "no branch after 535" in note
+    assert branches == [] and "no branch after 550" in note
 
 
 def test_choose_intersects_and_keeps_newest_first():

@@ -351,3 +351,42 @@ def test_a_changed_layout_is_one_line_of_the_runs_summary(node, run_module):
     assert mig.change_lines("x", {str(i): {"before": {"mig_enabled": False, "instances": {}},
                                            "after": {"mig_enabled": True, "instances": {"1g.10gb": 7}}}
                                   for i in (0, 1, 2, 5)}) == ["MIG x: GPU 0,1,2,5 -> 7x1g.10gb"]
+
+
+# ---------------------------------------------------------------- the real H100 VM (../shared/fixtures)
+
+
+def real_mig_sections():
+    """``nvidia-smi mig -lgip`` ... as the real H100 printed them: {option: (text, rc)}."""
+    text = shared_path("fixtures", "real-hosts", "h100-sxm5-80gb-vm", "smi-mig.txt").read_text()
+    sections = {}
+    for block in text.split("### nvidia-smi mig ")[1:]:
+        head, _, body = block.partition("\n")
+        body, _, rc = body.rpartition("rc=")
+        sections[head.split()[0]] = (body, int(rc.strip()))
+    return sections
+
+
+def test_the_real_h100s_profiles_are_read_while_mig_is_off():
+    sections = real_mig_sections()
+    profiles = mig.parse_lgip(sections["-lgip"][0])[0]
+    assert list(profiles) == ["1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"]
+    assert profiles["1g.10gb"] == {"id": 19, "free": 7, "total": 7, "slices": 1}
+    assert profiles["7g.80gb"]["id"] == 0 and profiles["7g.80gb"]["slices"] == 7
+    # MIG off: no instances, said on stdout with rc 0
+    for option in ("-lgi", "-lci"):
+        body, rc = sections[option]
+        assert (body.strip(), rc) == ("No MIG-enabled devices found.", 0)
+        assert mig.parse_lgi(body) == [] and mig.parse_lci(body) == []
+
+
+def test_the_stand_in_answers_the_listings_as_the_real_one_with_mig_off(node):
+    sections = real_mig_sections()
+    for option in ("-lgi", "-lci"):
+        out = subprocess.run([sys.executable, str(STAND_IN), "mig", option], capture_output=True, text=True,
+                             check=False)
+        assert (out.stdout, out.returncode) == (sections[option][0].lstrip("\n"), sections[option][1])
+    out = subprocess.run([sys.executable, str(STAND_IN), "mig", "-lgip"], capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0
+    assert mig.parse_lgip(out.stdout)[0] == mig.parse_lgip(sections["-lgip"][0])[0]

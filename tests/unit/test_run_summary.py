@@ -192,3 +192,16 @@ def test_without_host_facts_the_action_reads_each_hosts_facts_and_changes_from_h
     assert rows["hgx"]["this run"] == "driver 535.129.03 -> 570.133.20"
     assert rows["hgx"]["GPUs offered by"] == "device plugin, time-slicing x4"
     assert rows["cp"]["GPUs"] == "-" and rows["cp"]["this run"] == "nothing"
+
+
+def test_an_image_host_shows_its_adopted_driver_and_what_was_skipped_and_why(summary):
+    driver = {"method": "preinstalled", "loaded_version": "580.159.04", "installed_version": "580.159.04",
+              "module_type": "open", "held": False, "reboot_required": False,
+              "skipped": ["nvidia-persistenced: no systemd on this host to run it"]}
+    hostvars = {"vm": {"ansible_facts": {"nvidia_driver": driver},
+                       "gpunode_skipped": ["container runtime: no container engine on this host"]}}
+    host_facts, changes = summary.from_hostvars(hostvars, ["vm"])
+    (row,) = summary.rows(["vm"], host_facts, changes)
+    assert row[2] == "preinstalled 580.159.04 (open)"
+    assert row[-1] == ("skipped: nvidia-persistenced: no systemd on this host to run it; "
+                       "skipped: container runtime: no container engine on this host")

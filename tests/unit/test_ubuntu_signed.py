@@ -1,11 +1,13 @@
 """Ubuntu's signed NVIDIA modules (module_utils/gpunode/driver/ubuntu_signed.py) and the
-planner's ubuntu-signed method (module_utils/gpunode/driver/driver.py): names, refusals, switches."""
+planner's ubuntu-signed method (module_utils/gpunode/driver/plan.py): names, refusals, switches."""
 
 import pytest
 from ansible.module_utils.gpunode.driver import ubuntu_signed as us
 from ansible.module_utils.gpunode.driver.driver import (
     DriverError,
     build_request,
+)
+from ansible.module_utils.gpunode.driver.plan import (
     plan,
     signed_fallback,
     signed_request,

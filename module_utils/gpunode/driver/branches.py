@@ -4,7 +4,7 @@
 """NVIDIA driver branches per PCI device ID (vendor 10de). Generated data: do not edit.
 
 Made by scripts/gen-branch-table.py, which cites each source beside its data:
-Debian nvidia-detect 535.261.03-1's per-branch ID lists (../shared/data/nvidia-detect-ids),
+Debian nvidia-detect 550.163.01-5.1's per-branch ID lists (data/nvidia-detect-ids),
 NVIDIA's support matrix and release notes, NVIDIA's statement that Grace Hopper
 and Blackwell need the open kernel modules, and NVIDIA gpu-admin-tools' Blackwell
 device ID ranges. Regenerate with that script.
@@ -22,9 +22,9 @@ open kernel modules drive this ID and up, and branches from 590 on only these.
 NAMES are fallback names when pci.ids has none.
 """
 
-DATA_SOURCE = "Debian nvidia-detect 535.261.03-1"
+DATA_SOURCE = "Debian nvidia-detect 550.163.01-5.1"
 SOURCES = (
-    "Debian nvidia-detect 535.261.03-1 (../shared/data/nvidia-detect-ids)",
+    "Debian nvidia-detect 550.163.01-5.1 (data/nvidia-detect-ids)",
     "https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html",
     "https://developer.nvidia.com/blog/nvidia-transitions-fully-towards-open-source-gpu-kernel-modules/",
     "https://github.com/NVIDIA/gpu-admin-tools (gpu/devid_chips.py, gpu/devid_names.py @82422cc)",
@@ -32,7 +32,7 @@ SOURCES = (
 BRANCHES = ("620", "610", "595", "590", "580", "570", "550", "535", "470", "390", "340")
 NEWEST_BRANCH = "620"
 HIGHEST_KNOWN_ID = "28f8"
-DATA_BRANCH = "535"
+DATA_BRANCH = "550"
 TURING_FIRST_ID = "1e00"
 
 BRANCH_NOTES = {
@@ -68,6 +68,7 @@ SUPPORT = {
         "28ba 28bb 28e0 28e1 28f8"
     ),
     "580 570 550 535 470 390 340": "1340 1341 1380 1381 1382 1390 1391 1392 1393 13ba 13bb",
+    "620 610 595 590 580 570 550": "2335 25b0 25b2 2685 2702 2705 2709 2783 2788 2808 2822 28a3 28b0 28e3",
     "580 570 550 535 470 390": (
         "1344 1346 1347 1348 1349 134b 134d 134e 134f 137a 137b 1398 1399 139a 139b 139c 139d 13b0 "
         "13b1 13b2 13b3 13b4 13b6 13b9 13bc 13c0 13c2 13d7 13d8 13d9 13da 13f0 13f1 13f2 13f3 13f8 "

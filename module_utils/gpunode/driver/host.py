@@ -13,15 +13,18 @@ under the roots given. A reading that cannot be trusted raises
 import glob
 import os
 
+from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.gpunode.driver.driver import (
     FABRICMANAGER,
     PERSISTENCED,
     SECURE_BOOT_EFIVAR,
     DriverError,
+)
+from ansible.module_utils.gpunode.driver.gpu import read_loaded
+from ansible.module_utils.gpunode.driver.parsers import (
     blacklist_complete,
     module_from_modinfo,
-    needs_dkms_status,
     parse_dkms_status,
     parse_efi_secure_boot,
     parse_mokutil_sb_state,
@@ -30,11 +33,22 @@ from ansible.module_utils.gpunode.driver.driver import (
     service_exists,
     userspace_version_from_names,
 )
-from ansible.module_utils.gpunode.driver.gpu import read_loaded
+from ansible.module_utils.gpunode.driver.plan import (
+    needs_dkms_status,
+)
+from ansible.module_utils.gpunode.driver.roots import (
+    find_smi,
+    lib_dirs,
+    location,
+    origin,
+    parse_dpkg_search,
+    runfile_traces,
+)
 from ansible.module_utils.gpunode.host.commands import C_LOCALE
 from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.host.packages import (
     ADMINDIR,
+    installed,
     interrupted,
     parse_dpkg_query,
     parse_madison,
@@ -72,9 +86,11 @@ def _read_bytes(path):
 
 
 def read_module_on_disk(host, kernel):
+    """What ``modinfo -k KERNEL nvidia`` says; None without the module, or without kmod (images
+    without it: the loaded module is read from sysfs and procfs instead)."""
     modinfo = host.which("modinfo")
     if not modinfo:
-        raise DriverError("modinfo not found: install kmod")
+        return None
     rc, out, _err = host.run([modinfo, "-k", kernel, "nvidia"])
     if rc != 0:
         return None
@@ -95,11 +111,36 @@ def read_dkms(host):
 
 
 def read_userspace(lib_dirs):
-    names = []
+    """``(version, path)`` of the newest ``libnvidia-ml.so.<version>`` in ``lib_dirs``, or (None, None)."""
+    paths = []
     for directory in lib_dirs:
         for pattern in ("libnvidia-ml.so.*", "*/libnvidia-ml.so.*"):
-            names.extend(os.path.basename(p) for p in glob.glob(os.path.join(directory, pattern)))
-    return userspace_version_from_names(names)
+            paths.extend(glob.glob(os.path.join(directory, pattern)))
+    version = userspace_version_from_names(os.path.basename(p) for p in paths)
+    found = [p for p in paths if version and os.path.basename(p) == f"libnvidia-ml.so.{version}"]
+    return version, (sorted(found)[0] if found else None)
+
+
+def read_owners(host, paths):
+    """The packages dpkg says own ``paths`` (none without dpkg)."""
+    query = host.which("dpkg-query")
+    paths = [p for p in paths if p]
+    if not query or not paths:
+        return []
+    _rc, out, _err = host.run([query, "-S", *paths])  # rc 1 when some path has no owner
+    return parse_dpkg_search(out)
+
+
+def read_origin(host, place, files, packages, version):
+    """The origin of the loaded driver (``gpunode.driver.roots.origin``): the installed driver
+    packages of its version when dpkg lists them (no command), else who owns its ``files``."""
+    owners = [name for name, entry in (packages or {}).items()
+              if nvidia_packages.is_driver_package(name) and installed(packages, name)
+              and (entry.get("version") or "").split(":")[-1].startswith(version)]
+    if not owners and not place["operator"]:
+        paths = {os.path.realpath(p) for p in files if p} | {p for p in files if p}
+        owners = read_owners(host, sorted(paths))
+    return origin(place, owners, runfile_traces(os.path.exists))
 
 
 def read_packages(host, admindir):
@@ -142,9 +183,9 @@ def read_secure_boot(host, sysfs_root):
     return None
 
 
-def read_smi(host):
+def read_smi(host, smi=None):
     """The driver version and persistence mode per GPU, with ``error`` when nvidia-smi does not answer."""
-    smi = host.which("nvidia-smi")
+    smi = smi or host.which("nvidia-smi")
     if not smi:
         return {"error": "nvidia-smi not found", "driver_versions": [], "persistence_mode": []}
     rc, out, err = host.run([smi, "--query-gpu=driver_version,persistence_mode", "--format=csv,noheader"])
@@ -196,6 +237,22 @@ def initramfs_command(host):
     return None
 
 
+def read_driver(host, params, packages=False, module_on_disk=None):
+    """The loaded driver, where its tools are and who put it there:
+    ``{"loaded", "location", "origin", "userspace_version"}`` (``packages``: dpkg's, read here
+    when not given)."""
+    place = location(find_smi(host.which, os.path.isfile))
+    userspace, library = read_userspace([*lib_dirs(place), *LIB_DIRS])
+    loaded = read_loaded(params["sysfs_root"], params["proc_root"])
+    found = None
+    if loaded["version"] and (userspace or place["smi"]):
+        if packages is False:  # no command on a host without a loaded driver
+            packages = read_packages(host, ADMINDIR)[0]
+        files = [place["smi"], library, (module_on_disk or {}).get("path")]
+        found = read_origin(host, place, files, packages, loaded["version"])
+    return {"loaded": loaded, "location": place, "origin": found, "userspace_version": userspace}
+
+
 def read_state(host, params, os_info, request):
     """Everything the plan needs, in as few commands as the host allows.
 
@@ -205,13 +262,14 @@ def read_state(host, params, os_info, request):
     kernel = os_info["kernel"]
     packages, dpkg_interrupted = read_packages(host, ADMINDIR)
     services = read_services(host)
+    module_on_disk = read_module_on_disk(host, kernel)
     state = {
         "kernel": kernel,
         "headers_present": os.path.isdir(os.path.join(params["modules_dir"], kernel, "build")),
-        "module_on_disk": read_module_on_disk(host, kernel),
+        "module_on_disk": module_on_disk,
         "dkms": None,
-        "loaded": read_loaded(params["sysfs_root"], params["proc_root"]),
-        "userspace_version": read_userspace(LIB_DIRS),
+        **read_driver(host, params, packages, module_on_disk),
+        "systemd": bool(host.which("systemctl")),
         "packages": packages,
         "dpkg_interrupted": dpkg_interrupted,
         "services": services,

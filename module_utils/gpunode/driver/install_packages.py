@@ -16,13 +16,8 @@ role's :class:`~ansible.module_utils.gpunode.driver.driver.DriverError`.
 """
 
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
-from ansible.module_utils.gpunode.driver.driver import (
-    DriverError,
-    build_request,
-    plan,
-    signed_fallback,
-    signed_request,
-)
+from ansible.module_utils.gpunode.driver.driver import DriverError, build_request
+from ansible.module_utils.gpunode.driver.plan import plan, signed_fallback, signed_request
 from ansible.module_utils.gpunode.driver.state_call import ARGUMENT_SPEC
 from ansible.module_utils.parsing.convert_bool import boolean
 

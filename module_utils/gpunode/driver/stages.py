@@ -12,16 +12,32 @@ what it was asked for raises :class:`VerifyError`, which carries the state read.
 from ansible.module_utils.gpunode.driver.driver import (
     DriverError,
     build_request,
+    version_matches,
+)
+from ansible.module_utils.gpunode.driver.facts import (
     change_lines,
     driver_facts,
-    index_lookups,
     pending_reboot,
+)
+from ansible.module_utils.gpunode.driver.host import (
+    read_driver,
+    read_index,
+    read_signed_archive,
+    read_smi,
+    read_state,
+)
+from ansible.module_utils.gpunode.driver.plan import (
+    index_lookups,
     plan,
     signed_fallback,
     signed_request,
-    version_matches,
 )
-from ansible.module_utils.gpunode.driver.host import read_index, read_signed_archive, read_smi, read_state
+from ansible.module_utils.gpunode.driver.preinstalled import (
+    PREINSTALLED,
+    adopt,
+    check_fabricmanager,
+    refuse_foreign,
+)
 
 
 class VerifyError(DriverError):
@@ -39,6 +55,8 @@ def public(state):
 
 def verify(state, request, stage, gpu):
     """Raise :class:`VerifyError` when the run did not leave what it was asked for."""
+    if request.get("method") == PREINSTALLED:
+        return _verify_smi(state, gpu, state["loaded"]["version"]) if stage == "final" else None
     on_disk = (state["module_on_disk"] or {}).get("version")
     if not version_matches(on_disk, request["wanted"]) or not version_matches(state["userspace_version"],
                                                                               request["wanted"]):
@@ -46,20 +64,37 @@ def verify(state, request, stage, gpu):
                           f"{on_disk or 'absent'} (userspace {state['userspace_version'] or 'absent'}), "
                           f"wanted {request['wanted']}", state)
     if stage != "final" or pending_reboot(state) or not state["loaded"]["version"]:
-        return
+        return None
+    return _verify_smi(state, gpu, state["userspace_version"])
+
+
+def _verify_smi(state, gpu, version):
+    """nvidia-smi answers for every GPU with ``version``."""
     smi = state["smi"] or {}
     gpus = sum(1 for d in gpu["devices"] if d.get("kind") == "gpu")
     if smi.get("error") or len(smi.get("driver_versions") or []) != gpus \
-            or set(smi["driver_versions"]) != {state["userspace_version"]}:
+            or set(smi["driver_versions"]) != {version}:
         raise VerifyError(f"nvidia-smi: {smi.get('error') or smi.get('driver_versions')}; wanted "
-                          f"{state['userspace_version']} on {gpus} GPU(s)", state)
+                          f"{version} on {gpus} GPU(s)", state)
 
 
 def read_request(host, params, gpu, os_info):
     """``(request, state)``: the request as the node allows it (Ubuntu's signed modules
     under Secure Boot, their packages from the archive) and the node's state."""
-    request = build_request(params, gpu, os_info)
+    try:
+        request = build_request(params, gpu, os_info)
+    except DriverError:
+        # a driver the method would install over says so first (not the package data of a branch)
+        if params["method"] != PREINSTALLED:
+            refuse_foreign(read_driver(host, params), params)
+        raise
     state = read_state(host, params, os_info, request)
+    if request["method"] == PREINSTALLED:
+        state["smi"] = read_smi(host, state["location"]["smi"])
+        request = adopt(request, state, gpu)
+        check_fabricmanager(request, state)
+        return request, state
+    refuse_foreign(state, request)
     request = signed_fallback(state, request)
     if request["method"] == "ubuntu-signed":
         archive = read_signed_archive(host, request, state)
@@ -82,8 +117,9 @@ def planned(host, state, request):
 def read_smi_when_needed(host, params, state, steps):
     """nvidia-smi's answer on a loaded driver, in the final check or on a converged node."""
     loaded = state["loaded"]["version"]
-    if loaded and (params["stage"] == "final" or steps["converged"]):
-        state["smi"] = read_smi(host)
+    if loaded and (params["stage"] == "final" or steps["converged"]) \
+            and (state["smi"] is None or params["stage"] == "final"):
+        state["smi"] = read_smi(host, state["location"]["smi"])
         if params["stage"] == "plan" and state["smi"]["error"]:
             host.warn(f"nvidia-smi does not answer with the driver {loaded} loaded: {state['smi']['error']}")
 

@@ -1,0 +1,403 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The plan: what to do to get the requested driver on a host in a given state.
+
+Pure Python, never reads anything: :func:`plan` runs :data:`PLAN_STEPS` over the
+state (read by ``gpunode.driver.host``) and the request (``gpunode.driver.driver``).
+"""
+
+import re
+
+from ansible.module_utils.gpunode.driver import packages as nvidia_packages
+from ansible.module_utils.gpunode.driver import ubuntu_signed
+from ansible.module_utils.gpunode.driver.driver import (
+    FABRICMANAGER,
+    PACKAGE_METHODS,
+    PERSISTENCED,
+    DriverError,
+    version_matches,
+)
+from ansible.module_utils.gpunode.driver.parsers import service_enabled, service_running
+from ansible.module_utils.gpunode.host.packages import installed, version_known
+
+#: Ubuntu's DKMS packages and the metapackages that depend on them (not -no-dkms).
+_DKMS_SIDE_RE = re.compile(r"^nvidia-(dkms|headless|driver)-\d")
+
+
+def needs_dkms_status(state, request):
+    """Whether the plan depends on ``dkms status`` (the driver is there, its module is not)."""
+    wanted = request["wanted"]
+    on_disk = (state.get("module_on_disk") or {}).get("version")
+    return version_matches(state.get("userspace_version"), wanted) and not version_matches(on_disk, wanted)
+
+
+def index_lookups(plan_result, request):
+    """Packages whose presence in the apt index the plan must know (``apt-cache madison``)."""
+    names = list(plan_result["prerequisites"]) + list(plan_result.get("kernel_modules") or [])
+    if plan_result["install"] and request["packages"]:
+        pin = request["packages"]["pin"]
+        names += request["packages"]["install"] + ([pin] if pin else [])
+    if plan_result["fabricmanager"] and plan_result["fabricmanager"]["install"]:
+        names.append(request["fabricmanager_package"])
+    return names
+
+
+#: The keys of a plan's steps, in their order in the result (then ``converged``, ``disruptive``, ``reasons``).
+PLAN_KEYS = ("repair_dpkg", "install", "install_packages", "refresh_index", "prerequisites", "dkms_build",
+             "dkms_version", "unhold", "hold", "remove", "kernel_modules", "blacklist_nouveau", "unload",
+             "load", "reboot_required", "persistence", "fabricmanager")
+
+
+#: A plan that changes nothing; ``preinstalled`` plans only :data:`PREINSTALLED_STEPS` over it.
+_LIST_STEPS = ("install_packages", "prerequisites", "unhold", "hold", "remove", "kernel_modules",
+               "persistence")
+EMPTY_STEPS = {key: None if key in ("dkms_version", "fabricmanager") else [] if key in _LIST_STEPS else False
+               for key in PLAN_KEYS}
+#: The methods whose driver packages the role holds (``preinstalled``: those dpkg says own the loaded driver).
+HOLDING_METHODS = (*PACKAGE_METHODS, "preinstalled")
+
+
+def skipped(state, request):
+    """What the role leaves alone on this host, with the reason (no systemd to run the daemons)."""
+    if state.get("systemd", True):
+        return []
+    reasons = []
+    modes = (state.get("smi") or {}).get("persistence_mode") or []
+    if request["persistence"] and not (modes and all(mode == "Enabled" for mode in modes)):
+        reasons.append(f"{PERSISTENCED}: no systemd on this host to run it")
+    if request["fabricmanager"]:
+        reasons.append(f"{FABRICMANAGER}: no systemd on this host to run it")
+    return reasons
+
+
+def plan(state, request):
+    """What to do to get ``request`` on a host in ``state``; never reads anything.
+
+    ``state`` (see the module ``nvidia_driver_state``): ``kernel``,
+    ``headers_present``, ``module_on_disk``, ``dkms`` (None when not read),
+    ``loaded`` (``modules``, ``version``, ``module_type``), ``userspace_version``,
+    ``packages`` (dpkg's, None without dpkg), ``dpkg_interrupted`` (reasons),
+    ``services``, ``blacklist_complete``, ``persistenced_unit``, ``secure_boot``,
+    ``index`` (``apt-cache madison``, None when not read). Returns the steps,
+    each a boolean or a list (``remove`` and ``kernel_modules``: the switch between DKMS
+    and Ubuntu's signed modules, and the signed modules of kernels that boot next), with
+    ``converged`` (nothing to do),
+    ``disruptive`` (the GPUs stop: install, unload or reboot) and ``reasons``.
+
+    The steps are :data:`PLAN_STEPS`, in order; their reasons are the plan's, in that order.
+    """
+    parts, reasons = dict(EMPTY_STEPS), []
+    for step in PREINSTALLED_STEPS if request["method"] == "preinstalled" else PLAN_STEPS:
+        part, why = step(state, request, parts)
+        parts.update(part)
+        reasons.extend(why)
+    steps = {key: parts[key] for key in PLAN_KEYS}
+    steps["converged"] = not any(value for key, value in steps.items()
+                                 if key not in ("dkms_version", "reboot_required", "install_packages"))
+    steps["disruptive"] = steps["install"] or steps["unload"] or steps["reboot_required"]
+    steps["reasons"] = reasons
+    return steps
+
+
+# The steps of :func:`plan`, in order. Each is ``step(state, request, steps)`` over the plan so
+# far (the parts of the steps before it) and returns ``(its part of the plan, its reasons)``.
+
+
+def _building(steps):
+    """Whether the run installs the driver or builds its module."""
+    return steps["install"] or steps["dkms_build"]
+
+
+def _builds(request, steps):
+    """Whether the run builds a module (Canonical's signed modules are built and signed already)."""
+    return _building(steps) and request["method"] != "ubuntu-signed"
+
+
+def plan_install(state, request, _steps):
+    """``install`` (and its apt requests), or ``dkms_build`` of a registered version."""
+    install, dkms_build, dkms_version, reasons = install_step(state, request)
+    if install and request.get("signed_auto"):
+        reasons.append("Secure Boot is on and no signing key is set: Canonical's signed NVIDIA modules "
+                       "(nvidia_driver_method: ubuntu-signed)")
+    specs = _install_specs(request, state.get("packages")) if install and request["packages"] else []
+    return {"install": install, "install_packages": specs, "dkms_build": dkms_build,
+            "dkms_version": dkms_version}, reasons
+
+
+def plan_signing(state, request, steps):
+    """Nothing; refuses a build that Secure Boot would not load, or signing files that are missing."""
+    builds = _builds(request, steps)
+    if builds and state.get("secure_boot") and not request["signing"]:
+        raise DriverError(
+            "Secure Boot is on and the NVIDIA kernel module would be unsigned, so the kernel would refuse "
+            "to load it. Create a key pair, enroll its public key with `mokutil --import <cert.der>` "
+            "(confirm at the next boot), then set nvidia_driver_signing_key and nvidia_driver_signing_cert "
+            "to the key and DER certificate on the host; or turn Secure Boot off. Nothing was changed.")
+    missing_keys = state.get("signing_files_missing") or []
+    if builds and missing_keys:
+        raise DriverError(f"{', '.join(missing_keys)} (module signing) does not exist on this host; "
+                          "nothing was changed")
+    return {}, []
+
+
+def plan_dpkg(state, _request, _steps):
+    """``repair_dpkg``: an interrupted dpkg run to finish first."""
+    interrupted_by = state.get("dpkg_interrupted")
+    return {"repair_dpkg": bool(interrupted_by)}, list(interrupted_by or [])
+
+
+def plan_prerequisites(state, request, steps):
+    """``prerequisites``: the kernel headers and build tools a module build needs."""
+    packages = state.get("packages")
+    prerequisites = []
+    if _builds(request, steps) and request["install_prerequisites"] and packages is not None:
+        if not state.get("headers_present"):
+            prerequisites.append(request["headers_package"])
+        prerequisites += [p for p in nvidia_packages.BUILD_PREREQUISITES if not installed(packages, p)]
+    return {"prerequisites": prerequisites}, []
+
+
+def plan_hold(state, request, steps):
+    """``unhold`` and ``hold``: the driver's packages released for an install, held after it."""
+    packages = state.get("packages")
+    install = steps["install"]
+    held = held_packages(packages)
+    hold_targets = list((request["packages"] or {}).get("hold") or [])
+    if request["fabricmanager"] and request["fabricmanager_package"] and request["method"] in PACKAGE_METHODS:
+        hold_targets.append(request["fabricmanager_package"])
+    unhold, hold = [], []
+    if packages is not None and request["method"] in HOLDING_METHODS:
+        if install:
+            unhold = sorted(name for name in held if nvidia_packages.is_driver_package(name))
+        if request["hold"]:
+            hold = [p for p in hold_targets if install or p not in held]
+        else:
+            unhold = sorted(set(unhold) | {p for p in hold_targets if p in held})
+    reasons = [f"not held: {', '.join(hold)}"] if hold and not install else []
+    return {"unhold": unhold, "hold": hold}, reasons
+
+
+def plan_module(state, request, steps):
+    """``unload``, ``load`` and ``reboot_required``: the kernel module to run the wanted driver."""
+    wanted = request["wanted"]
+    loaded = state.get("loaded") or {}
+    loaded_version = loaded.get("version")
+    userspace = state.get("userspace_version")
+    install = steps["install"]
+    reasons = []
+    nouveau = "nouveau" in (loaded.get("modules") or [])
+    installed_exact = userspace if not install and version_matches(userspace, wanted) else None
+    stale = bool(installed_exact) and not version_matches(loaded_version, installed_exact)
+    flavor_change = bool(loaded_version) and bool(loaded.get("module_type")) \
+        and loaded["module_type"] != request["module_type"]
+    unload = bool(loaded_version) and (install or not version_matches(loaded_version, wanted) or stale
+                                       or flavor_change)
+    if unload:
+        reasons.append(f"loaded module {loaded_version} must be unloaded")
+    if nouveau:
+        reasons.append("nouveau is loaded: a reboot is needed to load nvidia")
+    load = not nouveau and (unload or not loaded_version)
+    if load and not unload and not _building(steps):
+        reasons.append("the nvidia module is not loaded")
+    return {"unload": unload, "load": load, "reboot_required": nouveau}, reasons
+
+
+def plan_blacklist(state, request, _steps):
+    """``blacklist_nouveau``: the modprobe.d file that keeps nouveau off the GPUs."""
+    blacklist = request["blacklist_nouveau"] and not state.get("blacklist_complete")
+    return {"blacklist_nouveau": blacklist}, ["nouveau is not blacklisted"] if blacklist else []
+
+
+def plan_persistence(state, request, steps):
+    """``persistence``: nvidia-persistenced's unit (runfile), enable, start."""
+    services = state.get("services") or {}
+    persistence = []
+    if request["persistence"] and state.get("systemd", True):
+        if request["method"] == "runfile" and not state.get("persistenced_unit"):
+            persistence.append("unit")
+        if not service_enabled(services, PERSISTENCED):
+            persistence.append("enable")
+        if not service_running(services, PERSISTENCED) and not steps["reboot_required"]:
+            persistence.append("start")
+    reasons = [f"{PERSISTENCED}: {', '.join(persistence)}"] if persistence and not _building(steps) else []
+    return {"persistence": persistence}, reasons
+
+
+def plan_fabricmanager(state, request, steps):
+    """``fabricmanager``: its package at the driver's version, enabled and started (None: nothing)."""
+    if not request["fabricmanager"]:
+        return {"fabricmanager": None}, []
+    services = state.get("services") or {}
+    userspace = state.get("userspace_version")
+    install = steps["install"]
+    fm_package = request["fabricmanager_package"]
+    fm_version = installed(state.get("packages") or {}, fm_package)
+    fm_install = install or not fm_version \
+        or not version_matches(fm_version.split("-")[0], userspace or "0")
+    fabricmanager = {
+        "package": fm_package,
+        "version": request["version"] if install else userspace,
+        "install": fm_install,
+        "enable": state.get("systemd", True) and not service_enabled(services, FABRICMANAGER),
+        "start": state.get("systemd", True) and not steps["reboot_required"]
+        and (fm_install or steps["unload"] or not service_running(services, FABRICMANAGER)),
+    }
+    if not any((fm_install, fabricmanager["enable"], fabricmanager["start"])):
+        return {"fabricmanager": None}, []
+    if _building(steps):
+        return {"fabricmanager": fabricmanager}, []
+    todo = ", ".join(k for k in ("install", "enable", "start") if fabricmanager[k])
+    return {"fabricmanager": fabricmanager}, [f"fabric manager {fm_package}: {todo}"]
+
+
+def plan_switch(state, request, steps):
+    """``remove`` and ``kernel_modules`` (see :func:`switch_steps`)."""
+    remove, kernel_modules = switch_steps(state, request, steps["install"])
+    reasons = []
+    if kernel_modules:
+        reasons.append(f"signed modules for the kernel(s) that boot next: {', '.join(kernel_modules)}")
+    return {"remove": remove, "kernel_modules": kernel_modules}, reasons
+
+
+def plan_index(state, request, steps):
+    """``refresh_index``: ``apt update`` first, when the index does not know a package the plan installs."""
+    refresh_index = bool((request["packages"] or {}).get("provisional"))
+    if state.get("index") is None:
+        return {"refresh_index": refresh_index}, []
+    unversioned = (request["packages"] or {}).get("unversioned") or ()
+    needed = [(p, None) for p in steps["prerequisites"] + steps["kernel_modules"]]
+    if steps["install"] and request["packages"]:
+        needed += [(p, None if p in unversioned else request["version"])
+                   for p in request["packages"]["install"]]
+        if request["packages"]["pin"]:
+            needed.append((request["packages"]["pin"], None))
+    fabricmanager = steps["fabricmanager"]
+    if fabricmanager and fabricmanager["install"]:
+        needed.append((fabricmanager["package"], fabricmanager["version"]))
+    unknown = [p for p, v in needed if not version_known(state["index"], p, v)]
+    reasons = [f"the package index does not know {', '.join(unknown)}"] if unknown else []
+    return {"refresh_index": refresh_index or bool(unknown)}, reasons
+
+
+def plan_preinstalled_persistence(state, request, steps):
+    """``persistence`` of an adopted driver: only where persistence mode is off and systemd has
+    nvidia-persistenced's unit to enable and start (the image may run it its own way)."""
+    modes = (state.get("smi") or {}).get("persistence_mode") or []
+    if (modes and all(mode == "Enabled" for mode in modes)) or not state.get("persistenced_unit"):
+        return {"persistence": []}, []
+    return plan_persistence(state, request, steps)
+
+
+PREINSTALLED_STEPS = (plan_hold, plan_preinstalled_persistence)
+PLAN_STEPS = (plan_install, plan_signing, plan_dpkg, plan_prerequisites, plan_hold, plan_module,
+              plan_blacklist, plan_persistence, plan_fabricmanager, plan_switch, plan_index)
+
+
+def install_step(state, request):
+    """Whether the driver is (re)installed or only built for the running kernel by DKMS:
+    ``(install, dkms_build, dkms_version, reasons)``."""
+    wanted = request["wanted"]
+    packages = state.get("packages")
+    on_disk = state.get("module_on_disk") or {}
+    userspace = state.get("userspace_version")
+    reasons = []
+    install = dkms_build = False
+    dkms_version = None
+    if not version_matches(userspace, wanted):
+        install = True
+        reasons.append(f"userspace driver is {userspace or 'absent'}, wanted {wanted}")
+    elif not version_matches(on_disk.get("version"), wanted):
+        registered = [e for e in state.get("dkms") or []
+                      if e["module"] == "nvidia" and version_matches(e["version"], wanted)]
+        if registered and request["method"] != "ubuntu-signed":
+            dkms_build, dkms_version = True, registered[0]["version"]
+            reasons.append(f"module {dkms_version} is registered with DKMS but not built for kernel "
+                           f"{state.get('kernel')}")
+        else:
+            install = True
+            reasons.append(f"kernel module for {state.get('kernel')} is "
+                           f"{on_disk.get('version') or 'absent'}, wanted {wanted}")
+    elif on_disk.get("flavor") and on_disk["flavor"] != request["module_type"]:
+        install = True
+        reasons.append(f"the module on disk is {on_disk['flavor']}, wanted {request['module_type']}")
+    if request["packages"] and packages is not None and not install:
+        missing = [p for p in request["packages"]["install"] if not installed(packages, p)]
+        if missing:
+            install = True
+            reasons.append(f"package(s) {', '.join(missing)} not installed")
+    return install, dkms_build, dkms_version, reasons
+
+
+def switch_steps(state, request, install):
+    """``(remove, kernel_modules)``: the packages of the other method an install removes
+    (DKMS <-> Ubuntu's signed modules), and the signed modules of kernels that boot next
+    (the flavour's metapackage, kernels installed but not running) that are missing."""
+    packages = state.get("packages")
+    if packages is None or request["method"] not in PACKAGE_METHODS:
+        return [], []
+    remove = []
+    if install and request["method"] == "ubuntu-signed":
+        remove = ubuntu_signed.installed_dkms_packages(packages)
+    elif install and request.get("signed_fallback"):
+        remove = ubuntu_signed.installed_signed_packages(packages)
+    follow = (request["packages"] or {}).get("follow") or []
+    return remove, [p for p in follow if not installed(packages, p)]
+
+
+def signed_fallback(state, request):
+    """The request, switched to ``ubuntu-signed`` where the packages method would build an
+    unsigned module under Secure Boot on Ubuntu (which :func:`plan` refuses otherwise)."""
+    if not request.get("signed_fallback") or not state.get("secure_boot") or request["signing"]:
+        return request
+    install, dkms_build, _version, _reasons = install_step(state, request)
+    if not (install or dkms_build):
+        return request
+    # said among the plan's reasons when it changes something (quiet on a converged node)
+    return dict(request, method="ubuntu-signed", packages=None, signed_fallback=False, signed_auto=True)
+
+
+def signed_request(request, state, archive, refreshed=False):
+    """The ``ubuntu-signed`` request with its packages, from what the package archive has
+    (``archive``: ``names``, ``drivers``; see ``gpunode.driver.ubuntu_signed.select``)."""
+    wanted = {key: request[key] for key in ("branch", "version", "module_type")}
+    try:
+        chosen = ubuntu_signed.select(wanted, state["kernel"], state.get("packages"), archive, refreshed)
+    except ubuntu_signed.SignedError as exc:
+        raise DriverError(str(exc)) from exc
+    result = dict(request, packages=chosen, version=chosen["version"],
+                  wanted=chosen["version"] or request["branch"])
+    result["warnings"] = [*request["warnings"], *chosen["warnings"]]
+    return result
+
+
+def held_packages(packages):
+    """The installed packages dpkg holds."""
+    return {name for name, entry in (packages or {}).items()
+            if entry["want"] == "hold" and entry["status"] not in ("not-installed", "config-files")}
+
+
+def _install_specs(request, packages):
+    """apt requests for an install: the top-level packages at the version, and with a
+    version, every installed package of that branch too (apt does not downgrade an
+    exact dependency on its own)."""
+    version = request["version"]
+    specs = []
+    pin = request["packages"]["pin"]
+    if pin:
+        specs.append(pin)
+    names = list(request["packages"]["install"])
+    if version:
+        prefix = request["branch"] + "."
+        names += sorted(name for name, entry in (packages or {}).items()
+                        if nvidia_packages.is_driver_package(name) and installed(packages, name)
+                        and (entry["version"] or "").startswith(prefix) and name != pin
+                        and not name.startswith("nvidia-driver-pinning-"))
+        if request["method"] == "ubuntu-signed":  # the DKMS side goes (plan's remove)
+            names = [name for name in names if not _DKMS_SIDE_RE.match(name)]
+    unversioned = request["packages"].get("unversioned") or ()
+    for name in names:
+        spec = name if name in unversioned else nvidia_packages.version_spec(name, version)
+        if spec not in specs:
+            specs.append(spec)
+    return specs

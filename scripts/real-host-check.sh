@@ -11,7 +11,8 @@
 #     --python-path DIR   put DIR (installed wheels: ansible-core and its dependencies) on PYTHONPATH
 #     --wheels DIR        unpack DIR/*.whl (cp312 manylinux for Ubuntu 24.04) into this run's folder first
 #     --collections DIR   ANSIBLE_COLLECTIONS_PATH (kubernetes.core, community.general...)
-#     --python PATH       the Python that runs Ansible and its modules (default /usr/bin/python3)
+#     --python PATH       the Python that runs Ansible and its modules (default: the first of
+#                         /usr/bin/python3 and python3 on PATH that has Jinja2 and PyYAML)
 #     --mig PROFILE=N     also plan MIG on every GPU: N instances of PROFILE (e.g. 1g.10gb=7)
 #     --sim-root DIR      read sysfs/procfs under DIR/sys, DIR/proc (a simulated node)
 #     --keep              keep the work folder (guards, logs, snapshots)
@@ -29,9 +30,7 @@
 # attempted or anything changed. Needs root for a true reading (the modules read as root).
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
-# the system's Python (a virtualenv first on PATH may lack PyYAML and Jinja2)
-python=python3
-[ ! -x /usr/bin/python3 ] || python=/usr/bin/python3
+python=""
 keep=0 mig="" sim_root="" wheels="" collections="" work_parent=/var/tmp
 while [ $# -gt 0 ]; do
   case $1 in
@@ -48,6 +47,12 @@ while [ $# -gt 0 ]; do
     *) echo "real-host-check: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
+if [ -z "$python" ]; then  # Ansible needs Jinja2 and PyYAML (images often have them in a venv only)
+  for candidate in /usr/bin/python3 "$(command -v python3 || true)"; do
+    [ -x "$candidate" ] && "$candidate" -c 'import jinja2, yaml' 2>/dev/null && { python=$candidate; break; }
+  done
+  [ -n "$python" ] || { echo "real-host-check: no python3 with Jinja2 and PyYAML (--python)" >&2; exit 2; }
+fi
 # the guards are run from here: /var/tmp, as /tmp is often mounted noexec (outside the snapshot)
 work=$(mktemp -d "$work_parent/gpunode-real-host-check.XXXXXX")
 [ "$keep" = 1 ] || trap 'rm -rf "$work"' EXIT

@@ -90,6 +90,13 @@ options:
         description: Call the extender over HTTPS.
         type: bool
         default: false
+      tls_insecure:
+        description:
+          - With O(extender.enable_https), do not check the extender's certificate (C(tlsConfig.insecure)),
+            as HAMi's chart configures kube-scheduler to call HAMi's extender, which serves with its
+            admission webhook's self-made certificate.
+        type: bool
+        default: false
       node_cache_capable:
         description: The extender caches node information (gets node names only).
         type: bool
@@ -385,6 +392,7 @@ EXTENDER_SPEC = {
     "filter_verb": {"type": "str", "default": "filter"},
     "bind_verb": {"type": "str", "default": "bind"},
     "enable_https": {"type": "bool", "default": False},
+    "tls_insecure": {"type": "bool", "default": False},
     "node_cache_capable": {"type": "bool", "default": True},
     "ignorable": {"type": "bool", "default": False},
     "managed_resources": {

@@ -756,7 +756,8 @@ def test_hami_extender_placement_carries_the_kube_scheduler_configuration(render
     assert ksc["apiVersion"] == "kubescheduler.config.k8s.io/v1"
     assert ksc["kind"] == "KubeSchedulerConfiguration"
     (ext,) = ksc["extenders"]
-    assert ext["urlPrefix"] == "http://127.0.0.1:31998"
+    assert ext["urlPrefix"] == "https://127.0.0.1:31998"  # it serves HAMi's webhook too
+    assert ext["enableHTTPS"] is True and ext["tlsConfig"] == {"insecure": True}
     assert (ext["filterVerb"], ext["bindVerb"], ext["nodeCacheCapable"]) == ("filter", "bind", True)
     managed = {r["name"] for r in ext["managedResources"]}
     assert {"nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores"} <= managed
@@ -841,9 +842,10 @@ CHART_PATCH_ARGS = ["patch", "--webhook-name=hami-webhook", "--namespace=kube-sy
                     "--patch-validating=false", "--secret-name=hami-scheduler-tls"]
 
 
+@pytest.mark.parametrize("name", list(HAMI))
 @pytest.mark.parametrize("version", ["1.25", "1.30", "1.37"])
-def test_hami_with_its_own_scheduler_renders_the_charts_webhook(rendered, version):
-    objs = objects(rendered["dir"] / f"hami-{version}")
+def test_hami_renders_the_charts_webhook_in_both_placements(rendered, name, version):
+    objs = objects(rendered["dir"] / f"{name}-{version}")
     webhook = by_kind(objs, "MutatingWebhookConfiguration")["hami-webhook"]["webhooks"][0]
     for key, value in CHART_WEBHOOK.items():
         assert webhook[key] == value, key
@@ -857,15 +859,39 @@ def test_hami_with_its_own_scheduler_renders_the_charts_webhook(rendered, versio
     assert {"--cert_file=/tls/tls.crt", "--key_file=/tls/tls.key"} <= set(extender["command"])
     assert {"name": "tls-config", "secret": {"secretName": "hami-scheduler-tls"}} in dep["volumes"]
     assert svc["spec"]["ports"][0]["targetPort"] == extender["ports"][0]["name"] == "https"
-    # its own kube-scheduler calls the extender over HTTPS, as the chart's configmap.yaml
-    config = yaml.safe_load(by_kind(objs, "ConfigMap")["hami-scheduler"]["data"]["config.yaml"])
+    # the kube-scheduler that calls the extender does so over HTTPS, as the chart's configmap.yaml
+    configmap = "hami-scheduler" if name == "hami" else "hami-kube-scheduler-extender"
+    config = yaml.safe_load(by_kind(objs, "ConfigMap")[configmap]["data"]["config.yaml"])
     assert config["extenders"][0]["urlPrefix"].startswith("https://127.0.0.1:")
     assert config["extenders"][0]["enableHTTPS"] is True
     assert config["extenders"][0]["tlsConfig"] == {"insecure": True}
 
 
-def test_hamis_certificate_jobs_make_the_secret_so_no_key_is_rendered(rendered):
-    directory = rendered["dir"] / "hami-1.30"
+# The chart's deployment.yaml passes --scheduler-name={{ .Values.schedulerName }} to the extender,
+# whose webhook writes it into pods (pkg/scheduler/webhook.go, both at commit 4707fb02c91c): a
+# scheduler that calls HAMi's extender, HAMi's own, or the cluster's on the chart's values with
+# kubeScheduler.enabled false and schedulerName default-scheduler (Kubernetes' DefaultSchedulerName).
+@pytest.mark.parametrize(("name", "scheduler_name"), [("hami", "hami-scheduler"),
+                                                      ("hami-extender", "default-scheduler")])
+def test_hamis_webhook_sends_pods_to_the_scheduler_that_calls_its_extender(rendered, name, scheduler_name):
+    objs = hami_objects(rendered, name)
+    dep = by_kind(objs, "Deployment")["hami-scheduler"]["spec"]["template"]["spec"]
+    extender = next(c for c in dep["containers"] if c["name"] == "vgpu-scheduler-extender")
+    assert [a for a in extender["command"] if a.startswith("--scheduler-name=")] == [
+        f"--scheduler-name={scheduler_name}"]
+    if name == "hami":  # its own kube-scheduler runs under that name
+        own = yaml.safe_load(by_kind(objs, "ConfigMap")["hami-scheduler"]["data"]["config.yaml"])
+        assert own["profiles"] == [{"schedulerName": scheduler_name}]
+    else:  # no kube-scheduler of its own: the cluster's default profile calls the extender
+        assert "hami-scheduler" not in by_kind(objs, "ConfigMap")
+        assert [c["name"] for c in dep["containers"]] == ["vgpu-scheduler-extender"]
+        configmap = by_kind(objs, "ConfigMap")["hami-kube-scheduler-extender"]
+        assert "profiles" not in yaml.safe_load(configmap["data"]["config.yaml"])
+
+
+@pytest.mark.parametrize("name", list(HAMI))
+def test_hamis_certificate_jobs_make_the_secret_so_no_key_is_rendered(rendered, name):
+    directory = rendered["dir"] / f"{name}-1.30"
     objs = objects(directory)
     jobs = by_kind(objs, "Job")
     args = {name: job["spec"]["template"]["spec"]["containers"][0]["args"] for name, job in jobs.items()}
@@ -885,10 +911,3 @@ def test_hamis_certificate_jobs_make_the_secret_so_no_key_is_rendered(rendered):
                      "resourceNames": ["hami-webhook"], "verbs": ["get", "update"]}]
     for path in directory.glob("*.yaml"):
         assert "PRIVATE KEY" not in path.read_text() and "kind: Secret" not in path.read_text(), path.name
-
-
-def test_hami_as_an_extender_has_no_webhook_since_pods_keep_the_clusters_scheduler(rendered):
-    objs = objects(rendered["dir"] / "hami-extender-1.30")
-    assert not by_kind(objs, "MutatingWebhookConfiguration") and not by_kind(objs, "Job")
-    dep = by_kind(objs, "Deployment")["hami-scheduler"]["spec"]["template"]["spec"]
-    assert not any("--cert_file" in arg for c in dep["containers"] for arg in c["command"])

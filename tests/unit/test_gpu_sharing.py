@@ -341,16 +341,17 @@ def test_hami_own_scheduler_has_its_profile_and_a_policy_before_1_19():
 
 
 def test_hami_extender_settings_suit_the_scheduler_module():
-    settings = hami.extender("http://127.0.0.1:31998")
-    assert set(settings) == {"url_prefix", "filter_verb", "bind_verb", "enable_https", "node_cache_capable",
-                             "ignorable", "managed_resources"}
+    settings = hami.extender("https://127.0.0.1:31998")
+    assert set(settings) == {"url_prefix", "filter_verb", "bind_verb", "enable_https", "tls_insecure",
+                             "node_cache_capable", "ignorable", "managed_resources"}
+    assert settings["enable_https"] is settings["tls_insecure"] is True
     assert {"name": "nvidia.com/gpumem", "ignored_by_scheduler": True} in settings["managed_resources"]
 
 
 def test_hami_plan_returns_both_placements(run_module):
     ok, result = plan(run_module, mode="hami", hami={"scheduler": "extender", "node_port": 31000})
     assert ok, result
-    assert result["hami"]["scheduler"] == "extender" and result["hami"]["url_prefix"] == "http://127.0.0.1:31000"
+    assert result["hami"]["scheduler"] == "extender" and result["hami"]["url_prefix"] == "https://127.0.0.1:31000"
     files = {m["file"] for m in result["manifests"]["present"]}
     assert "20-configmap-hami-kube-scheduler-extender.yaml" in files
     assert "20-configmap-hami-scheduler.yaml" in {m["file"] for m in result["manifests"]["absent"]}
@@ -366,22 +367,28 @@ CERTGEN_FILES = {"50-job-hami-admission-create.yaml", "70-job-hami-admission-pat
 
 
 @pytest.mark.parametrize(
-    ("scheduler", "certificate", "webhook", "jobs"),
-    [("deployment", "controller", True, False), ("deployment", "job", True, True),
-     ("extender", "job", False, False), ("extender", "controller", False, False)],
+    ("scheduler", "certificate", "scheduler_name", "jobs"),
+    [("deployment", "controller", "hami-scheduler", False), ("deployment", "job", "hami-scheduler", True),
+     ("extender", "job", "default-scheduler", True), ("extender", "controller", "default-scheduler", False)],
 )
-def test_hami_webhook_files_follow_the_placement_and_where_its_certificate_comes_from(
-        run_module, scheduler, certificate, webhook, jobs):
+def test_hami_webhook_files_follow_where_its_certificate_comes_from_in_both_placements(
+        run_module, scheduler, certificate, scheduler_name, jobs):
+    """HAMi's chart (scheduler/webhook.yaml @ v2.10.0) renders the webhook whatever
+    scheduler.kubeScheduler.enabled says; the extender then serves HTTPS (deployment.yaml) and
+    kube-scheduler calls it with tlsConfig insecure (configmap.yaml)."""
     ok, result = plan(run_module, mode="hami", hami={"scheduler": scheduler, "certificate": certificate})
     assert ok, result
     present = {m["file"] for m in result["manifests"]["present"]}
     absent = {m["file"] for m in result["manifests"]["absent"]}
-    assert (WEBHOOK_FILE in present, WEBHOOK_FILE in absent) == (webhook, not webhook)
+    assert WEBHOOK_FILE in present and WEBHOOK_FILE not in absent
     assert (present >= CERTGEN_FILES, absent >= CERTGEN_FILES) == (jobs, not jobs)
-    assert result["hami"]["webhook"] is webhook and result["hami"]["tls_secret"] == "hami-scheduler-tls"
-    own = yaml.safe_load(result["hami"]["own_scheduler_config"])["extenders"][0]
-    assert own["urlPrefix"].startswith("https://" if webhook else "http://")
-    assert (own.get("tlsConfig") == {"insecure": True}) is webhook
+    assert result["hami"]["webhook"] is True and result["hami"]["tls_secret"] == "hami-scheduler-tls"
+    # the name the webhook writes into pods is that of a scheduler which calls HAMi's extender
+    assert result["hami"]["scheduler_name"] == scheduler_name
+    key = "own_scheduler_config" if scheduler == "deployment" else "kube_scheduler_config"
+    entry = yaml.safe_load(result["hami"][key])["extenders"][0]
+    assert entry["urlPrefix"].startswith("https://") and entry["enableHTTPS"] is True
+    assert entry["tlsConfig"] == {"insecure": True}
     # leaving the mode takes every webhook file away
     ok, result = plan(run_module, mode="nvidia", hami={"scheduler": scheduler, "certificate": certificate})
     assert {WEBHOOK_FILE} | CERTGEN_FILES <= {m["file"] for m in result["manifests"]["absent"]}
@@ -389,20 +396,27 @@ def test_hami_webhook_files_follow_the_placement_and_where_its_certificate_comes
     assert not ok and "controller or job" in result["msg"]
 
 
+@pytest.mark.controller(reason="renders the role's variables with Jinja2, which targets lack")
 def test_the_scheduler_roles_hami_extender_is_the_rendered_one():
     """roles/gpushare_scheduler wires the same extender that gpu_cluster_addons renders for HAMi."""
+    jinja2 = pytest.importorskip("jinja2")
     roles = pathlib.Path(__file__).resolve().parents[2] / "roles"
     variables = yaml.safe_load((roles / "gpushare_scheduler" / "vars" / "main.yml").read_text())
     defaults = yaml.safe_load((roles / "gpushare_scheduler" / "defaults" / "main.yml").read_text())
     addons = yaml.safe_load((roles / "gpu_cluster_addons" / "defaults" / "main.yml").read_text())
     url = defaults["gpushare_scheduler_hami_url_prefix"]
-    assert url == f"http://127.0.0.1:{addons['gpu_cluster_addons_hami_node_port']}"
+    assert url == f"https://127.0.0.1:{addons['gpu_cluster_addons_hami_node_port']}"
     assert addons["gpu_cluster_addons_hami_node_port"] == hami.NODE_PORT
-    role = variables["__gpushare_scheduler_hami"]
-    wanted = hami.extender(url)
-    for key in ("filter_verb", "bind_verb", "enable_https", "node_cache_capable", "ignorable",
-                "managed_resources"):
-        assert role[key] == wanted[key], key
+    for prefix in (url, url.replace("https://", "http://")):
+        role = {key: jinja2.Template(value).render(gpushare_scheduler_hami_url_prefix=prefix)
+                if isinstance(value, str) else value
+                for key, value in variables["__gpushare_scheduler_hami"].items()}
+        wanted = hami.extender(prefix)
+        for key in ("filter_verb", "bind_verb", "enable_https", "tls_insecure", "node_cache_capable",
+                    "ignorable", "managed_resources"):
+            assert str(role[key]) == str(wanted[key]), key
+    # the plain-HTTP extender gpunode wrote before is taken out when gpushare's (or none) goes in
+    assert f"http://127.0.0.1:{hami.NODE_PORT}" in variables["__gpushare_scheduler_hami_earlier_urls"]
 
 
 @pytest.mark.parametrize(("config", "words"), [

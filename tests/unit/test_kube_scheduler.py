@@ -711,3 +711,51 @@ def test_absent_takes_out_the_replaced_extenders_too():
     assert kf.strip_config("/etc/x.yaml", hami_only, none, warnings=[]) is None  # ours: the file goes
     gpushare_only = kf.new_config("v1", (1, 29), GPUSHARE, "k")
     assert kf.strip_config("/etc/x.yaml", gpushare_only, none, warnings=[]) is None
+
+
+# --- HAMi's extender over HTTPS: it serves HAMi's admission webhook (issue 32) -----------------
+
+# ExtenderTLSConfig's fields (k8s.io/kube-scheduler config/v1 types.go; the Policy API's
+# ExtenderConfig spelled it tlsConfig too)
+TLS_FIELDS = {"insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData"}
+HAMI_HTTPS = {**HAMI, "url_prefix": "https://127.0.0.1:31998", "enable_https": True, "tls_insecure": True}
+
+
+@pytest.mark.parametrize("minor", [18, 22, 29])
+def test_hamis_https_extender_is_called_without_checking_its_certificate_as_its_chart_does(minor):
+    """HAMi's chart (scheduler/configmap.yaml @ v2.10.0, commit 4707fb02c91c) calls the extender that
+    serves its webhook with enableHTTPS true and tlsConfig insecure, in a Policy and a
+    KubeSchedulerConfiguration alike."""
+    fmt = ka.preferred_api((1, minor))
+    new = yaml.safe_load(kf.new_config(fmt, (1, minor), HAMI_HTTPS, "/etc/kubernetes/scheduler.conf"))
+    (entry,) = new["extenders"]
+    assert entry["urlPrefix"] == "https://127.0.0.1:31998"
+    assert entry["enableHttps" if fmt == ka.POLICY else "enableHTTPS"] is True
+    assert entry["tlsConfig"] == {"insecure": True} and set(entry["tlsConfig"]) <= TLS_FIELDS
+    if fmt != ka.POLICY:
+        check_ksc(new, minor)
+
+
+def test_the_earlier_http_hami_extender_becomes_the_https_one_in_place():
+    """A file with HAMi's plain-HTTP extender (gpunode before the webhook came to the extender
+    placement) gets the HTTPS one in its place (same managed resources), and then converges."""
+    before = kf.new_config("v1", (1, 29), HAMI, "k")
+    new, _ = kf.merge_config("/etc/x.yaml", before, version=(1, 29), extender=HAMI_HTTPS, kubeconfig="k",
+                             warnings=[])
+    data = yaml.safe_load(new)
+    assert [(e["urlPrefix"], e.get("tlsConfig")) for e in data["extenders"]] == [
+        ("https://127.0.0.1:31998", {"insecure": True})]
+    check_ksc(data, 29)
+    again, _ = kf.merge_config("/etc/x.yaml", new, version=(1, 29), extender=HAMI_HTTPS, kubeconfig="k",
+                               warnings=[])
+    assert again == new
+    # and gpushare's, with the earlier URL among those it replaces, takes it out
+    gpushare = dict(GPUSHARE, replaces=[HAMI_HTTPS["url_prefix"], HAMI["url_prefix"]])
+    back, _ = kf.merge_config("/etc/x.yaml", before, version=(1, 29), kubeconfig="k", warnings=[],
+                              extender=gpushare)
+    assert [e["urlPrefix"] for e in yaml.safe_load(back)["extenders"]] == [GPUSHARE["url_prefix"]]
+
+
+def test_tls_insecure_means_nothing_without_https():
+    entry = ka.extender_entry(dict(GPUSHARE, tls_insecure=True), "v1")
+    assert "tlsConfig" not in entry and entry["enableHTTPS"] is False

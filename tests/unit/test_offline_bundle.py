@@ -168,12 +168,34 @@ def test_the_roles_refusals_name_the_node():
         ob.driver_needs(ob.node_input("g", {}, dict(UBUNTU, kernel="", method="ubuntu-signed")))
 
 
+CERTGEN = "docker.io/liangjw/kube-webhook-certgen:v1.1.1"
+ROLES = pathlib.Path(__file__).resolve().parents[2] / "roles"
+
+
+@pytest.mark.parametrize("placement", ["deployment", "extender"])
+def test_hamis_bundle_carries_the_image_of_its_certificate_jobs(placement):
+    """Rendered to files, HAMi's webhook certificate is made by its chart's certificate Jobs, whose
+    image (job-hami-admission-*.yaml.j2: images.hami_certgen) an offline cluster must find."""
+    defaults = yaml.safe_load((ROLES / "gpu_cluster_addons" / "defaults" / "main.yml").read_text())
+    for job in ("create", "patch"):
+        text = (ROLES / "gpu_cluster_addons" / "templates" / f"job-hami-admission-{job}.yaml.j2").read_text()
+        assert 'image: "{{ __gpu_cluster_addons_plan.images.hami_certgen }}"' in text
+    values = dict(defaults, gpu_cluster_addons_hami_scheduler=placement)
+    images = {i["name"]: i for i in ob.bundle_images("hami", values, "1.33.1", [])}
+    wanted = "{}:{}".format(defaults["gpu_cluster_addons_hami_certgen_image"],
+                            defaults["gpu_cluster_addons_hami_certgen_version"])
+    assert images["hami_certgen"]["image"] == wanted
+    assert "hami_certgen" not in {i["name"] for i in ob.bundle_images("nvidia", values, "1.33.1", [])}
+
+
 def test_images_per_mode_as_pinned_with_their_archive_and_mirror_path():
     values = {"gpu_cluster_addons_nvidia_device_plugin_image": "nvcr.io/nvidia/k8s-device-plugin",
               "gpu_cluster_addons_nvidia_device_plugin_version": "v0.20.0",
               "gpu_cluster_addons_hami_image": "docker.io/projecthami/hami",
               "gpu_cluster_addons_hami_version": "v2",
               "gpu_cluster_addons_hami_kube_scheduler_image": "registry.k8s.io/kube-scheduler",
+              "gpu_cluster_addons_hami_certgen_image": "docker.io/liangjw/kube-webhook-certgen",
+              "gpu_cluster_addons_hami_certgen_version": "v1.1.1",
               "gpu_cluster_addons_image_registry": "registry.local:5000/m"}
     warnings = []
     assert ob.bundle_images("nvidia", values, "", warnings) == [{
@@ -181,7 +203,8 @@ def test_images_per_mode_as_pinned_with_their_archive_and_mirror_path():
         "archive": "images/nvidia_k8s-device-plugin_v0.20.0.oci.tar",
         "path": "nvidia/k8s-device-plugin:v0.20.0"}]
     hami = ob.bundle_images("hami", values, "", warnings)
-    assert [i["image"] for i in hami] == ["docker.io/projecthami/hami:v2"] and "kube-scheduler" in warnings[0]
+    assert [i["image"] for i in hami] == ["docker.io/projecthami/hami:v2", CERTGEN]
+    assert "kube-scheduler" in warnings[0]
     hami = ob.bundle_images("hami", values, "1.33.1", [])
     assert hami[1]["image"] == "registry.k8s.io/kube-scheduler:v1.33.1"
     dra = ob.bundle_images("dra", values, "", [])

@@ -18,9 +18,9 @@ Two ways to run it (``gpu_cluster_addons_hami_scheduler``):
   beside it in one pod; pods that use HAMi's resources set
   ``schedulerName: hami-scheduler``.
 - ``extender``: the cluster's kube-scheduler calls HAMi's extender through
-  the node port, wired by the gpushare_scheduler role (kube_scheduler_extender,
-  kubeadm/RKE/RKE2) from ``extender(...)`` below; pods change nothing but
-  their resource names.
+  the node port over HTTPS (the extender serves the webhook too), wired by the
+  gpushare_scheduler role (kube_scheduler_extender, kubeadm/RKE/RKE2) from
+  ``extender(...)`` below; pods keep ``default-scheduler``.
 """
 
 import json
@@ -34,6 +34,7 @@ except ImportError:  # the controller has PyYAML (ansible-core needs it)
 
 VERSION = "v2.10.0"
 SCHEDULER_NAME = "hami-scheduler"
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
 PLACEMENTS = ("deployment", "extender")
 # Resources HAMi's extender manages (chart values resourceName, resourceMem, resourceCores,
 # resourceMemPercentage, resourcePriority).
@@ -45,12 +46,22 @@ MANAGED_RESOURCES = (
     "nvidia.com/priority",
 )
 NODE_PORT = 31998
-# The admission webhook (chart scheduler/webhook.yaml): it sets schedulerName: hami-scheduler on
-# pods that ask for HAMi's resources, so it comes with HAMi's own kube-scheduler (placement
-# deployment). Its serving certificate lives in this Secret (the chart's "<release>-scheduler-tls").
+# The admission webhook (chart scheduler/webhook.yaml) comes in both placements, as the chart
+# renders it whatever scheduler.kubeScheduler.enabled says. It sets pod.spec.schedulerName to the
+# extender's --scheduler-name (pkg/scheduler/webhook.go) on pods that ask for HAMi's resources:
+# the chart passes its schedulerName value; here hami-scheduler with HAMi's own kube-scheduler and
+# default-scheduler (Kubernetes' DefaultSchedulerName) in the extender placement, where the
+# cluster's kube-scheduler calls the extender. With the chart's forceOverwriteDefaultScheduler
+# (true) a pod whose schedulerName is another scheduler's is left alone. Its serving certificate
+# lives in this Secret (the chart's "<release>-scheduler-tls"); the extender then serves HTTPS.
 WEBHOOK_NAME = "hami-webhook"
 WEBHOOK_SECRET = "hami-scheduler-tls"
 CERTIFICATE_SOURCES = ("controller", "job")
+
+
+def scheduler_name(placement):
+    """The extender's --scheduler-name, which its webhook writes into pods (see WEBHOOK_NAME)."""
+    return SCHEDULER_NAME if placement == "deployment" else DEFAULT_SCHEDULER_NAME
 
 
 def extender(url_prefix):
@@ -60,6 +71,9 @@ def extender(url_prefix):
         "filter_verb": "filter",
         "bind_verb": "bind",
         "enable_https": url_prefix.startswith("https://"),
+        # its serving certificate is the webhook's: the chart's configmap.yaml calls
+        # https://127.0.0.1:443 with tlsConfig insecure
+        "tls_insecure": url_prefix.startswith("https://"),
         "node_cache_capable": True,
         "ignorable": False,
         "managed_resources": [{"name": name, "ignored_by_scheduler": True} for name in MANAGED_RESOURCES],
@@ -75,10 +89,6 @@ def scheduler_config(kubernetes_version, url_prefix, profile=None, kubeconfig=No
     """
     fmt = preferred_api(tuple(kubernetes_version[:2]))
     entry = extender_entry(extender(url_prefix), fmt)
-    if url_prefix.startswith("https://"):
-        # the extender's serving certificate is the webhook's: the chart's configmap.yaml
-        # calls https://127.0.0.1:443 with tlsConfig insecure
-        entry["tlsConfig"] = {"insecure": True}
     entry["weight"] = 1
     if fmt == POLICY:
         entry["httpTimeout"] = 30000000000  # nanoseconds in a Policy

@@ -96,12 +96,13 @@ def hami(settings, version):
     if certificate not in hami_utils.CERTIFICATE_SOURCES:
         raise GpuAddonsError(f"hami certificate: {certificate!r} is not controller or job")
     minor = tuple(int(x) for x in version.split(".")[:2])
-    webhook = placement == "deployment"
-    node_url = "http://127.0.0.1:{}".format(int(settings.get("node_port") or hami_utils.NODE_PORT))
-    pod_url = "{}://127.0.0.1:{}".format("https" if webhook else "http", int(settings.get("port") or 8080))
+    # the webhook in both placements, as HAMi's chart; the extender then serves HTTPS
+    node_url = "https://127.0.0.1:{}".format(int(settings.get("node_port") or hami_utils.NODE_PORT))
+    pod_url = "https://127.0.0.1:{}".format(int(settings.get("port") or 8080))
     return {
         "scheduler": placement,
-        "webhook": webhook,
+        "scheduler_name": hami_utils.scheduler_name(placement),
+        "webhook": True,
         "certificate": certificate,
         "tls_secret": hami_utils.WEBHOOK_SECRET,
         # before 1.19 kube-scheduler reads a Policy (--policy-config-file) instead

@@ -37,7 +37,11 @@ CUDA_REPOS = nvidia_packages.CUDA_REPO_URL.split("{distro}", maxsplit=1)[0]
 MODE_IMAGES = {
     "nvidia": ("nvidia_device_plugin",),
     "gpushare": ("gpushare_device_plugin", "gpushare_extender"),
-    "hami": ("hami", "hami_kube_scheduler"),
+    # hami_certgen: HAMi's certificate Jobs (its chart's kube-webhook-certgen), which make the
+    # webhook's certificate when the add-ons are rendered to files (gpu_cluster_addons_output_dir);
+    # carried in either case, since the bundle cannot know whether the cluster's add-ons will be
+    # rendered or applied (applied, the certificate is made on the controller)
+    "hami": ("hami", "hami_kube_scheduler", "hami_certgen"),
     "dra": ("dra", "nvidia_device_plugin"),
 }
 #: The nvidia_driver_* values (without the prefix) that decide what the role installs; the

@@ -305,7 +305,8 @@ def _env_flags_holder(text, containers):
     )
     raise FlagsError(
         f"{which} (this file sets {', '.join(names)}; none is {DEFAULT_VARIABLE}): set flags_variable "
-        "to the variable the kubelet's unit expands (its ExecStart=)"
+        "(role kubelet_gpu: kubelet_gpu_flags_variable) to the variable the kubelet's unit expands "
+        "(its ExecStart=)"
     )
 
 

@@ -140,6 +140,10 @@ def extender_entry(extender, fmt):
     if extender.get("bind_verb"):
         entry["bindVerb"] = extender["bind_verb"]
     entry["enableHttps" if fmt == POLICY else "enableHTTPS"] = bool(extender["enable_https"])
+    if extender["enable_https"] and extender.get("tls_insecure"):
+        # the extender's certificate is not checked: HAMi's chart (scheduler/configmap.yaml at
+        # v2.10.0) calls its webhook-serving extender this way; same key in a Policy
+        entry["tlsConfig"] = {"insecure": True}
     entry["nodeCacheCapable"] = bool(extender["node_cache_capable"])
     if extender.get("managed_resources"):
         entry["managedResources"] = [

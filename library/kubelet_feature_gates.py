@@ -145,6 +145,25 @@ options:
     description: Keep a timestamped copy of each file changed (never where the kubelet would load it).
     type: bool
     default: false
+  registration_taint:
+    description:
+      - A taint (C(key[=value]:Effect), e.g. C(gpunode.io/gpu-unvalidated:NoSchedule)) the kubelet registers
+        its Node with (C(registerWithTaints)) while O(validation_record) does not say the node passed its
+        validation, and that is taken out once it does; the other taints there are kept. Written only where
+        the gates go to the kubelet's C(--config) file; elsewhere a warning says it is not set.
+      - Omitted, C(registerWithTaints) is not touched.
+    type: str
+  registration_taint_state:
+    description:
+      - V(unvalidated) - the taint is in C(registerWithTaints) while the node has not passed its validation;
+        V(absent) - it is taken out (the validation gate switched off).
+    type: str
+    choices: [unvalidated, absent]
+    default: unvalidated
+  validation_record:
+    description: The record of the node's last validation (role gpu_validate) O(registration_taint) follows.
+    type: path
+    default: /var/lib/gpunode/validated.json
   lock_timeout:
     description:
       - Seconds to wait for the node's lock, C(/run/gpunode/lock) (where C(/run) is not writable, a
@@ -268,6 +287,15 @@ location:
       ...).
   type: str
   returned: always
+registration_taint:
+  description:
+    - With O(registration_taint) - the taint, whether the kubelet registers with it (C(present)), why
+      (C(why)) and where it is written (C(where), null where it is not).
+  type: dict
+  returned: when a kubelet was found and O(registration_taint) was given
+  sample: {taint: "gpunode.io/gpu-unvalidated:NoSchedule", present: true,
+           where: "/var/lib/kubelet/config.yaml registerWithTaints",
+           why: "/var/lib/gpunode/validated.json: not validated yet"}
 present:
   description: Whether a kubelet was found (false - nothing done, with a warning).
   type: bool

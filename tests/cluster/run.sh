@@ -10,12 +10,15 @@
 # MODE        nvidia | gpushare | hami                           [nvidia]
 # TIMEOUT     seconds to wait for readiness                      [300]
 # EXTRA_VARS  more -e for ansible-playbook (JSON or key=value)   []
+# VALIDATION_POD_DIGEST  sha256:... of nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04
+#             (no default: step 5 is skipped without it)       []
 #
 # Steps: (1) render the manifests for the cluster's version and validate each
 # with kubernetes-validate (strict); (2) apply them (the role waits until the
 # device plugin is ready and every GPU node advertises its resource, and
 # fails naming the nodes that do not); (3) apply again: nothing may change;
-# (4) show each GPU node's allocatable resource.
+# (4) show each GPU node's allocatable resource; (5) the validation gate's pod
+# (CUDA vectorAdd on one GPU) on every GPU node, which must succeed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -41,7 +44,7 @@ print(client.VersionApi().get_code().git_version)') || fail "cannot reach the AP
 echo "== Kubernetes $version; mode $MODE; logs in $log"
 
 start=$SECONDS
-echo "== 1/4 render and validate"
+echo "== 1/5 render and validate"
 ansible-playbook "${common[@]}" playbooks/cluster_addons.yml \
   -e "gpu_cluster_addons_output_dir=$log/manifests" -e "gpu_cluster_addons_kubernetes_version=$version" \
   >"$log/render.log" 2>&1 || { tail -n 40 "$log/render.log"; fail "rendering failed"; }
@@ -53,17 +56,17 @@ else
   echo "   (kubernetes-validate not installed: skipped; pip install -r requirements-dev.txt)"
 fi
 
-echo "== 2/4 apply and wait for the GPUs (up to $TIMEOUT s)"
+echo "== 2/5 apply and wait for the GPUs (up to $TIMEOUT s)"
 ansible-playbook "${common[@]}" playbooks/cluster_addons.yml | tee "$log/apply1.log" \
   || fail "applying failed (see above; the last assert names what is not ready)"
 
-echo "== 3/4 apply again: nothing may change"
+echo "== 3/5 apply again: nothing may change"
 ansible-playbook "${common[@]}" playbooks/cluster_addons.yml >"$log/apply2.log" 2>&1 \
   || { tail -n 40 "$log/apply2.log"; fail "second apply failed"; }
 recap=$(grep -E '^localhost +:' "$log/apply2.log" | tail -n1)
 grep -qE 'changed=0 .*failed=0' <<<"$recap" || fail "second apply was not a no-op: $recap"
 
-echo "== 4/4 GPU nodes and what they advertise"
+echo "== 4/5 GPU nodes and what they advertise"
 resource=$([[ $MODE == nvidia ]] && echo nvidia.com/gpu || echo aliyun.com/gpu-mem)
 python3 - "$resource" <<'PY'
 import sys
@@ -76,4 +79,14 @@ for node in nodes:
           f" product={node.metadata.labels.get('nvidia.com/gpu.product', '?')}")
 sys.exit(0 if nodes else 1)
 PY
+echo "== 5/5 the validation pod on every GPU node"
+if [[ $MODE != nvidia ]]; then
+  echo "   (mode $MODE advertises no nvidia.com/gpu: skipped)"
+elif [[ -n ${VALIDATION_POD_DIGEST:-} ]]; then
+  ansible-playbook "${common[@]}" -e "gpu_cluster_addons_validation_pod_digest=$VALIDATION_POD_DIGEST" \
+    tests/cluster/validation_pod.yml >"$log/validation-pod.log" 2>&1 \
+    || { tail -n 40 "$log/validation-pod.log"; fail "the validation pod did not succeed"; }
+else
+  echo "   (VALIDATION_POD_DIGEST not set: skipped; the pod's image digest has no default)"
+fi
 echo "== test-cluster passed in $((SECONDS - start)) s ($recap)"

@@ -33,6 +33,11 @@ ARGUMENT_SPEC = {
     "restart_planned": {"type": "bool", "default": False},
     "allow_unknown": {"type": "bool", "default": False},
     "backup": {"type": "bool", "default": False},
+    "registration_taint": {"type": "str"},
+    "registration_taint_state": {
+        "type": "str", "choices": ["unvalidated", "absent"], "default": "unvalidated",
+    },
+    "validation_record": {"type": "path", "default": "/var/lib/gpunode/validated.json"},
 }
 MUTUALLY_EXCLUSIVE = [TARGET_PATHS]
 ERRORS = (PlanError,)

@@ -1,0 +1,126 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The taint a GPU node registers with until it has passed its validation.
+
+The kubelet puts the taints of ``registerWithTaints`` (KubeletConfiguration,
+a list of core/v1 Taint: ``key``, ``value``, ``effect``; the flag
+``--register-with-taints`` is its deprecated twin) on its Node object when it
+registers, so a GPU node that joins after the add-ons play starts with
+``gpunode.io/gpu-unvalidated:NoSchedule`` and takes no pods until the add-ons
+play lifts the taint (docs/VALIDATION.md). Field reference:
+https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/
+(``registerWithTaints``: "an array of taints to add to a node object when the
+kubelet registers itself").
+
+The taint is wanted while the node's validation record
+(``/var/lib/gpunode/validated.json``, validate/marker.py) does not say passed,
+and taken out once it does; the operator's other taints are kept as they are.
+Written where the kubelet's gates go when that is its ``--config`` file; other
+places (a ``--config-dir`` drop-in, whose list would replace the main file's,
+flags, RKE) are reported, not written.
+
+Standard library, and PyYAML for YAML files (through yaml_edit). Python 3.8+.
+"""
+
+import json
+import re
+
+from ansible.module_utils.gpunode.formats.json_config import detect_indent
+from ansible.module_utils.gpunode.formats.json_config import parse as parse_json
+from ansible.module_utils.gpunode.formats.yaml_edit import (
+    YamlEditError,
+    append_to_list,
+    remove_key,
+    set_value,
+)
+from ansible.module_utils.gpunode.kubelet.config import is_json, load
+from ansible.module_utils.gpunode.validate.marker import read as read_record
+
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# a qualified name (optional DNS prefix and slash) as Kubernetes validates taint keys
+_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+
+
+class TaintError(ValueError):
+    """A taint option or a registerWithTaints that cannot be used; the message says why."""
+
+
+def parse(text):
+    """``key[=value]:Effect`` (as ``kubectl taint`` writes it) -> a core/v1 Taint dict."""
+    spec, _, effect = str(text).rpartition(":")
+    key, _, value = spec.partition("=")
+    if not spec or effect not in EFFECTS:
+        raise TaintError(
+            f"registration_taint {text!r}: not key[=value]:Effect with Effect one of {', '.join(EFFECTS)}"
+        )
+    name = key.rpartition("/")[2]
+    if not _KEY_RE.match(key) or len(name) > 63 or not _VALUE_RE.match(value) or len(value) > 63:
+        raise TaintError(
+            f"registration_taint {text!r}: {key!r} or {value!r} is not a valid taint key or value"
+        )
+    taint = {"key": key, "effect": effect}
+    if value:
+        taint["value"] = value
+    return taint
+
+
+def wanted(state, record):
+    """(present, why): whether the taint belongs in the file, from ``state`` and the record's path."""
+    if state == "absent":
+        return False, "the validation gate is off"
+    _converged, facts, why = read_record(record)
+    if facts.get("gpu_validate", {}).get("passed"):
+        return False, f"{record}: the last validation passed"
+    return True, why or f"{record}: the last validation did not pass"
+
+
+def _same(item, taint):
+    return isinstance(item, dict) and (item.get("key"), item.get("effect")) == (taint["key"], taint["effect"])
+
+
+def edit(text, taint, present):
+    """``text`` (a KubeletConfiguration, YAML or JSON) with ``taint`` in or out of registerWithTaints.
+
+    Other taints, keys, comments and layout are kept; a list left empty is removed.
+    """
+    data = load(text) if text else {}
+    current = data.get("registerWithTaints") if isinstance(data, dict) else None
+    if current is None:
+        current = []
+    if not isinstance(current, list):
+        raise TaintError("registerWithTaints is not a list")
+    kept = [item for item in current if not _same(item, taint)]
+    target = [*kept, taint] if present else kept
+    if present and any(item == taint for item in current) and len(kept) == len(current) - 1:
+        return text
+    if target == current:
+        return text
+    if is_json(text):
+        return _edit_json(text, target)
+    try:
+        if not target:
+            return remove_key(text, ["registerWithTaints"])
+        if present and len(kept) == len(current):
+            return append_to_list(text or "", ["registerWithTaints"], taint)
+        return set_value(text, ["registerWithTaints"], target)
+    except YamlEditError as exc:
+        raise TaintError(str(exc)) from None
+
+
+def _edit_json(text, target):
+    data = parse_json(text, "the file")
+    if target:
+        data["registerWithTaints"] = target
+    else:
+        data.pop("registerWithTaints", None)
+    if "\n" not in text.strip():
+        return json.dumps(data, ensure_ascii=False) + ("\n" if text.endswith("\n") else "")
+    return json.dumps(data, indent=detect_indent(text), ensure_ascii=False) + "\n"
+
+
+def render(taint):
+    """``key[=value]:Effect``."""
+    value = f"={taint['value']}" if taint.get("value") else ""
+    return f"{taint['key']}{value}:{taint['effect']}"

@@ -1,0 +1,69 @@
+"""The validation pod (roles/gpu_cluster_addons/templates/pod-gpu-validation.yaml.j2).
+
+Rendered through Ansible's own templating with the role's defaults and vars, then
+validated with kubernetes-validate in strict mode for every Kubernetes minor the
+add-ons are validated for, and checked for what the gate relies on: bound to its
+node, one GPU, never restarted, the image under the mirror and pinned by digest.
+"""
+
+import pathlib
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+from yaml import safe_load
+
+try:  # a controller-side dependency Debian does not package: every test here is marked controller
+    import kubernetes_validate
+except ImportError:
+    kubernetes_validate = None
+
+ROLE = pathlib.Path(__file__).resolve().parents[2] / "roles" / "gpu_cluster_addons"
+VERSIONS = [f"1.{minor}" for minor in range(25, 38)]
+DIGEST = "sha256:" + "0123456789abcdef" * 4  # a well-formed stand-in: the role has no default digest
+
+pytestmark = pytest.mark.controller(reason="renders the role's template through Ansible's templating")
+
+
+def render(**overrides):
+    loader = DataLoader()  # loads the role's files as Ansible does (their templates trusted)
+    variables = {"ansible_managed": "Managed by gpunode", "ansible_check_mode": False}
+    for name in ("defaults", "vars"):
+        variables.update(loader.load_from_file(str(ROLE / name / "main.yml"), trusted_as_template=True))
+    variables.update({"gpu_cluster_addons_validation_pod_digest": DIGEST,
+                      "__gpu_cluster_addons_validation_node": "gpu-node-1", **overrides})
+    templar = Templar(loader=loader, variables=variables)
+    text = trust_as_template((ROLE / "templates" / "pod-gpu-validation.yaml.j2").read_text())
+    return safe_load(templar.template(text)), templar
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_pod_validates_strictly(version):
+    pod, _ = render()
+    try:
+        kubernetes_validate.validate(pod, f"{version}.0", strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        pytest.fail(f"{version}: {exc.message} at {list(exc.path)}")
+
+
+def test_the_pod_runs_once_on_its_node_with_one_gpu_pinned_by_digest():
+    pod, _ = render()
+    spec = pod["spec"]
+    assert spec["nodeName"] == "gpu-node-1" and spec["restartPolicy"] == "Never"
+    (container,) = spec["containers"]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert container["image"] == f"nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04@{DIGEST}"
+    gate = {"key": "gpunode.io/gpu-unvalidated", "operator": "Exists", "effect": "NoSchedule"}
+    assert gate in spec["tolerations"]
+    assert pod["metadata"]["name"] == "gpunode-gpu-validation-gpu-node-1"
+
+
+def test_the_image_follows_the_mirror():
+    pod, _ = render(gpu_cluster_addons_image_registry="registry.example.com:5000")
+    image = pod["spec"]["containers"][0]["image"]
+    assert image.startswith("registry.example.com:5000/nvidia/k8s/cuda-sample:") and image.endswith(DIGEST)
+
+
+def test_no_digest_no_pod():
+    _, templar = render(gpu_cluster_addons_validation_pod_digest="")
+    assert templar.template(trust_as_template("{{ __gpu_cluster_addons_validation_pod_on | bool }}")) is False

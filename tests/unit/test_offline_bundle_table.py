@@ -28,6 +28,7 @@ from ansible.module_utils.gpunode.driver import state_call
 from ansible.module_utils.gpunode.driver.driver import SECURE_BOOT_EFIVAR
 from ansible.module_utils.gpunode.driver.gpu import gather
 from ansible.module_utils.gpunode.driver.stages import evaluate
+from ansible.module_utils.gpunode.host.commands import Host
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROLE_DEFAULTS = yaml.safe_load((ROOT / "roles/nvidia_driver/defaults/main.yml").read_text())
@@ -131,7 +132,7 @@ class BareNode:
             (self.sys / "firmware" / "efi" / "efivars" / SECURE_BOOT_EFIVAR).write_bytes(b"\x06\0\0\0\x01")
         self.warnings = []
 
-    def get_bin_path(self, name):
+    def get_bin_path(self, name, opt_dirs=None):
         return f"/usr/bin/{name}" if name in ("modinfo", "dpkg-query", "apt-cache", "systemctl") else None
 
     def run_command(self, argv, environ_update=None):
@@ -164,7 +165,7 @@ def role_plan(tmp_path, monkeypatch, node, values):
         return None, None  # nvidia_driver_state: "no NVIDIA GPU: nothing to do"
     os_info = {key: node[key] for key in ("distribution", "distribution_version", "kernel")}
     os_info["architecture"] = "x86_64"
-    result = evaluate(driver_host.Host(bare), params, gpu, os_info)
+    result = evaluate(Host(bare), params, gpu, os_info)
     return result["request"], result["plan"]
 
 

@@ -82,7 +82,7 @@ configured:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpunode.host.commands import C_LOCALE, Host
+from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.packages import (
     FRONTEND_LOCKED_ENV,
     Apt,
@@ -116,9 +116,8 @@ def read_packages(module):
 
 def dpkg(module, args, data=None):
     binary = module.get_bin_path("dpkg", required=True)
-    env = dict(C_LOCALE, **FRONTEND_LOCKED_ENV)
-    rc, out, err = module.run_command([binary, f"--admindir={module.params['admindir']}", *args], data=data,
-                                      environ_update=env)
+    rc, out, err = Host(module).run([binary, f"--admindir={module.params['admindir']}", *args], data=data,
+                                    environ=FRONTEND_LOCKED_ENV)
     if rc != 0:
         module.fail_json(msg=f"dpkg {' '.join(args)} failed (rc {rc}): {err.strip() or out.strip()}")
     return out

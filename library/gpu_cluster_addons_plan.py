@@ -48,7 +48,7 @@ options:
     default: []
   host_facts:
     description:
-      - Per GPU host, its C(ansible_facts) (or the part of them with C(nvidia_gpu),
+      - Per GPU host, its C(ansible_facts) (or the part of them with C(nvidia_gpu), C(nvidia_driver),
         C(nvidia_container_runtime) and C(nodename)). A host missing here has no facts.
     type: dict
     default: {}

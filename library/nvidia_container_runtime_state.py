@@ -102,6 +102,15 @@ options:
     description: The loaded NVIDIA driver's version; read from C(/sys/module/nvidia/version) when empty.
     type: str
     default: ""
+  driver_root:
+    description:
+      - The directory the loaded driver's files hang from (the C(driver_root) of the C(nvidia_driver) facts),
+        C(/) for a driver in C(/usr), an image's prefix such as C(/usr/local/nvidia) otherwise.
+      - Outside C(/) the CDI spec is made with C(nvidia-ctk cdi generate --driver-root=ROOT --dev-root=/),
+        or C(nvidia-cdi-refresh.service) gets C(NVIDIA_CTK_DRIVER_ROOT) and C(NVIDIA_CTK_DEV_ROOT) in
+        C(/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env) (toolkit 1.18+).
+    type: path
+    default: /
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -188,8 +197,9 @@ plan:
         C(generated), C(configure), C(restart).
       type: dict
     cdi:
-      description: C(action) (null, C(generate) with nvidia-ctk, C(refresh) with nvidia-cdi-refresh)
-        and C(path).
+      description: C(action) (null, C(generate) with nvidia-ctk, C(refresh) with nvidia-cdi-refresh),
+        C(path), C(args) (more arguments of C(nvidia-ctk cdi generate)) and C(environment) (the variables
+        nvidia-cdi-refresh reads from its environment file), both empty for a driver in C(/).
       type: dict
     summary:
       description: One line for the run's output - the engines and their default runtimes as the plan

@@ -118,7 +118,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.driver.driver import LOAD_MODULES, NVIDIA_MODULES
 from ansible.module_utils.gpunode.driver.gpu import read_loaded
-from ansible.module_utils.gpunode.host.commands import C_LOCALE
+from ansible.module_utils.gpunode.host import systemd
+from ansible.module_utils.gpunode.host.commands import Host
 
 
 def build_module():
@@ -142,37 +143,31 @@ class Modules:
         self.module = module
         self.params = module.params
         self.modprobe = module.get_bin_path("modprobe", required=True)
+        self.host = Host(module)
         self.result = {"changed": False, "loaded": [], "unloaded": [], "busy": {}, "stopped": []}
 
     def loaded(self):
         return set(read_loaded(self.params["sysfs_root"], self.params["proc_root"])["modules"])
 
     def _run(self, argv):
-        return self.module.run_command(argv, environ_update=C_LOCALE)
+        return self.host.run(argv)
 
     def stop_services(self):
-        systemctl = self.module.get_bin_path("systemctl")
-        if not systemctl:
-            return
         for name in self.params["stop_services"]:
-            rc, _out, _err = self._run([systemctl, "is-active", "--quiet", name])
-            if rc != 0:
+            if not systemd.is_active(self.host, name):  # False without systemd
                 continue
             if not self.module.check_mode:
-                rc, out, err = self._run([systemctl, "stop", name])
-                if rc != 0:
-                    self.module.fail_json(msg=f"systemctl stop {name} failed: {err.strip() or out.strip()}",
-                                          **self.result)
+                error = systemd.control(self.host, "stop", name)
+                if error:
+                    self.module.fail_json(msg=f"systemctl stop {name} failed: {error}", **self.result)
             self.result["stopped"].append(name)
 
     def start_services(self, names):
-        systemctl = self.module.get_bin_path("systemctl")
         for name in names:
             if not self.module.check_mode:
-                rc, out, err = self._run([systemctl, "start", name])
-                if rc != 0:
-                    self.module.fail_json(msg=f"systemctl start {name} failed: {err.strip() or out.strip()}",
-                                          **self.result)
+                error = systemd.control(self.host, "start", name)
+                if error:
+                    self.module.fail_json(msg=f"systemctl start {name} failed: {error}", **self.result)
             if name in self.result["stopped"]:
                 self.result["stopped"].remove(name)
             else:

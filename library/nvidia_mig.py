@@ -173,7 +173,8 @@ from ansible.module_utils.gpunode.driver.mig import (
 from ansible.module_utils.gpunode.driver.roots import TOOL_PREFIXES, find_smi
 from ansible.module_utils.gpunode.formats import k8s_names, values
 from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR, yaml
-from ansible.module_utils.gpunode.host.commands import C_LOCALE
+from ansible.module_utils.gpunode.host import systemd
+from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
 
@@ -231,20 +232,19 @@ def run(module, commands):
     doc = params["config"] if params["config"] is not None else load_config(module, source)
     entries = parse_config(doc, params["selected"], source)
 
-    def command(argv):
-        return module.run_command(argv, environ_update=C_LOCALE)
-
-    smi_path = params["nvidia_smi"] or find_smi(module.get_bin_path, os.path.isfile)
+    host = Host(module)
+    smi_path = params["nvidia_smi"] or find_smi(host.which, os.path.isfile)
     if not smi_path:
         raise MigError(f"nvidia-smi not found on PATH nor under {', '.join(TOOL_PREFIXES)}; "
                        "set nvidia_mig_nvidia_smi")
-    smi = Smi(command, smi_path, commands)
-    systemctl = module.get_bin_path("systemctl")
+    smi = Smi(host.run, smi_path, commands)
+    has_systemd = systemd.available(host)
     services = None
-    if params["drain"] and systemctl:
-        services = Services(command, systemctl, params["drain_services"])
+    if params["drain"] and has_systemd:
+        services = Services(params["drain_services"], lambda name: systemd.is_active(host, name),
+                            lambda verb, name: systemd.control(host, verb, name))
     result = converge(smi, entries, params["selected"], module.check_mode, services)
-    result["systemd"] = bool(systemctl)
+    result["systemd"] = has_systemd
     if module._diff:
         result["diff"] = {"before": diff_text(result["gpus"], "before"),
                           "after": diff_text(result["gpus"], "after")}

@@ -203,6 +203,24 @@ def test_cdi_spec_follows_the_loaded_driver(toolkit, specs, driver, action, path
     assert (spec["action"], spec["path"]) == (action, path)
 
 
+def test_an_image_driver_root_reaches_nvidia_ctk_and_the_refresh_service():
+    # an image's driver under /usr/local/nvidia (driver facts' driver_root): the spec names its
+    # paths, device nodes stay in /dev
+    root, driver = "/usr/local/nvidia", "580.159.04"
+    spec = cre.cdi_spec_plan((1, 17), {}, driver, root)
+    assert spec["action"] == "generate"
+    assert spec["args"] == ["--driver-root=/usr/local/nvidia", "--dev-root=/"]
+    made_for_usr = {"/etc/cdi/nvidia.yaml": f"/usr/lib/x86_64-linux-gnu/libcuda.so.{driver}"}
+    spec = cre.cdi_spec_plan((1, 17), made_for_usr, driver, root)
+    assert spec["action"] == "generate" and spec["why"].endswith("under /usr/local/nvidia")
+    made_for_image = {"/etc/cdi/nvidia.yaml": f"{root}/lib64/libcuda.so.{driver}"}
+    assert cre.cdi_spec_plan((1, 17), made_for_image, driver, root)["action"] is None
+    refresh = cre.cdi_spec_plan((1, 18), {}, driver, root)
+    assert refresh["action"] == "refresh"
+    assert refresh["environment"] == {"NVIDIA_CTK_DRIVER_ROOT": root, "NVIDIA_CTK_DEV_ROOT": "/"}
+    assert cre.cdi_spec_plan((1, 18), {}, driver, "/")["environment"] == {}
+
+
 # --- the plan ----------------------------------------------------------------------------
 
 WANTED = {
@@ -223,6 +241,7 @@ WANTED = {
     "containerd_dropin": "/etc/containerd/conf.d/99-nvidia.toml",
     "cdi": True,
     "driver_version": "",
+    "driver_root": "/",
     "python": "3.11.2",
     "toml_packages": ["python3-tomli", "python3-toml"],
 }
@@ -343,7 +362,8 @@ def test_a_fresh_node_gets_everything_and_then_is_converged():
     assert plan["docker"]["settings"]["default-runtime"] == "nvidia"
     assert plan["containerd"]["configure"] and plan["containerd"]["restart"]
     assert plan["containerd"]["args"]["set_default"] is True
-    assert plan["cdi"] == {"action": "generate", "path": "/etc/cdi/nvidia.yaml"}
+    assert plan["cdi"] == {"action": "generate", "path": "/etc/cdi/nvidia.yaml", "args": [],
+                           "environment": {}}
     assert "container toolkit none -> 1.17.8" in plan["summary"]
     assert "containerd: nvidia runtime (default)" in plan["summary"]
     # the facts already describe the node after the run (what check mode predicts)

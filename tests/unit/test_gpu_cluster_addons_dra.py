@@ -421,6 +421,38 @@ def test_plan_module_mixes_pools_and_publishes_who_offers_each_hosts_gpus(run_mo
     assert result["changed"] is False
 
 
+def _driver_root_volume(result):
+    daemonset = result["dra"]["manifests"]["50-daemonset-dra-driver-nvidia-gpu-kubelet-plugin.yaml"]
+    volumes = daemonset["spec"]["template"]["spec"]["volumes"]
+    return {v["name"]: v["hostPath"]["path"] for v in volumes}["driver-root"]
+
+
+def test_the_dra_driver_takes_the_driver_root_the_nodes_driver_facts_report(run_module):
+    image = dict(GOOD_FACTS, nvidia_driver={"driver_root": "/usr/local/nvidia", "origin": "image"})
+    facts = {"gpu-a": dict(image, nodename="gpu-a"), "gpu-b": dict(image, nodename="gpu-b")}
+    ok, result = run_module(plan_module, _args("dra", {}, **facts), check_mode=True)
+    assert ok, result
+    assert _driver_root_volume(result) == "/usr/local/nvidia"
+    # a root the inventory gives wins; no fact at all is a driver in /
+    given = dict(_args("dra", {}, **{"gpu-a": image}), dra={"driver_root": "/opt/nv"})
+    ok, result = run_module(plan_module, given, check_mode=True)
+    assert ok and _driver_root_volume(result) == "/opt/nv"
+    ok, result = run_module(plan_module, _args("dra", {}, **{"gpu-a": GOOD_FACTS}), check_mode=True)
+    assert ok and _driver_root_volume(result) == "/"
+
+
+def test_dra_hosts_whose_drivers_live_in_different_roots_are_refused_naming_each(run_module):
+    gke = dict(GOOD_FACTS, nodename="gpu-gke", nvidia_driver={"driver_root": "/home/kubernetes/bin/nvidia"})
+    usr = dict(GOOD_FACTS, nodename="gpu-usr", nvidia_driver={"driver_root": "/"})
+    ok, result = run_module(plan_module, _args("dra", {}, **{"gpu-gke": gke, "gpu-usr": usr}))
+    assert not ok
+    assert "/ on gpu-usr" in result["msg"] and "/home/kubernetes/bin/nvidia on gpu-gke" in result["msg"]
+    # a host the device plugin serves does not count
+    mixed = _args("dra", {"gpu-usr": "device-plugin"}, **{"gpu-gke": gke, "gpu-usr": usr})
+    ok, result = run_module(plan_module, mixed, check_mode=True)
+    assert ok and _driver_root_volume(result) == "/home/kubernetes/bin/nvidia"
+
+
 def test_plan_module_refuses_before_anything_is_rendered(run_module):
     old = dict(GOOD_FACTS, kubelet_gpu=dict(KUBELET_OK, kubernetes_version="1.33.2"))
     ok, result = run_module(plan_module, _args("dra", {}, **{"gpu-old": old}))

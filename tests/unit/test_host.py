@@ -4,7 +4,6 @@ import os
 import time
 
 import pytest
-from ansible.module_utils.gpunode.driver.driver import parse_systemctl_show as driver_parse
 from ansible.module_utils.gpunode.host import packages, processes, systemd
 from ansible.module_utils.gpunode.host.commands import C_LOCALE, Host
 
@@ -67,9 +66,10 @@ UnitFileState=
 """
 
 
-def test_the_one_parser_gives_what_the_driver_s_own_parser_gives():
-    assert systemd.by_service(systemd.parse_show(SHOW)) == driver_parse(SHOW)
-    assert systemd.by_service(systemd.parse_show(SHOW))["nvidia-persistenced"]["enabled"] == "enabled"
+def test_the_one_parser_keys_the_driver_s_services_by_name():
+    assert systemd.by_service(systemd.parse_show(SHOW)) == {
+        "nvidia-persistenced": {"load": "loaded", "active": "active", "enabled": "enabled"},
+        "nvidia-fabricmanager": {"load": "not-found", "active": "inactive", "enabled": ""}}
 
 
 def test_show_asks_once_for_every_unit_and_nothing_without_systemctl():
@@ -79,6 +79,60 @@ def test_show_asks_once_for_every_unit_and_nothing_without_systemctl():
     assert len(runs) == 1 and runs[0][1][-3:] == ["--", "kubelet.service", "rke2-agent.service"]
     assert blocks == [{"Id": "kubelet.service", "LoadState": "loaded"}]
     assert systemd.show(Host(module), [], ("Id",)) is None
+
+
+class Systemctl(Module):
+    """A node whose systemctl answers ``answers[verb]`` (rc, out, err); ``has``: whether it has one."""
+
+    def __init__(self, answers, has=True):
+        super().__init__()
+        self.answers, self.has = answers, has
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return "/usr/bin/systemctl" if self.has and name == "systemctl" else None
+
+    def run_command(self, argv, **kwargs):
+        self.calls.append(("run", argv, kwargs))
+        return self.answers[argv[1]]
+
+
+def test_units_start_stop_and_answer_through_systemctl_and_say_why_not():
+    module = Systemctl({"is-active": (3, "", ""), "stop": (0, "", ""),
+                        "start": (1, "", "Job for nvidia-dcgm.service failed.\n")})
+    host = Host(module)
+    assert systemd.available(host) and not systemd.is_active(host, "nvidia-dcgm.service")
+    assert systemd.control(host, "stop", "nvidia-dcgm.service") == ""
+    assert systemd.control(host, "start", "nvidia-dcgm.service") == "Job for nvidia-dcgm.service failed."
+    assert [call[1] for call in module.calls] == [
+        ["/usr/bin/systemctl", "is-active", "--quiet", "nvidia-dcgm.service"],
+        ["/usr/bin/systemctl", "stop", "nvidia-dcgm.service"],
+        ["/usr/bin/systemctl", "start", "nvidia-dcgm.service"]]
+    assert all(call[2]["environ_update"] == C_LOCALE for call in module.calls)
+
+
+def test_without_systemd_nothing_runs_and_nothing_is_active():
+    module = Systemctl({}, has=False)
+    host = Host(module)
+    assert not systemd.available(host) and not systemd.is_active(host, "nvidia-persistenced.service")
+    assert systemd.services_state(host, ["nvidia-persistenced.service"]) == {}
+    assert systemd.control(host, "start", "nvidia-persistenced.service") == "no systemctl on this host"
+    assert module.calls == []
+
+
+def test_services_state_keys_the_units_asked_by_service_name():
+    module = Systemctl({"show": (0, SHOW, "")})
+    units = ["nvidia-persistenced.service", "nvidia-fabricmanager.service"]
+    states = systemd.services_state(Host(module), units)
+    assert states["nvidia-persistenced"]["active"] == "active"
+    assert states["nvidia-fabricmanager"]["load"] == "not-found"
+    assert module.calls[0][1][-2:] == ["nvidia-persistenced.service", "nvidia-fabricmanager.service"]
+
+
+def test_extra_environment_goes_over_the_c_locale():
+    module = Module()
+    Host(module).run(["dpkg", "--set-selections"], data="x hold\n",
+                     environ={"DEBIAN_FRONTEND": "noninteractive"})
+    assert module.calls[0][2]["environ_update"] == dict(C_LOCALE, DEBIAN_FRONTEND="noninteractive")
 
 
 def _process(root, pid, comm, age, uptime=1000.0):

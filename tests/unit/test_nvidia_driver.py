@@ -29,7 +29,6 @@ from ansible.module_utils.gpunode.driver.parsers import (
     parse_efi_secure_boot,
     parse_mokutil_sb_state,
     parse_smi_query,
-    parse_systemctl_show,
     userspace_version_from_names,
 )
 from ansible.module_utils.gpunode.driver.plan import (
@@ -38,6 +37,7 @@ from ansible.module_utils.gpunode.driver.plan import (
     plan,
 )
 from ansible.module_utils.gpunode.host.packages import parse_dpkg_query
+from ansible.module_utils.gpunode.host.systemd import by_service, parse_show
 from conftest import FIXTURES, shared_files
 
 DRIVER_FIXTURES = FIXTURES / "driver"
@@ -262,7 +262,7 @@ def test_blacklist_must_say_both_lines():
 def test_systemctl_show_of_two_units_one_missing():
     text = ("Id=nvidia-persistenced.service\nLoadState=loaded\nActiveState=active\nUnitFileState=enabled\n\n"
             "Id=nvidia-fabricmanager.service\nLoadState=not-found\nActiveState=inactive\nUnitFileState=\n")
-    units = parse_systemctl_show(text)
+    units = by_service(parse_show(text))
     assert units["nvidia-persistenced"] == {"load": "loaded", "active": "active", "enabled": "enabled"}
     assert units["nvidia-fabricmanager"]["load"] == "not-found"
 

@@ -5,7 +5,7 @@ import pytest
 from ansible.module_utils.gpunode.driver import host as driver_host
 from ansible.module_utils.gpunode.driver.driver import SECURE_BOOT_EFIVAR, DriverError
 from ansible.module_utils.gpunode.driver.stages import VerifyError, public, verify
-from ansible.module_utils.gpunode.host.commands import C_LOCALE
+from ansible.module_utils.gpunode.host.commands import C_LOCALE, Host
 
 SMI_ARGS = ["--query-gpu=driver_version,persistence_mode", "--format=csv,noheader"]
 
@@ -19,7 +19,7 @@ class ScriptedModule:
         self.calls = []
         self.warnings = []
 
-    def get_bin_path(self, name):
+    def get_bin_path(self, name, opt_dirs=None):
         return f"/usr/bin/{name}" if name in self.bins else None
 
     def run_command(self, argv, environ_update=None):
@@ -33,7 +33,7 @@ class ScriptedModule:
 
 def node(bins=(), commands=None):
     module = ScriptedModule(bins, commands)
-    return driver_host.Host(module), module
+    return Host(module), module
 
 
 def test_without_kmod_the_module_on_disk_is_unknown_and_nothing_fails():
@@ -84,7 +84,7 @@ def test_secure_boot_from_the_efi_variable_else_mokutil_else_bios(tmp_path):
 ])
 def test_smi_answers_or_says_why_not(bins, answer, expected):
     module = ScriptedModule(bins, {" ".join(["nvidia-smi", *SMI_ARGS]): answer} if answer else {})
-    assert driver_host.read_smi(driver_host.Host(module)) == expected
+    assert driver_host.read_smi(Host(module)) == expected
 
 
 def test_initramfs_tool_is_the_first_found():

@@ -83,8 +83,8 @@ class FakeHost:
         text = (f"Id=nvidia-persistenced.service\nLoadState=loaded\nActiveState={persistenced}\n"
                 f"UnitFileState=enabled\n\nId=nvidia-fabricmanager.service\nLoadState=not-found\n"
                 "ActiveState=inactive\nUnitFileState=\n")
-        self.commands["systemctl show -p Id,LoadState,ActiveState,UnitFileState nvidia-persistenced.service "
-                      "nvidia-fabricmanager.service"] = (0, text, "")
+        self.commands["systemctl show --no-pager -p Id,LoadState,ActiveState,UnitFileState -- "
+                      "nvidia-persistenced.service nvidia-fabricmanager.service"] = (0, text, "")
 
     def blacklist(self):
         path = self.root / "blacklist-nouveau.conf"

@@ -11,8 +11,11 @@ fabric manager, the runfile) must be exactly what the bundle lists for the node,
 driver it names the one the bundle names. ``expect`` pins what the issue's rows say a user
 gets, read from the role's plan too.
 
-A method added later adds its rows here: ``preinstalled`` (nothing to carry), dnf on the
-RHEL family (a ``BareNode`` with rpm instead of dpkg).
+``preinstalled`` rows are nodes whose image brings the driver (``image_driver``: loaded, owned
+by no package): the role adopts it and installs nothing, so the bundle carries nothing for them
+and names the driver as the inventory asks it (the image's version is the node's to tell).
+A method added later adds its rows here: dnf on the RHEL family (a ``BareNode`` with rpm
+instead of dpkg).
 """
 
 import pathlib
@@ -25,6 +28,7 @@ from ansible.module_utils.gpunode.driver import state_call
 from ansible.module_utils.gpunode.driver.driver import SECURE_BOOT_EFIVAR
 from ansible.module_utils.gpunode.driver.gpu import gather
 from ansible.module_utils.gpunode.driver.stages import evaluate
+from ansible.module_utils.gpunode.host.commands import Host
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROLE_DEFAULTS = yaml.safe_load((ROOT / "roles/nvidia_driver/defaults/main.yml").read_text())
@@ -89,6 +93,11 @@ ROWS = [
     ("jammy-v100-runfile-url", dict(JAMMY, gpus=[V100]),
      {"method": "runfile", "version": "570.172.08", "runfile_checksum": CHECKSUM,
       "runfile_url": "http://mirror.local/NVIDIA-Linux-x86_64-570.172.08.run"}, None),
+    # the image's driver, adopted: nothing to carry
+    ("noble-h100-preinstalled", dict(NOBLE, gpus=[H100], image_driver="580.159.04"),
+     {"method": "preinstalled"}, ("preinstalled", "580", "580.159.04", "open")),
+    ("jammy-t4-preinstalled-branch", dict(JAMMY, gpus=[T4], image_driver="570.172.08"),
+     {"method": "preinstalled", "branch": "570"}, ("preinstalled", "570", "570.172.08", "open")),
     # no GPU: the role does nothing
     ("noble-no-gpu", dict(NOBLE, gpus=[]), {}, None),
 ]
@@ -97,14 +106,20 @@ ROWS = [
 class BareNode:
     """A node without the NVIDIA driver, as the module reads it: its GPUs in a sysfs tree,
     dpkg with nothing installed, no module for the kernel, an apt index that knows nothing
-    yet, no unit; Secure Boot from the EFI variable (BIOS boot without it)."""
+    yet, no unit; Secure Boot from the EFI variable (BIOS boot without it). ``image_driver``:
+    the open module of that version loaded, as an image brings it (procfs only, no package)."""
 
     def __init__(self, root, node):
         self.root = root
         self.sys, self.proc = root / "sys", root / "proc"
         for path in (self.sys, self.proc, root / "lib", root / "modules", root / "dpkg" / "updates"):
             path.mkdir(parents=True)
-        (self.proc / "modules").write_text("")
+        (self.proc / "modules").write_text("nvidia 1 0 - Live 0x0\n" if node.get("image_driver") else "")
+        if node.get("image_driver"):
+            (self.proc / "driver" / "nvidia").mkdir(parents=True)
+            (self.proc / "driver" / "nvidia" / "version").write_text(
+                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  "
+                f"{node['image_driver']}  Release Build\n")
         devices = [(g, GPU_CLASS) for g in node["gpus"]]
         devices += [("1af1", NVSWITCH_CLASS)] * node.get("nvswitches", 0)
         for index, (device, pci_class) in enumerate(devices):
@@ -117,7 +132,7 @@ class BareNode:
             (self.sys / "firmware" / "efi" / "efivars" / SECURE_BOOT_EFIVAR).write_bytes(b"\x06\0\0\0\x01")
         self.warnings = []
 
-    def get_bin_path(self, name):
+    def get_bin_path(self, name, opt_dirs=None):
         return f"/usr/bin/{name}" if name in ("modinfo", "dpkg-query", "apt-cache", "systemctl") else None
 
     def run_command(self, argv, environ_update=None):
@@ -150,7 +165,7 @@ def role_plan(tmp_path, monkeypatch, node, values):
         return None, None  # nvidia_driver_state: "no NVIDIA GPU: nothing to do"
     os_info = {key: node[key] for key in ("distribution", "distribution_version", "kernel")}
     os_info["architecture"] = "x86_64"
-    result = evaluate(driver_host.Host(bare), params, gpu, os_info)
+    result = evaluate(Host(bare), params, gpu, os_info)
     return result["request"], result["plan"]
 
 
@@ -171,7 +186,8 @@ def installed_by(request, steps):
 
 def bundled(host, node, values):
     """What the bundle lists for one node: ``(driver, packages, runfiles)`` without the toolkit."""
-    given = dict(node, host=host, architecture="x86_64", **values)
+    given = dict({k: v for k, v in node.items() if k != "image_driver"}, host=host, architecture="x86_64",
+                 **values)
     result = ob.plan([ob.node_input(host, {}, given)], TOOLKIT, mode="none")
     packages = {name for repository in result["repositories"] if not repository["name"].startswith("toolkit-")
                 for name in repository["packages"]}
@@ -186,7 +202,11 @@ def test_the_bundle_lists_what_the_roles_own_plan_installs(tmp_path, monkeypatch
     request, steps = role_plan(tmp_path, monkeypatch, node, values)
     driver, packages, runfiles = bundled("gpu-01", node, values)
     assert (packages, runfiles) == installed_by(request, steps)
-    if request is not None:
+    if request is not None and request["method"] == "preinstalled":
+        assert not steps["install"] and packages == set() and runfiles == []
+        assert driver == {"method": "preinstalled", "branch": values.get("branch"),
+                          "version": values.get("version"), "module_type": None, "host": "gpu-01"}
+    elif request is not None:
         assert steps["install"], "a node without the driver installs it"
         assert driver == dict({k: request[k] for k in ("method", "branch", "version", "module_type")},
                               host="gpu-01")

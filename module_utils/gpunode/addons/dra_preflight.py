@@ -104,6 +104,28 @@ def _cdi_check(runtime, cdi_root, found):
         )
 
 
+def driver_root(records, given=""):
+    """The DRA driver's ``nvidiaDriverRoot``: ``given`` (gpu_cluster_addons_dra_driver_root) when
+    set; else the root the DRA hosts' driver facts agree on (``nvidia_driver.driver_root``: ``/``
+    for a driver in ``/usr``, an image's ``/usr/local/nvidia`` or ``/home/kubernetes/bin/nvidia``;
+    see gpunode.driver.roots), ``/`` where no host says. One DaemonSet has one root: DRA hosts
+    whose drivers live in different roots are refused, each named with its root."""
+    if given:
+        return given
+    hosts_by_root = {}
+    for record in records:
+        root = (record.get("nvidia_driver") or {}).get("driver_root")
+        if record.get("allocation") == "dra" and root:
+            hosts_by_root.setdefault(root, []).append(record["host"])
+    if len(hosts_by_root) > 1:
+        found = "; ".join(f"{root} on {', '.join(sorted(hosts))}"
+                          for root, hosts in sorted(hosts_by_root.items()))
+        raise DraError(f"the DRA hosts' drivers live in different roots ({found}); the DRA driver's one "
+                       "DaemonSet takes one nvidiaDriverRoot: allocate the hosts of all roots but one by the "
+                       "device plugin (gpu_cluster_addons_gpu_allocation: device-plugin)")
+    return next(iter(hosts_by_root), "/")
+
+
 def preflight(records, cluster_version=None, cdi_root="/var/run/cdi"):
     """Refuse every DRA node that cannot take DRA (raise); return what could not be checked.
 

@@ -42,6 +42,7 @@ def host_records(hosts, host_facts, node_names):
                 "node_name": node_names.get(host) or "",
                 "nodename": facts.get("nodename") or "",
                 "nvidia_gpu": facts.get("nvidia_gpu"),
+                "nvidia_driver": facts.get("nvidia_driver"),
                 "container_runtime": facts.get("nvidia_container_runtime"),
                 "kubelet": facts.get("kubelet_gpu"),
             }
@@ -190,12 +191,13 @@ def images_and_dra(params, version, by_host, hosts):
     """The add-on images (mirrored by gpu_cluster_addons_image_registry) and DRA's plan, with the
     preflight's findings on each host (``unchecked``, also warnings)."""
     images = addon_images.addon_images(params["role_values"], version)
-    settings = addon_images.dra_settings(params["role_values"], params["dra"])
+    records = [dict(r, allocation=by_host[r["host"]]) for r in hosts]
+    given = dict(params["dra"] or {})
+    given["driver_root"] = dra_preflight.driver_root(records, given.get("driver_root"))
+    settings = addon_images.dra_settings(params["role_values"], given)
     dra_plan = dra_objects.plan(params["mode"], version, by_host, settings)
     images.update(dra=dra_plan["image"], dra_example=dra_plan["example_image"])
-    dra_plan["unchecked"] = dra_preflight.preflight(
-        [dict(r, allocation=by_host[r["host"]]) for r in hosts], version, dra_cdi_root(params)
-    )
+    dra_plan["unchecked"] = dra_preflight.preflight(records, version, dra_cdi_root(params))
     return images, dra_plan
 
 

@@ -4,8 +4,9 @@
 """What ``nvidia_driver_state`` reads from a node: packages, services, the module on
 disk, DKMS, Secure Boot, nvidia-smi, the apt index and the initramfs tool.
 
-Commands go through a :class:`Host` (the module's ``get_bin_path`` and
-``run_command``, always with the C locale), so tests script them; files are read
+Commands go through a :class:`~ansible.module_utils.gpunode.host.commands.Host` (the
+module's ``get_bin_path`` and ``run_command``, always with the C locale), so tests script
+them; systemd through ``gpunode.host.systemd``; files are read
 under the roots given. A reading that cannot be trusted raises
 :class:`~ansible.module_utils.gpunode.driver.driver.DriverError`.
 """
@@ -29,7 +30,6 @@ from ansible.module_utils.gpunode.driver.parsers import (
     parse_efi_secure_boot,
     parse_mokutil_sb_state,
     parse_smi_query,
-    parse_systemctl_show,
     service_exists,
     userspace_version_from_names,
 )
@@ -44,7 +44,7 @@ from ansible.module_utils.gpunode.driver.roots import (
     parse_dpkg_search,
     runfile_traces,
 )
-from ansible.module_utils.gpunode.host.commands import C_LOCALE
+from ansible.module_utils.gpunode.host import systemd
 from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.host.packages import (
     ADMINDIR,
@@ -56,25 +56,6 @@ from ansible.module_utils.gpunode.host.packages import (
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
 INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))
-
-
-class Host:
-    """The node as the module sees it: programs found on PATH, commands run in the C
-    locale, warnings shown to the user (all through the ``AnsibleModule``)."""
-
-    def __init__(self, module):
-        self._module = module
-
-    def which(self, name):
-        """The path of program ``name``, or None."""
-        return self._module.get_bin_path(name)
-
-    def run(self, argv):
-        """``(rc, stdout, stderr)`` of ``argv``."""
-        return self._module.run_command(argv, environ_update=C_LOCALE)
-
-    def warn(self, message):
-        self._module.warn(message)
 
 
 def _read_bytes(path):
@@ -157,12 +138,8 @@ def read_packages(host, admindir):
 
 
 def read_services(host):
-    systemctl = host.which("systemctl")
-    if not systemctl:
-        return {}
-    _rc, out, _err = host.run([systemctl, "show", "-p", "Id,LoadState,ActiveState,UnitFileState",
-                               f"{PERSISTENCED}.service", f"{FABRICMANAGER}.service"])
-    return parse_systemctl_show(out)
+    """The persistence daemon's and the fabric manager's units ({} without systemd)."""
+    return systemd.services_state(host, [f"{PERSISTENCED}.service", f"{FABRICMANAGER}.service"])
 
 
 def read_secure_boot(host, sysfs_root):
@@ -269,7 +246,7 @@ def read_state(host, params, os_info, request):
         "module_on_disk": module_on_disk,
         "dkms": None,
         **read_driver(host, params, packages, module_on_disk),
-        "systemd": bool(host.which("systemctl")),
+        "systemd": systemd.available(host),
         "packages": packages,
         "dpkg_interrupted": dpkg_interrupted,
         "services": services,

@@ -13,11 +13,16 @@ as the role names them before it has read the archive (``signed_request``), then
 plan (``plan``) over :func:`bare_state`, a node where nothing of the driver is installed,
 built or loaded. What that plan installs is what the role installs. Refusals are the
 role's :class:`~ansible.module_utils.gpunode.driver.driver.DriverError`.
+
+``preinstalled`` adopts the driver the image brings: its plan
+(``plan.PREINSTALLED_STEPS``) installs nothing, so such a node carries no driver package
+and no installer, and :func:`role_install` says so in its warnings.
 """
 
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver.driver import DriverError, build_request
 from ansible.module_utils.gpunode.driver.plan import plan, signed_fallback, signed_request
+from ansible.module_utils.gpunode.driver.preinstalled import PREINSTALLED
 from ansible.module_utils.gpunode.driver.state_call import ARGUMENT_SPEC
 from ansible.module_utils.parsing.convert_bool import boolean
 
@@ -93,6 +98,9 @@ def role_install(values, gpu, os_info, secure_boot=False):
     if request["runfile"] and steps["install"]:
         result["runfile"] = {"name": request["runfile"]["name"], "url": request["runfile"]["url"],
                              "checksum": values.get("runfile_checksum") or ""}
+    if request["method"] == PREINSTALLED and not steps["install"]:
+        result["warnings"].append("nvidia_driver_method: preinstalled adopts the driver the image brings: "
+                                  "no driver package and no installer to carry")
     return result
 
 

@@ -411,30 +411,35 @@ class Smi:
 
 
 class Services:
-    """The system services that hold GPUs, stopped around a reset when draining (systemctl)."""
+    """The system services that hold GPUs, stopped around a reset when draining.
 
-    def __init__(self, run, systemctl, names):
-        self.run = run
-        self.systemctl = systemctl
+    ``active(name)``: whether the service runs; ``control(verb, name)`` (``stop``, ``start``):
+    "" when done, else why not. The caller runs systemd: ``gpunode.host.systemd`` in the
+    ``nvidia_mig`` module, the boot script's own ``systemctl`` at boot.
+    """
+
+    def __init__(self, names, active, control):
         self.names = list(names)
+        self.active = active
+        self.control = control
         self.stopped = []
 
     def stop(self):
-        for name in self.names if self.systemctl else []:
-            if self.run([self.systemctl, "is-active", "--quiet", name])[0] != 0:
+        for name in self.names:
+            if not self.active(name):
                 continue
-            rc, out, err = self.run([self.systemctl, "stop", name])
-            if rc != 0:
-                raise MigError(f"systemctl stop {name} failed: {(err or out).strip()}")
+            error = self.control("stop", name)
+            if error:
+                raise MigError(f"systemctl stop {name} failed: {error}")
             self.stopped.append(name)
 
     def start(self):
         failed = []
         while self.stopped:
             name = self.stopped.pop()
-            rc, out, err = self.run([self.systemctl, "start", name])
-            if rc != 0:
-                failed.append(f"{name}: {(err or out).strip()}")
+            error = self.control("start", name)
+            if error:
+                failed.append(f"{name}: {error}")
         if failed:
             raise MigError(f"systemctl start failed after the GPU reset: {'; '.join(failed)}")
 

@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Parsers of what the driver's tools and files print: ``dkms status``, ``modinfo``,
-``nvidia-smi`` queries, Secure Boot, ``systemctl show``, the nouveau blacklist.
+``nvidia-smi`` queries, Secure Boot, the nouveau blacklist; and what the services' states
+(``gpunode.host.systemd.by_service``) say.
 
 Pure Python; a text that cannot be trusted raises
 :class:`~ansible.module_utils.gpunode.driver.driver.DriverError`.
@@ -143,28 +144,6 @@ def blacklist_complete(text):
     """Whether a modprobe.d file blacklists nouveau the way the role's template does."""
     lines = {" ".join(line.split()) for line in (text or "").splitlines()}
     return all(line in lines for line in NOUVEAU_BLACKLIST_LINES)
-
-
-def parse_systemctl_show(text):
-    """``systemctl show -p Id,LoadState,ActiveState,UnitFileState UNIT...``: ``{unit: {...}}``.
-
-    Units are separated by blank lines; the unit name (``Id``, without
-    ``.service``) keys the result, with ``load``, ``active`` and ``enabled``.
-    """
-    units, current = {}, {}
-    for line in [*(text or "").splitlines(), ""]:
-        if not line.strip():
-            if current.get("Id"):
-                units[current["Id"].rsplit(".service", 1)[0]] = {
-                    "load": current.get("LoadState"),
-                    "active": current.get("ActiveState"),
-                    "enabled": current.get("UnitFileState"),
-                }
-            current = {}
-            continue
-        key, _sep, value = line.partition("=")
-        current[key.strip()] = value.strip()
-    return units
 
 
 def service_running(services, name):

@@ -4,7 +4,7 @@
 """The three calls of ``nvidia_driver_state``: the plan, and the checks after the install
 (``installed``) and after the whole role (``final``).
 
-:func:`evaluate` reads the node through a :class:`~ansible.module_utils.gpunode.driver.host.Host`,
+:func:`evaluate` reads the node through a :class:`~ansible.module_utils.gpunode.host.commands.Host`,
 builds the request, plans, and for the later stages verifies; a run that did not leave
 what it was asked for raises :class:`VerifyError`, which carries the state read.
 """

@@ -15,9 +15,9 @@ import platform
 from ansible.module_utils.common.sys_info import get_distribution, get_distribution_version
 from ansible.module_utils.gpunode.driver.driver import DriverError
 from ansible.module_utils.gpunode.driver.gpu import GpuDetectError, detect
-from ansible.module_utils.gpunode.driver.host import Host
 from ansible.module_utils.gpunode.driver.stages import evaluate
 from ansible.module_utils.gpunode.formats import values
+from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.packages import DpkgError
 
 ARGUMENT_SPEC = {

@@ -36,11 +36,13 @@ class Host:
         """The path of program ``name`` (also looked for in ``opt_dirs``), or None."""
         return self.module.get_bin_path(name, opt_dirs=opt_dirs or [])
 
-    def run(self, argv, data=None):
-        """``(rc, stdout, stderr)`` of ``argv``; ``data`` (bytes or text) goes to its stdin."""
+    def run(self, argv, data=None, environ=None):
+        """``(rc, stdout, stderr)`` of ``argv``; ``data`` (bytes or text) goes to its stdin as
+        given; ``environ``: more variables, over the C locale."""
+        environ_update = dict(C_LOCALE, **(environ or {}))
         if data is None:
-            return self.module.run_command(argv, environ_update=C_LOCALE)
-        return self.module.run_command(argv, environ_update=C_LOCALE, data=data, binary_data=True)
+            return self.module.run_command(argv, environ_update=environ_update)
+        return self.module.run_command(argv, environ_update=environ_update, data=data, binary_data=True)
 
     def warn(self, message):
         self.module.warn(message)

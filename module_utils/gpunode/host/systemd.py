@@ -494,6 +494,36 @@ def by_service(blocks):
     return units
 
 
+#: The properties :func:`services_state` asks for.
+SERVICE_PROPERTIES = ("Id", "LoadState", "ActiveState", "UnitFileState")
+
+
+def available(host):
+    """Whether the node has systemd (its ``systemctl``); image hosts and containers may not."""
+    return bool(host.which("systemctl"))
+
+
+def services_state(host, units):
+    """``{service: {"load", "active", "enabled"}}`` of ``units`` (:func:`by_service`); {} without
+    systemctl."""
+    return by_service(show(host, units, SERVICE_PROPERTIES) or [])
+
+
+def is_active(host, unit):
+    """Whether ``unit`` runs (``systemctl is-active --quiet``); False without systemctl."""
+    systemctl = host.which("systemctl")
+    return bool(systemctl) and host.run([systemctl, "is-active", "--quiet", unit])[0] == 0
+
+
+def control(host, verb, unit):
+    """``systemctl VERB UNIT`` (``start``, ``stop``): "" when done, else why not."""
+    systemctl = host.which("systemctl")
+    if not systemctl:
+        return "no systemctl on this host"
+    rc, out, err = host.run([systemctl, verb, unit])
+    return "" if rc == 0 else (err or out).strip() or f"rc {rc}"
+
+
 def unit_files(block):
     """The unit's files in the order systemd applies them: fragment, then drop-ins."""
     files = [block["FragmentPath"]] if block.get("FragmentPath") else []

@@ -35,6 +35,15 @@ Sources of the facts used here:
   (NVIDIA container-toolkit docs, "Support for Container Device Interface").
 - CRI-O reads CDI specs from ``/etc/cdi`` and ``/var/run/cdi`` by default
   (crio.conf(5), ``cdi_spec_dirs``; CDI support since CRI-O 1.23).
+- A driver outside ``/`` (an image's ``/usr/local/nvidia``, GKE's
+  ``/home/kubernetes/bin/nvidia``: ``gpunode.driver.roots``) reaches the spec as
+  ``nvidia-ctk cdi generate --driver-root=ROOT --dev-root=/`` (the device nodes
+  stay in ``/dev``: without ``--dev-root`` nvidia-ctk looks for them under the
+  driver root too); ``nvidia-cdi-refresh.service`` reads the same settings as
+  ``NVIDIA_CTK_DRIVER_ROOT`` and ``NVIDIA_CTK_DEV_ROOT`` from its
+  ``EnvironmentFile=-/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env``
+  (the unit shipped with the toolkit; Ray's sandbox documentation, "GPU
+  access", gives the same two lines for GKE nodes).
 
 Standard library only (plus the TOML and YAML readers the modules declare);
 Python 3.8+ (this runs on target hosts).
@@ -67,6 +76,8 @@ CDI_SPEC_DIRS = ["/etc/cdi", "/var/run/cdi"]
 CDI_GENERATED_SPEC = "/etc/cdi/nvidia.yaml"
 CDI_REFRESH_SPEC = "/var/run/cdi/nvidia.yaml"
 CDI_REFRESH_SINCE = (1, 18)
+#: The environment file nvidia-cdi-refresh.service reads (toolkit 1.18+).
+CDI_REFRESH_ENV = "/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env"
 DOCKER_CDI_OPT_IN = (25, 0)
 DOCKER_CDI_DEFAULT = (28, 2)
 TOOLKIT = "nvidia-container-toolkit"
@@ -305,27 +316,38 @@ def docker_cdi(release, config):
     return True, enabled, list(dirs)
 
 
-def cdi_spec_plan(toolkit_release, spec_texts, driver_version):
-    """What to do for the CDI spec: ``{"action": None|"generate"|"refresh", "path", "why"}``.
+def cdi_driver_settings(driver_root):
+    """``(args, environment)`` that make nvidia-ctk's spec of a driver under ``driver_root``:
+    none for ``/``; else ``--driver-root``/``--dev-root=/`` for ``nvidia-ctk cdi generate`` and
+    the same as the variables of :data:`CDI_REFRESH_ENV`."""
+    if not driver_root or driver_root == "/":
+        return [], {}
+    return ([f"--driver-root={driver_root}", "--dev-root=/"],
+            {"NVIDIA_CTK_DRIVER_ROOT": driver_root, "NVIDIA_CTK_DEV_ROOT": "/"})
+
+
+def cdi_spec_plan(toolkit_release, spec_texts, driver_version, driver_root="/"):
+    """What to do for the CDI spec: ``{"action": None|"generate"|"refresh", "path", "why",
+    "args", "environment"}`` (``args``/``environment``: :func:`cdi_driver_settings`).
 
     ``spec_texts``: {path: text or None} of the spec files; a spec is current
-    when it exists and names the loaded driver's version (its library paths do).
+    when it exists and names the loaded driver's version (its library paths do)
+    and, for a driver outside ``/``, its driver root (the paths under it).
     """
     refresh = toolkit_release is not None and toolkit_release >= CDI_REFRESH_SINCE
     path = CDI_REFRESH_SPEC if refresh else CDI_GENERATED_SPEC
+    args, environment = cdi_driver_settings(driver_root)
+    result = {"action": None, "path": path, "why": None, "args": args, "environment": environment}
     text = spec_texts.get(path)
     if not driver_version:
-        return {
-            "action": None,
-            "path": path,
-            "why": "no NVIDIA driver loaded: the CDI spec comes with the driver",
-        }
+        result["why"] = "no NVIDIA driver loaded: the CDI spec comes with the driver"
+        return result
     if text is None:
-        return {"action": "refresh" if refresh else "generate", "path": path, "why": f"{path} is missing"}
-    if driver_version not in text:
-        return {
-            "action": "refresh" if refresh else "generate",
-            "path": path,
-            "why": f"{path} does not describe the loaded driver {driver_version}",
-        }
-    return {"action": None, "path": path, "why": None}
+        why = f"{path} is missing"
+    elif driver_version not in text:
+        why = f"{path} does not describe the loaded driver {driver_version}"
+    elif environment and driver_root not in text:
+        why = f"{path} does not describe the driver under {driver_root}"
+    else:
+        return result
+    return dict(result, action="refresh" if refresh else "generate", why=why)

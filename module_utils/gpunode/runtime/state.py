@@ -66,7 +66,7 @@ class Planner:
             "docker": {"configure": False, "restart": False, "settings": {}},
             "containerd": {"configure": False, "restart": False, "args": {}},
             "rancher": {"flavor": None, "configure": False, "restart": False},
-            "cdi": {"action": None, "path": None},
+            "cdi": {"action": None, "path": None, "args": [], "environment": {}},
         }
 
     # -- packages
@@ -397,9 +397,10 @@ class Planner:
             cdi_enabled, cdi_dirs = False, []
         if wanted["cdi"] and (observed["installed"].get(TOOLKIT) or plan["install"]):
             spec = cdi_spec_plan(
-                release_of(toolkit_version), observed["cdi_specs"], observed["driver_version"]
+                release_of(toolkit_version), observed["cdi_specs"], observed["driver_version"],
+                wanted["driver_root"],
             )
-            plan["cdi"] = {"action": spec["action"], "path": spec["path"]}
+            plan["cdi"] = {key: spec[key] for key in ("action", "path", "args", "environment")}
             if spec["why"]:
                 (self.reasons if spec["action"] else self.notes).append(f"CDI: {spec['why']}")
         steps = ("docker", "containerd", "rancher")

@@ -57,6 +57,7 @@ ARGUMENT_SPEC = {
     "containerd_dropin": {"type": "path", "default": DEFAULT_DROPIN},
     "cdi": {"type": "bool", "default": True},
     "driver_version": {"type": "str", "default": ""},
+    "driver_root": {"type": "path", "default": "/"},
 }
 ENGINES = ("docker", "containerd")
 ERRORS = (RuntimeStateError, JSONConfigError, values.ValueSyntaxError)
@@ -72,6 +73,7 @@ VALUE_RULES = {
     "docker_daemon_json": values.path,
     "containerd_config": values.path,
     "containerd_dropin": values.word_path,
+    "driver_root": values.word_path,
 }
 
 

@@ -148,15 +148,18 @@ options:
   registration_taint:
     description:
       - A taint (C(key[=value]:Effect), e.g. C(gpunode.io/gpu-unvalidated:NoSchedule)) the kubelet registers
-        its Node with (C(registerWithTaints)) while O(validation_record) does not say the node passed its
-        validation, and that is taken out once it does; the other taints there are kept. Written only where
-        the gates go to the kubelet's C(--config) file; elsewhere a warning says it is not set.
+        its Node with (C(registerWithTaints)), put in while O(validation_record) does not say the node passed
+        its validation; once it does, the file is left as it is (the kubelet reads the list only when it
+        registers, so taking it out would restart the kubelet for nothing, and a node that registers again
+        starts tainted). The other taints there are kept. Written only where the gates go to the kubelet's
+        C(--config) file; elsewhere a warning says it is not set.
       - Omitted, C(registerWithTaints) is not touched.
     type: str
   registration_taint_state:
     description:
-      - V(unvalidated) - the taint is in C(registerWithTaints) while the node has not passed its validation;
-        V(absent) - it is taken out (the validation gate switched off).
+      - V(unvalidated) - the taint is put in C(registerWithTaints) while the node has not passed its
+        validation (and left there once it has); V(absent) - it is taken out (the validation gate switched
+        off).
     type: str
     choices: [unvalidated, absent]
     default: unvalidated

@@ -2,7 +2,9 @@
 
 Real KubeletConfiguration files (kubeadm's, from ../shared/fixtures/kubelet, and one with
 the operator's comments from tests/fixtures/kubelet) get the taint while the node's
-validation record does not say passed, lose it once it does, and keep the operator's taints.
+validation record does not say passed, keep the file as it is once it does (the list is read only
+at registration: no restart after a validation), lose it when the gate is off, and keep the
+operator's taints.
 """
 
 import json
@@ -83,11 +85,11 @@ def test_wanted_follows_the_validation_record(tmp_path):
     record.write_text(json.dumps({"passed": False, "failed_checks": ["ecc"], "driver_version": "580.95.05"}))
     assert wanted("unvalidated", str(record))[0] is True
     record.write_text(json.dumps({"passed": True, "failed_checks": [], "driver_version": "580.95.05"}))
-    assert wanted("unvalidated", str(record))[0] is False
+    assert wanted("unvalidated", str(record))[0] is None
     assert wanted("absent", str(tmp_path / "none.json")) == (False, "the validation gate is off")
 
 
-def test_the_module_taints_an_unvalidated_node_and_lifts_it_once_validated(run_module, tmp_path):
+def test_the_module_taints_an_unvalidated_node_and_leaves_the_file_once_validated(run_module, tmp_path):
     config = shared_path("fixtures", "kubelet", KUBEADM).read_text()
     node = kubeadm_node(tmp_path, config=config + "failCgroupV1: false\n" + OPERATORS)
     node.run(["--config=@/var/lib/kubelet/config.yaml"], started="before")
@@ -110,9 +112,10 @@ def test_the_module_taints_an_unvalidated_node_and_lifts_it_once_validated(run_m
     assert ok and not again["changed"] and not again["restart_required"]
 
     node.write("/var/lib/gpunode/validated.json", json.dumps({"passed": True, "failed_checks": []}))
-    ok, lifted = run_module(kubelet_feature_gates, args)
-    assert ok and lifted["changed"] and lifted["registration_taint"]["present"] is False
-    assert node.read("/var/lib/kubelet/config.yaml") == before
+    ok, passed = run_module(kubelet_feature_gates, args)  # validated: the file is left as it is
+    assert ok and not passed["changed"] and not passed["restart_required"]
+    assert passed["registration_taint"]["present"] is True
+    assert yaml.safe_load(node.read("/var/lib/kubelet/config.yaml"))["registerWithTaints"] == taints
 
 
 def test_the_gate_switched_off_takes_the_taint_out(run_module, tmp_path):

@@ -74,6 +74,7 @@ from ansible.module_utils.gpunode.kubelet.gates import (
 from ansible.module_utils.gpunode.kubelet.inputs import InputError, check_params
 from ansible.module_utils.gpunode.kubelet.taints import TaintError
 from ansible.module_utils.gpunode.kubelet.taints import edit as edit_taints
+from ansible.module_utils.gpunode.kubelet.taints import listed as listed_taint
 from ansible.module_utils.gpunode.kubelet.taints import parse as parse_taint
 from ansible.module_utils.gpunode.kubelet.taints import render as render_taint
 from ansible.module_utils.gpunode.kubelet.taints import wanted as taint_wanted
@@ -180,8 +181,12 @@ def _registration_taint(result, params, target, kind, taint):
         decided["present"] = False
         return decided
     old = target.text
+    current = target.new_text if target.new_text is not None else old or ""
     try:
-        new = edit_taints(target.new_text if target.new_text is not None else old or "", taint, present)
+        if present is None:  # passed: the file keeps what it has
+            decided["present"] = listed_taint(current, taint)
+            return dict(decided, where=f"{target.path} registerWithTaints")
+        new = edit_taints(current, taint, present)
     except TaintError as exc:
         raise PlanError(f"{target.path}: {exc}; left unchanged") from None
     target.new_text = new

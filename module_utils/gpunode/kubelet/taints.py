@@ -13,9 +13,14 @@ https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/
 (``registerWithTaints``: "an array of taints to add to a node object when the
 kubelet registers itself").
 
-The taint is wanted while the node's validation record
-(``/var/lib/gpunode/validated.json``, validate/marker.py) does not say passed,
-and taken out once it does; the operator's other taints are kept as they are.
+The taint is put in while the node's validation record
+(``/var/lib/gpunode/validated.json``, validate/marker.py) does not say passed.
+Once it says passed the file is left as it is: the kubelet reads
+``registerWithTaints`` only when it registers, so taking the taint out would
+restart the kubelet for nothing (and make the run after a validation change the
+node), while keeping it makes a node that registers again start tainted until
+the add-ons play lifts the taint. The gate switched off takes it out. The
+operator's other taints are kept as they are.
 Written where the kubelet's gates go when that is its ``--config`` file; other
 places (a ``--config-dir`` drop-in, whose list would replace the main file's,
 flags, RKE) are reported, not written.
@@ -67,13 +72,21 @@ def parse(text):
 
 
 def wanted(state, record):
-    """(present, why): whether the taint belongs in the file, from ``state`` and the record's path."""
+    """(present, why): True to put the taint in, False to take it out, None to leave the file as
+    it is (the node passed: the taint acts only at registration), from ``state`` and the record."""
     if state == "absent":
         return False, "the validation gate is off"
     _converged, facts, why = read_record(record)
     if facts.get("gpu_validate", {}).get("passed"):
-        return False, f"{record}: the last validation passed"
+        return None, f"{record}: the last validation passed; registerWithTaints is left as it is"
     return True, why or f"{record}: the last validation did not pass"
+
+
+def listed(text, taint):
+    """Whether ``taint`` (key and effect) is in ``text``'s registerWithTaints."""
+    data = load(text) if text else {}
+    current = data.get("registerWithTaints") if isinstance(data, dict) else None
+    return isinstance(current, list) and any(_same(item, taint) for item in current)
 
 
 def _same(item, taint):

@@ -9,8 +9,6 @@ node, one GPU, never restarted, the image under the mirror and pinned by digest.
 import pathlib
 
 import pytest
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
 from yaml import safe_load
 
 try:  # a controller-side dependency Debian does not package: every test here is marked controller
@@ -25,7 +23,17 @@ DIGEST = "sha256:" + "0123456789abcdef" * 4  # a well-formed stand-in: the role 
 pytestmark = pytest.mark.controller(reason="renders the role's template through Ansible's templating")
 
 
+def _trusted(text):
+    from ansible.template import trust_as_template  # noqa: PLC0415 (controller only)
+
+    return trust_as_template(text)
+
+
 def render(**overrides):
+    # the controller's packages, imported here: target Pythons collect this file without them
+    from ansible.parsing.dataloader import DataLoader  # noqa: PLC0415 (controller only)
+    from ansible.template import Templar  # noqa: PLC0415 (controller only)
+
     loader = DataLoader()  # loads the role's files as Ansible does (their templates trusted)
     variables = {"ansible_managed": "Managed by gpunode", "ansible_check_mode": False}
     for name in ("defaults", "vars"):
@@ -33,7 +41,7 @@ def render(**overrides):
     variables.update({"gpu_cluster_addons_validation_pod_digest": DIGEST,
                       "__gpu_cluster_addons_validation_node": "gpu-node-1", **overrides})
     templar = Templar(loader=loader, variables=variables)
-    text = trust_as_template((ROLE / "templates" / "pod-gpu-validation.yaml.j2").read_text())
+    text = _trusted((ROLE / "templates" / "pod-gpu-validation.yaml.j2").read_text())
     return safe_load(templar.template(text)), templar
 
 
@@ -66,4 +74,4 @@ def test_the_image_follows_the_mirror():
 
 def test_no_digest_no_pod():
     _, templar = render(gpu_cluster_addons_validation_pod_digest="")
-    assert templar.template(trust_as_template("{{ __gpu_cluster_addons_validation_pod_on | bool }}")) is False
+    assert templar.template(_trusted("{{ __gpu_cluster_addons_validation_pod_on | bool }}")) is False

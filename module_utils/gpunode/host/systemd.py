@@ -565,4 +565,3 @@ def running_state(host, service, paths):
         return None, []
     started = process_start(state["pid"]) if state["active"] and state["pid"] else None
     return state, stale_files(started, paths)
-

@@ -54,8 +54,8 @@ class TaintError(ValueError):
 
 def parse(text):
     """``key[=value]:Effect`` (as ``kubectl taint`` writes it) -> a core/v1 Taint dict."""
-    spec, _, effect = str(text).rpartition(":")
-    key, _, value = spec.partition("=")
+    spec, _colon, effect = str(text).rpartition(":")
+    key, _equals, value = spec.partition("=")
     if not spec or effect not in EFFECTS:
         raise TaintError(
             f"registration_taint {text!r}: not key[=value]:Effect with Effect one of {', '.join(EFFECTS)}"

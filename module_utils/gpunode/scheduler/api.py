@@ -14,11 +14,6 @@ Standard library only; Python 3.8+ (this runs on target hosts).
 """
 
 
-try:
-    import yaml
-except ImportError:  # the node has no python3-yaml; the module says so
-    yaml = None
-
 from ansible.module_utils.gpunode.formats.kube_version import minor as kube_minor
 from ansible.module_utils.gpunode.formats.kube_version import parse as parse_kube_version
 

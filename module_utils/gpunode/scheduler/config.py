@@ -33,6 +33,7 @@ from ansible.module_utils.gpunode.scheduler.rke import (
 
 # ---------------------------------------------------------------- entry point
 
+
 def resolve_params(params):
     """The parameters with each flavor's defaults filled in."""
     flavor = params["flavor"]

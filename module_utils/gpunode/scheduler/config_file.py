@@ -49,6 +49,7 @@ from ansible.module_utils.gpunode.scheduler.api import (
 
 # ---------------------------------------------------------------- reading and editing files
 
+
 def one_line(exc):
     return " ".join(str(exc).split())
 
@@ -112,6 +113,7 @@ def edit_text(path, text, ops, *, fmt="yaml", rewrite=False, warnings=None):
 
 
 # ---------------------------------------------------------------- scheduler configuration files
+
 
 def new_config(fmt, version, extender, kubeconfig, carried=None):
     """Text of a new config file: a Policy or a KubeSchedulerConfiguration."""
@@ -284,6 +286,7 @@ def strip_config(path, text, extender, *, rewrite=False, warnings):
 
 
 # ---------------------------------------------------------------- flags
+
 
 def find_flag(args, name):
     """[(index, value, count)] for --name=value or --name value (count: items used)."""

@@ -9,11 +9,6 @@ Standard library and PyYAML (python3-yaml) only: this runs on target hosts.
 """
 
 
-try:
-    import yaml
-except ImportError:  # the node has no python3-yaml; the module says so
-    yaml = None
-
 from ansible.module_utils.gpunode.scheduler.api import (
     MARKER,
     POLICY,
@@ -33,6 +28,7 @@ from ansible.module_utils.gpunode.scheduler.config_file import (
 )
 
 # ---------------------------------------------------------------- the kubeadm static pod manifest
+
 
 def parse_manifest(path, text):
     """(pod, index of the kube-scheduler container); refuses anything else, naming the file."""

@@ -10,11 +10,6 @@ Standard library and PyYAML (python3-yaml) only: this runs on target hosts.
 
 import json
 
-try:
-    import yaml
-except ImportError:  # the node has no python3-yaml; the module says so
-    yaml = None
-
 from ansible.module_utils.gpunode.formats.yaml_edit import is_flow
 from ansible.module_utils.gpunode.scheduler.api import (
     FLAVOR_FLAGS,

@@ -167,4 +167,3 @@ def dcgm_diag(gpu, verdicts, level):
 def busy(gpu):
     """``PID name`` of each compute process on the GPU (dcgmi diag refuses GPUs in use)."""
     return [f"{p['pid']} ({p['name']})" for p in gpu["processes"] if "C" in p["type"] or not p["type"]]
-

@@ -6,9 +6,11 @@ ansible-lint), `unit` (scripts/unit-tests.py: every target Python and the
 controller), `molecule:SCENARIO` (`molecule test
 -s SCENARIO`) and `image:FLAVOR` (tests/simnode/build-image.sh FLAVOR, which
 does nothing when the image is up to date). A scenario starts once the images
-its platforms use are built. At most --jobs steps run at once (default: the
+its platforms use are built; image builds start at once and take no slot (they
+mostly wait on the archive). At most --jobs other steps run at once (default: the
 CPU count; TEST_JOBS overrides), the longest first, by the durations of the
-last run (.cache/test/durations.json). Each step writes its own log under
+last run (.cache/test/durations.json, else scripts/test-durations.json: the
+figures of a whole run, for a fresh clone). Each step writes its own log under
 .cache/test/; a step's output is printed when it fails (TEST_VERBOSE=1: always).
 One step failing does not stop the others; the exit status is non-zero when
 any failed. The last lines are a table of every step: result, wall time, and
@@ -21,6 +23,7 @@ Usage: run-tests.py [--jobs N] [STEP ...]
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import pathlib
@@ -34,6 +37,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "test"
 DURATIONS = CACHE / "durations.json"
+SEED_DURATIONS = ROOT / "scripts" / "test-durations.json"
 BASE_CONFIG = ROOT / ".config" / "molecule" / "config.yml"
 IMAGE = re.compile(r"^\s*image:\s*[\"']?gpunode-([a-z0-9-]+)-systemd(?::latest)?[\"']?\s*$", re.M)
 ACTION = re.compile(r"\[(?P<scenario>[^\]>]+?) > (?P<action>[a-z_]+)\] (?P<what>Executing|Executed)")
@@ -113,10 +117,12 @@ def plan(requested):
 
 
 def load_durations():
-    try:
-        return json.loads(DURATIONS.read_text())
-    except (OSError, ValueError):
-        return {}
+    """The last run's step durations over the committed ones (a fresh clone has only those)."""
+    durations = {}
+    for path in (SEED_DURATIONS, DURATIONS):
+        with contextlib.suppress(OSError, ValueError):
+            durations.update(json.loads(path.read_text()))
+    return durations
 
 
 def expected(step, durations):
@@ -176,6 +182,11 @@ def kill(step):
         os.killpg(step.proc.pid, signal.SIGKILL)
 
 
+def slots_taken(running):
+    """How many of the --jobs slots the running steps take (image builds take none)."""
+    return sum(1 for step in running if step.kind != "image")
+
+
 def run(steps, jobs, timeout, verbose):
     durations = load_durations()
     env = dict(os.environ, PY_COLORS="0", ANSIBLE_FORCE_COLOR="0", NO_COLOR="1", ANSIBLE_NOCOLOR="1")
@@ -205,12 +216,12 @@ def run(steps, jobs, timeout, verbose):
                     print(f"[{clock(t0)}] FAIL {step.name} ({step.note})", flush=True)
                     done[step.name] = step
             ready = [s for s in pending if s.needs <= {n for n, d in done.items() if d.rc == 0}]
-            # images first (they gate scenarios), then the longest expected step
+            # images first and all at once, beside the --jobs steps: they gate scenarios and
+            # mostly wait on the archive (build-image.sh makes flavors of a suite wait for
+            # its base image); then the longest expected step
             ready.sort(key=lambda s: (s.kind != "image", -expected(s, durations)))
-            while ready and len(running) < jobs:
+            while ready and (ready[0].kind == "image" or slots_taken(running) < jobs):
                 step = ready.pop(0)
-                if step.kind == "image" and any(r.kind == "image" for r in running):
-                    continue  # one image build at a time: flavors of a suite share its base image
                 pending.remove(step)
                 launch(step, env, t0)
                 running.append(step)

@@ -35,6 +35,10 @@ build() {
     return 0
   fi
 
+  # flavors of a suite share its base image: one of them makes it, the others wait
+  # (scripts/run-tests.py builds the flavors side by side)
+  exec 8>"/var/tmp/gpunode-base-$suite.lock"
+  flock 8
   if ! docker image inspect "$base" >/dev/null 2>&1; then
     local rootfs
     rootfs=$(mktemp -d /var/tmp/gpunode-rootfs.XXXXXX)
@@ -44,6 +48,7 @@ build() {
     tar -C "$rootfs" -c . | docker import -c 'CMD ["/bin/bash"]' - "$base" >/dev/null
     rm -rf "$rootfs"
   fi
+  flock -u 8
 
   docker build -q --build-arg BASE="$base" --build-arg PACKAGES="$packages" \
     --build-arg MIRROR="$mirror" --build-arg EXTRA_SUITE="$extra_suite" \

@@ -1,0 +1,280 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The metadata of an RPM repository: the exact ``.rpm`` files the bundle fetches for EL nodes.
+
+What :mod:`.packages_index` is for a flat apt repository, for the repositories dnf reads
+(NVIDIA's CUDA repository per release, ``rhel9/x86_64``, ``rhel10/x86_64``):
+
+- :func:`parse_repomd` reads ``repodata/repomd.xml``: where each metadata file is and its
+  checksum (the ``<data type="primary">`` and, where the repository has module streams,
+  ``<data type="modules">``).
+- :func:`parse_primary` reads ``primary.xml`` (gzip-compressed or not): each package's
+  name, architecture, epoch-version-release, location and checksum, what it provides and
+  requires (the ``rpm:`` entries of the ``http://linux.duke.edu/metadata/rpm`` namespace,
+  as createrepo_c writes them).
+- :func:`parse_modules` reads ``modules.yaml`` (modulemd v2 documents): each stream's
+  profiles and the NEVRAs of its artifacts, so a request such as
+  ``@nvidia-driver:580-open`` resolves to the packages of that stream only.
+- :func:`vercmp` and :func:`compare_evr` order versions as rpm does (rpm-version(7):
+  alphanumeric segments, numbers compared as numbers, ``~`` before anything, ``^`` after
+  the end; the test vectors of rpm's own ``tests/rpmvercmp.at``).
+- :func:`resolve` picks the packages that install what is wanted and the dependencies the
+  same repository has, newest first; :func:`downloads` lists them with their checksums.
+
+Standard library only, except :func:`parse_modules` (PyYAML, which the controller has).
+Errors are :class:`~.packages_index.BundleError`, naming the metadata file.
+"""
+
+import fnmatch
+import functools
+import gzip
+import re
+import xml.etree.ElementTree as ET
+
+try:
+    import yaml
+except ImportError:  # the bundle is planned on the controller, which has PyYAML (requirements.txt)
+    yaml = None
+
+from ansible.module_utils.gpunode.bundle.packages_index import BundleError
+
+_REPO = "{http://linux.duke.edu/metadata/repo}"
+_COMMON = "{http://linux.duke.edu/metadata/common}"
+_RPM = "{http://linux.duke.edu/metadata/rpm}"
+#: arches a node of ``arch`` installs (noarch packages fit every node)
+_ARCHES = {"x86_64": ("x86_64", "noarch"), "aarch64": ("aarch64", "noarch")}
+_SEGMENT = re.compile(r"([0-9]+|[A-Za-z]+|~|\^)")
+
+
+def vercmp(a, b):
+    """-1, 0 or 1 as rpm orders the version (or release) strings ``a`` and ``b``."""
+    if a == b:
+        return 0
+    one, two = _segments(a), _segments(b)
+    for x, y in zip(one, two):
+        if x != y:
+            return _segment_order(x, y)
+    if len(one) == len(two):
+        return 0
+    # the longer one is newer, unless what it has more starts with '~'
+    rest, sign = (one[len(two)], 1) if len(one) > len(two) else (two[len(one)], -1)
+    return -sign if rest == "~" else sign
+
+
+def _segments(text):
+    return _SEGMENT.findall(text)
+
+
+def _segment_order(x, y):
+    # '~' sorts before anything, then '^' before any other segment (but after the end: vercmp)
+    for mark in ("~", "^"):
+        if mark in (x, y):
+            return -1 if x == mark else 1
+    if x.isdigit() and y.isdigit():
+        x, y = x.lstrip("0") or "0", y.lstrip("0") or "0"
+        if len(x) != len(y):
+            return 1 if len(x) > len(y) else -1
+    elif x.isdigit() != y.isdigit():
+        return 1 if x.isdigit() else -1  # a number is newer than letters
+    return (x > y) - (x < y)
+
+
+def compare_evr(a, b):
+    """Order two ``(epoch, version, release)`` triples (epoch as a string or int, "" or None for 0)."""
+    epochs = int(a[0] or 0), int(b[0] or 0)
+    if epochs[0] != epochs[1]:
+        return 1 if epochs[0] > epochs[1] else -1
+    return vercmp(a[1], b[1]) or vercmp(a[2] or "", b[2] or "")
+
+
+def _xml(data, source):
+    try:
+        return ET.fromstring(data)
+    except ET.ParseError as exc:
+        raise BundleError(f"{source}: not XML: {exc}") from None
+
+
+def parse_repomd(text, source="repomd.xml"):
+    """``{type: {"href", "checksum_type", "checksum"}}`` from repomd.xml."""
+    root = _xml(text, source)
+    found = {}
+    for data in root.iter(_REPO + "data"):
+        location, checksum = data.find(_REPO + "location"), data.find(_REPO + "checksum")
+        if location is None or checksum is None or not location.get("href"):
+            raise BundleError(f"{source}: <data type={data.get('type')!r}> has no location or checksum")
+        found[data.get("type")] = {"href": location.get("href"), "checksum_type": checksum.get("type"),
+                                   "checksum": (checksum.text or "").strip()}
+    if "primary" not in found:
+        raise BundleError(f"{source}: no <data type=\"primary\">")
+    return found
+
+
+def _entries(format_, tag):
+    block = format_.find(_RPM + tag)
+    if block is None:
+        return []
+    return [{"name": e.get("name"), "flags": e.get("flags"),
+             "evr": (e.get("epoch"), e.get("ver"), e.get("rel"))} for e in block.iter(_RPM + "entry")]
+
+
+def parse_primary(data, source="primary.xml"):
+    """The packages of primary.xml (bytes, gzip or plain), one dict each."""
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except OSError as exc:
+            raise BundleError(f"{source}: a broken gzip file: {exc}") from None
+    packages = []
+    for element in _xml(data, source).iter(_COMMON + "package"):
+        if element.get("type") != "rpm":
+            continue
+        version, location = element.find(_COMMON + "version"), element.find(_COMMON + "location")
+        checksum, format_ = element.find(_COMMON + "checksum"), element.find(_COMMON + "format")
+        name = element.findtext(_COMMON + "name")
+        if version is None or location is None or checksum is None or not name:
+            raise BundleError(f"{source}: package {name or '?'} has no version, location or checksum")
+        packages.append({
+            "name": name, "arch": element.findtext(_COMMON + "arch"),
+            "evr": (version.get("epoch") or "0", version.get("ver"), version.get("rel")),
+            "href": location.get("href"), "checksum_type": checksum.get("type"),
+            "checksum": (checksum.text or "").strip(),
+            "provides": _entries(format_, "provides") if format_ is not None else [],
+            "requires": _entries(format_, "requires") if format_ is not None else [],
+        })
+    return packages
+
+
+def parse_modules(text, source="modules.yaml"):
+    """``{"name:stream": [{"version", "arch", "profiles": {name: [rpm]}, "artifacts": [NEVRA]}]}``."""
+    if yaml is None:
+        raise BundleError(f"{source}: reading module streams needs PyYAML on the controller")
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        raise BundleError(f"{source}: not YAML: {exc}") from None
+    streams = {}
+    for document in documents:
+        if not isinstance(document, dict) or document.get("document") != "modulemd":
+            continue  # modulemd-defaults, obsoletes, translations
+        data = document.get("data") or {}
+        if not data.get("name") or data.get("stream") in (None, ""):
+            raise BundleError(f"{source}: a modulemd document without name or stream")
+        key = f"{data['name']}:{data['stream']}"
+        profiles = {name: list((profile or {}).get("rpms") or [])
+                    for name, profile in (data.get("profiles") or {}).items()}
+        streams.setdefault(key, []).append({
+            "version": int(data.get("version") or 0), "arch": data.get("arch"), "profiles": profiles,
+            "artifacts": list(((data.get("artifacts") or {}).get("rpms")) or []),
+        })
+    return streams
+
+
+def nevra(package):
+    """``name-epoch:version-release.arch`` as modulemd's artifacts name a package."""
+    epoch, version, release = package["evr"]
+    return f"{package['name']}-{epoch or 0}:{version}-{release}.{package['arch']}"
+
+
+def _newest_first(packages):
+    return sorted(packages, key=functools.cmp_to_key(lambda a, b: compare_evr(b["evr"], a["evr"])))
+
+
+def _stream_request(request, streams, arch, source):
+    """The package names and allowed NEVRAs of ``@name:stream[/profile]``."""
+    spec = request[1:]
+    spec, _, profile = spec.partition("/")
+    candidates = [s for s in streams.get(spec, []) if s["arch"] in (arch, "noarch", None)]
+    if not candidates:
+        known = ", ".join(sorted(streams)) or "none"
+        raise BundleError(f"{source}: no module stream {spec} for {arch} (streams there: {known})")
+    stream = max(candidates, key=lambda s: s["version"])
+    profile = profile or "default"
+    if profile not in stream["profiles"]:
+        raise BundleError(f"{source}: module stream {spec} has no profile {profile} "
+                          f"(profiles: {', '.join(sorted(stream['profiles'])) or 'none'})")
+    return stream["profiles"][profile], set(stream["artifacts"])
+
+
+#: rpm's dependency flags and the comparison results that satisfy them
+_FLAGS = {"EQ": (0,), "GE": (0, 1), "GT": (1,), "LE": (0, -1), "LT": (-1,)}
+
+
+def _satisfies(package, entry):
+    """Whether ``package`` meets a requires ``entry`` (``name``, ``flags``, ``evr``)."""
+    if not entry.get("flags"):
+        return True
+    epoch, version, release = entry["evr"]
+    candidates = [package["evr"]] + [p["evr"] for p in package["provides"]
+                                     if p["name"] == entry["name"] and p["evr"][1]]
+    for have in candidates:
+        # a version without a release matches every release of it (rpm-version(7))
+        order = compare_evr((have[0], have[1], have[2] if release else ""), (epoch, version, release or ""))
+        if order in _FLAGS.get(entry["flags"], ()):
+            return True
+    return False
+
+
+def _pick(by_name, provides, request, allowed, entry=None):
+    """The newest package for a request ``name``, ``name-VERSION[-RELEASE]`` (globs allowed),
+    or for a requires ``entry`` (its flags and version met)."""
+    for package in by_name.get(request, []) + provides.get(request, []):
+        if (allowed is None or nevra(package) in allowed) and (entry is None or _satisfies(package, entry)):
+            return package
+    if entry is not None:
+        return None
+    for name, packages in by_name.items():
+        if request.startswith(name + "-"):
+            for package in packages:
+                _, version, release = package["evr"]
+                label = f"{name}-{version}-{release}"
+                matches = fnmatch.fnmatchcase(label, request) or fnmatch.fnmatchcase(label, request + "-*")
+                if matches and (allowed is None or nevra(package) in allowed):
+                    return package
+    return None
+
+
+def resolve(packages, wanted, arch, streams=None, source="primary.xml"):
+    """The packages of one repository that install ``wanted`` on an ``arch`` node, with the
+    dependencies the same repository provides (those it does not are the distribution's).
+
+    ``wanted``: dnf requests as the driver concern gives them: ``name``,
+    ``name-VERSION[-RELEASE]`` (globs allowed), ``@module:stream[/profile]``.
+    """
+    arches = _ARCHES.get(arch, (arch, "noarch"))
+    by_name, provides = {}, {}
+    for package in _newest_first(p for p in packages if p["arch"] in arches):
+        by_name.setdefault(package["name"], []).append(package)
+        for entry in package["provides"]:
+            if entry["name"] != package["name"]:
+                provides.setdefault(entry["name"], []).append(package)
+    chosen, queue = {}, []
+    for request in wanted:
+        names, allowed = [request], None
+        if request.startswith("@"):
+            names, allowed = _stream_request(request, streams or {}, arch, source)
+        for name in names:
+            package = _pick(by_name, provides, name, allowed)
+            if package is None:
+                raise BundleError(f"{source}: no package for {arch} matches {name!r}"
+                                  + (f" in {request}" if allowed is not None else ""))
+            queue.append((package, allowed))
+    while queue:
+        package, allowed = queue.pop(0)
+        if package["name"] in chosen:
+            continue
+        chosen[package["name"]] = package
+        for entry in package["requires"]:
+            found = (_pick(by_name, provides, entry["name"], allowed, entry)
+                     or _pick(by_name, provides, entry["name"], None, entry))
+            if found is not None and found["name"] not in chosen:
+                queue.append((found, allowed))
+    return sorted(chosen.values(), key=lambda p: p["name"])
+
+
+def downloads(repository, packages, dest):
+    """``[{"url", "dest", "checksum", "package", "version"}]`` for ansible.builtin.get_url."""
+    base = repository.rstrip("/") + "/"
+    return [{"url": base + p["href"], "dest": f"{dest}/{p['href'].rsplit('/', 1)[-1]}",
+             "checksum": f"{p['checksum_type']}:{p['checksum']}", "package": p["name"],
+             "version": "{}-{}".format(*p["evr"][1:])} for p in packages]

@@ -205,7 +205,7 @@ def test_a_module_stream_resolves_to_its_own_artifacts_only():
         ("nvidia-driver", "580-open", 1, ["nvidia-driver-3:580.95.05-1.el9.x86_64"], ["nvidia-driver"]),
     ]))
     assert sorted(streams) == ["nvidia-driver:570-open", "nvidia-driver:580-open"]
-    chosen = rpm_index.resolve(packages, ["@nvidia-driver:570-open"], "x86_64", streams)
+    chosen = rpm_index.resolve(packages, ["@nvidia-driver:570-open"], "x86_64", streams=streams)
     assert {p["name"]: p["evr"][1] for p in chosen} == {"nvidia-driver": "570.133.20",
                                                          "nvidia-kmod-common": "570.133.20"}
 
@@ -217,12 +217,34 @@ def test_the_newest_version_of_a_stream_is_the_one_used():
         streams = rpm_index.parse_modules(modules_yaml([
             ("nvidia-driver", "570-open", n, [f"nvidia-driver-0:{v}-1.el9.x86_64"], ["nvidia-driver"])
             for n, v in order]))
-        chosen = rpm_index.resolve(packages, ["@nvidia-driver:570-open"], "x86_64", streams)
+        chosen = rpm_index.resolve(packages, ["@nvidia-driver:570-open"], "x86_64", streams=streams)
         assert [p["evr"][1] for p in chosen] == ["570.133.20"]
 
 
+def test_an_enabled_stream_hides_the_other_streams_packages_as_dnf_filters_them():
+    # what the role does on EL 9: `dnf module enable nvidia-driver:570-open`, then installs
+    # nvidia-open by name; packages of no stream (the fabric manager here) stay visible
+    driver = [*DRIVER, rpm("nvidia-open", "570.133.20", epoch="3", requires=["nvidia-driver = 3:570.133.20"]),
+              rpm("nvidia-open", "580.95.05", epoch="3", requires=["nvidia-driver = 3:580.95.05"])]
+    packages = rpm_index.parse_primary(primary_xml(driver).encode())
+    streams = rpm_index.parse_modules(modules_yaml([
+        ("nvidia-driver", "570-open", 1, ["nvidia-open-3:570.133.20-1.el9.x86_64",
+                                          "nvidia-driver-3:570.133.20-1.el9.x86_64"], ["nvidia-open"]),
+        ("nvidia-driver", "580-open", 1, ["nvidia-open-3:580.95.05-1.el9.x86_64",
+                                          "nvidia-driver-3:580.95.05-1.el9.x86_64"], ["nvidia-open"]),
+    ]))
+    chosen = rpm_index.resolve(packages, ["nvidia-open", "nvidia-fabric-manager"], "x86_64", streams=streams,
+                               enabled=["nvidia-driver:570-open"])
+    assert {p["name"]: p["evr"][1] for p in chosen} == {
+        "nvidia-open": "570.133.20", "nvidia-driver": "570.133.20", "nvidia-kmod-common": "570.133.20",
+        "nvidia-fabric-manager": "580.95.05"}
+    with pytest.raises(BundleError, match=r"no package for x86_64 matches 'nvidia-open'$"):
+        rpm_index.resolve(packages, ["nvidia-open"], "x86_64", streams=streams)  # no stream enabled
+
+
 @pytest.mark.parametrize("wanted, problem", [
-    (["nvidia-driver-999.1"], r"no package for x86_64 matches 'nvidia-driver-999.1'"),
+    (["nvidia-driver-999.1"],
+     r"no package for x86_64 matches 'nvidia-driver-999.1' with nvidia-driver:570-open enabled"),
     (["@nvidia-driver:999-open"], r"no module stream nvidia-driver:999-open for x86_64 \(streams there: "
                                   r"nvidia-driver:570-open\)"),
     (["@nvidia-driver:570-open/fm"], r"module stream nvidia-driver:570-open has no profile fm"),
@@ -232,7 +254,8 @@ def test_what_the_repository_lacks_is_refused_naming_it(wanted, problem):
     streams = rpm_index.parse_modules(modules_yaml([
         ("nvidia-driver", "570-open", 1, ["nvidia-driver-3:570.133.20-1.el9.x86_64"], ["nvidia-driver"])]))
     with pytest.raises(BundleError, match="^cuda-rhel9: " + problem):
-        rpm_index.resolve(packages, wanted, "x86_64", streams, source="cuda-rhel9")
+        rpm_index.resolve(packages, wanted, "x86_64", streams=streams, enabled=["nvidia-driver:570-open"],
+                          source="cuda-rhel9")
 
 
 def test_downloads_carry_the_metadatas_checksum():

@@ -20,7 +20,9 @@ What :mod:`.packages_index` is for a flat apt repository, for the repositories d
   alphanumeric segments, numbers compared as numbers, ``~`` before anything, ``^`` after
   the end; the test vectors of rpm's own ``tests/rpmvercmp.at``).
 - :func:`resolve` picks the packages that install what is wanted and the dependencies the
-  same repository has, newest first; :func:`downloads` lists them with their checksums.
+  same repository has (versioned requires met), newest first, among the packages dnf would
+  consider with the node's module streams enabled; :func:`downloads` lists them with their
+  checksums.
 
 Standard library only, except :func:`parse_modules` (PyYAML, which the controller has).
 Errors are :class:`~.packages_index.BundleError`, naming the metadata file.
@@ -180,20 +182,46 @@ def _newest_first(packages):
     return sorted(packages, key=functools.cmp_to_key(lambda a, b: compare_evr(b["evr"], a["evr"])))
 
 
-def _stream_request(request, streams, arch, source):
-    """The package names and allowed NEVRAs of ``@name:stream[/profile]``."""
-    spec = request[1:]
-    spec, _, profile = spec.partition("/")
+def _stream(spec, streams, arch, source):
+    """The newest version of the module stream ``name:stream`` for ``arch``."""
     candidates = [s for s in streams.get(spec, []) if s["arch"] in (arch, "noarch", None)]
     if not candidates:
         known = ", ".join(sorted(streams)) or "none"
         raise BundleError(f"{source}: no module stream {spec} for {arch} (streams there: {known})")
-    stream = max(candidates, key=lambda s: s["version"])
+    return max(candidates, key=lambda s: s["version"])
+
+
+def _profile_packages(request, streams, arch, source):
+    """The package names of ``@name:stream[/profile]`` (profile ``default`` when not named)."""
+    spec, _, profile = request[1:].partition("/")
+    stream = _stream(spec, streams, arch, source)
     profile = profile or "default"
     if profile not in stream["profiles"]:
         raise BundleError(f"{source}: module stream {spec} has no profile {profile} "
                           f"(profiles: {', '.join(sorted(stream['profiles'])) or 'none'})")
-    return stream["profiles"][profile], set(stream["artifacts"])
+    return stream["profiles"][profile]
+
+
+def _visible(packages, arch, streams, enabled, source):
+    """The packages dnf considers on an ``arch`` node: modular filtering hides the packages of
+    every module stream that is not enabled (dnf's modularity: a stream's artifacts are
+    installable only while it is enabled; packages of no stream are not filtered). A
+    repository's default streams (modulemd-defaults) are not taken as enabled: the driver role
+    enables its stream by name before it installs."""
+    arches = _ARCHES.get(arch, (arch, "noarch"))
+    modular = {nevra_ for versions in streams.values() for s in versions for nevra_ in s["artifacts"]}
+    shown = {nevra_ for spec in enabled for nevra_ in _stream(spec, streams, arch, source)["artifacts"]}
+    return [p for p in packages if p["arch"] in arches and (nevra(p) not in modular or nevra(p) in shown)]
+
+
+def _index(packages):
+    by_name, provides = {}, {}
+    for package in _newest_first(packages):
+        by_name.setdefault(package["name"], []).append(package)
+        for entry in package["provides"]:
+            if entry["name"] != package["name"]:
+                provides.setdefault(entry["name"], []).append(package)
+    return by_name, provides
 
 
 #: rpm's dependency flags and the comparison results that satisfy them
@@ -215,11 +243,12 @@ def _satisfies(package, entry):
     return False
 
 
-def _pick(by_name, provides, request, allowed, entry=None):
+def _pick(index, request, entry=None):
     """The newest package for a request ``name``, ``name-VERSION[-RELEASE]`` (globs allowed),
     or for a requires ``entry`` (its flags and version met)."""
+    by_name, provides = index
     for package in by_name.get(request, []) + provides.get(request, []):
-        if (allowed is None or nevra(package) in allowed) and (entry is None or _satisfies(package, entry)):
+        if entry is None or _satisfies(package, entry):
             return package
     if entry is not None:
         return None
@@ -228,47 +257,41 @@ def _pick(by_name, provides, request, allowed, entry=None):
             for package in packages:
                 _, version, release = package["evr"]
                 label = f"{name}-{version}-{release}"
-                matches = fnmatch.fnmatchcase(label, request) or fnmatch.fnmatchcase(label, request + "-*")
-                if matches and (allowed is None or nevra(package) in allowed):
+                if fnmatch.fnmatchcase(label, request) or fnmatch.fnmatchcase(label, request + "-*"):
                     return package
     return None
 
 
-def resolve(packages, wanted, arch, streams=None, source="primary.xml"):
+def resolve(packages, wanted, arch, *, streams=None, enabled=(), source="primary.xml"):
     """The packages of one repository that install ``wanted`` on an ``arch`` node, with the
     dependencies the same repository provides (those it does not are the distribution's).
 
     ``wanted``: dnf requests as the driver concern gives them: ``name``,
-    ``name-VERSION[-RELEASE]`` (globs allowed), ``@module:stream[/profile]``.
+    ``name-VERSION[-RELEASE]`` (globs allowed), ``@module:stream[/profile]``; ``enabled``: the
+    module streams enabled first (``dnf module enable nvidia-driver:580-open``), as a
+    ``@`` request enables its own. ``streams``: :func:`parse_modules` of the repository.
     """
-    arches = _ARCHES.get(arch, (arch, "noarch"))
-    by_name, provides = {}, {}
-    for package in _newest_first(p for p in packages if p["arch"] in arches):
-        by_name.setdefault(package["name"], []).append(package)
-        for entry in package["provides"]:
-            if entry["name"] != package["name"]:
-                provides.setdefault(entry["name"], []).append(package)
+    streams = streams or {}
+    enabled = set(enabled) | {w[1:].partition("/")[0] for w in wanted if w.startswith("@")}
+    index = _index(_visible(packages, arch, streams, enabled, source))
     chosen, queue = {}, []
     for request in wanted:
-        names, allowed = [request], None
-        if request.startswith("@"):
-            names, allowed = _stream_request(request, streams or {}, arch, source)
+        names = _profile_packages(request, streams, arch, source) if request.startswith("@") else [request]
         for name in names:
-            package = _pick(by_name, provides, name, allowed)
+            package = _pick(index, name)
             if package is None:
-                raise BundleError(f"{source}: no package for {arch} matches {name!r}"
-                                  + (f" in {request}" if allowed is not None else ""))
-            queue.append((package, allowed))
+                where = f" with {', '.join(sorted(enabled))} enabled" if enabled else ""
+                raise BundleError(f"{source}: no package for {arch} matches {name!r}{where}")
+            queue.append(package)
     while queue:
-        package, allowed = queue.pop(0)
+        package = queue.pop(0)
         if package["name"] in chosen:
             continue
         chosen[package["name"]] = package
         for entry in package["requires"]:
-            found = (_pick(by_name, provides, entry["name"], allowed, entry)
-                     or _pick(by_name, provides, entry["name"], None, entry))
+            found = _pick(index, entry["name"], entry)
             if found is not None and found["name"] not in chosen:
-                queue.append((found, allowed))
+                queue.append(found)
     return sorted(chosen.values(), key=lambda p: p["name"])
 
 

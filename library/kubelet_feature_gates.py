@@ -131,12 +131,6 @@ options:
     description: Compare with the running kubelet and report a restart when it runs older settings.
     type: bool
     default: true
-  restart_planned:
-    description:
-      - The caller restarts the kubelet when RV(restart_required); the facts then say no restart
-        is pending.
-    type: bool
-    default: false
   allow_unknown:
     description: Write gates that are not in the module's table, unchecked.
     type: bool
@@ -325,7 +319,8 @@ backup_files:
   type: dict
   returned: when backup=true and a file changed
 ansible_facts:
-  description: C(kubelet_gpu) - present, kubernetes_version, target, files, gates, service, restart_pending.
+  description: C(kubelet_gpu) - present, kubernetes_version, target, files, gates, service, restart_pending
+    (RV(restart_required) as read; the role sets it false once it restarted the kubelet).
   type: dict
   returned: always
 """

@@ -387,6 +387,39 @@ def test_load_goes_in_reverse_and_is_idempotent(fake, run_module):
     assert ok and not result["changed"]
 
 
+@pytest.mark.parametrize("case", [
+    ((0, MODINFO_535, ""), "570", "is 535.129.03, wanted 570"),
+    ((1, "", "modinfo: ERROR: Module nvidia not found."), "535.129.03", "is absent, wanted 535.129.03"),
+])
+def test_a_reload_refuses_a_module_on_disk_that_is_not_the_wanted_driver(fake, run_module, monkeypatch, case):
+    modinfo, wanted, problem = case
+    # the driver role's one guard between the install and the unload: the running driver stays
+    monkeypatch.setattr(nvidia_kernel_modules, "running_kernel", lambda: KERNEL)
+    fake.load("535.129.03", "nvidia_uvm", "nvidia")
+    scripted_modprobe(fake)
+    fake.commands[f"modinfo -k {KERNEL} nvidia"] = modinfo
+    args = {"state": "reloaded", "version": wanted, "stop_services": ["nvidia-persistenced"],
+            "proc_root": str(fake.proc)}
+    ok, result = run_module(nvidia_kernel_modules, args)
+    assert not ok
+    assert result["msg"] == (f"the nvidia module on disk for kernel {KERNEL} {problem}: nothing was stopped, "
+                             "unloaded or loaded")
+    assert [call[0].rsplit("/", 1)[-1] for call in fake.calls] == ["modinfo"]
+    ok, result = run_module(nvidia_kernel_modules, args, check_mode=True)  # a simulated install: not checked
+    assert ok and result["unloaded"] == ["nvidia_uvm", "nvidia"] and "on_disk_version" not in result
+
+
+def test_a_reload_of_the_wanted_driver_on_disk_says_its_version(fake, run_module, monkeypatch):
+    monkeypatch.setattr(nvidia_kernel_modules, "running_kernel", lambda: KERNEL)
+    fake.load("535.104.05", "nvidia")
+    scripted_modprobe(fake)
+    fake.commands[f"modinfo -k {KERNEL} nvidia"] = (0, MODINFO_535, "")
+    ok, result = run_module(nvidia_kernel_modules, {"state": "reloaded", "version": "535",
+                                                    "proc_root": str(fake.proc)})
+    assert ok and result["on_disk_version"] == "535.129.03"  # what the fabric manager is pinned to
+    assert result["unloaded"] == ["nvidia"] and result["loaded"] == ["nvidia", "nvidia_uvm"]
+
+
 def test_load_failure_names_the_module(fake, run_module):
     fake.commands["modprobe nvidia"] = (1, "", "modprobe: FATAL: Module nvidia not found in directory")
     ok, result = run_module(nvidia_kernel_modules, {"names": ["nvidia"], "proc_root": str(fake.proc)})

@@ -131,12 +131,6 @@ options:
     description: Compare with the running kubelet and report a restart when it runs older settings.
     type: bool
     default: true
-  restart_planned:
-    description:
-      - The caller restarts the kubelet when RV(restart_required); the facts then say no restart
-        is pending.
-    type: bool
-    default: false
   allow_unknown:
     description: Write gates that are not in the module's table, unchecked.
     type: bool
@@ -167,15 +161,6 @@ options:
     description: The record of the node's last validation (role gpu_validate) O(registration_taint) follows.
     type: path
     default: /var/lib/gpunode/validated.json
-  lock_timeout:
-    description:
-      - Seconds to wait for the node's lock, C(/run/gpunode/lock) (where C(/run) is not writable, a
-        file in the folder of Ansible's remote temporary directory). Every gpunode module that edits
-        the node holds it from before it reads what it changes until it has written, so two runs on
-        one node never lose an update. Not taken in check mode. A run that waits longer fails,
-        naming the lock and its holder's PID, and changes nothing.
-    type: int
-    default: 300
 notes:
   - At most one of O(config_file), O(flags_file), O(rke_cluster_yml), O(rke2_config).
   - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
@@ -190,6 +175,7 @@ notes:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
+  - node_lock
 attributes:
   platform:
     platforms: posix
@@ -333,7 +319,8 @@ backup_files:
   type: dict
   returned: when backup=true and a file changed
 ansible_facts:
-  description: C(kubelet_gpu) - present, kubernetes_version, target, files, gates, service, restart_pending.
+  description: C(kubelet_gpu) - present, kubernetes_version, target, files, gates, service, restart_pending
+    (RV(restart_required) as read; the role sets it false once it restarted the kubelet).
   type: dict
   returned: always
 """

@@ -35,17 +35,9 @@ options:
     description: Keep a timestamped copy of each file before it is rewritten or removed.
     type: bool
     default: false
-  lock_timeout:
-    description:
-      - Seconds to wait for the node's lock, C(/run/gpunode/lock) (where C(/run) is not writable, a
-        file in the folder of Ansible's remote temporary directory). Every gpunode module that edits
-        the node holds it from before it reads what it changes until it has written, so two runs on
-        one node never lose an update. Not taken in check mode. A run that waits longer fails,
-        naming the lock and its holder's PID, and changes nothing.
-    type: int
-    default: 300
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - node_lock
 notes:
   - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
     the end of the link is edited and the link kept; a backup holds that file's content; --diff

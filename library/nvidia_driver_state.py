@@ -23,9 +23,9 @@ description:
   - Without O(gpu), detects the GPUs itself (the C(nvidia_gpu_facts) logic, with its O(pci_ids_path),
     O(require_gpu) and O(require_branch)) and publishes C(ansible_facts.nvidia_gpu) too, so a run that
     starts with the driver reads the host once for both.
-  - Needs no gathered facts - the distribution, its version, the machine and the kernel are read on the
-    host (Ansible's own C(get_distribution) and C(get_distribution_version), the ones fact gathering uses)
-    unless given.
+  - Needs no gathered facts - the distribution, its version, the machine and the running kernel are read
+    on the host (Ansible's own C(get_distribution) and C(get_distribution_version), the ones fact gathering
+    uses), the kernel's headers under C(/lib/modules).
   - C(nvidia_driver_verify) checks, with the same arguments, what the run left.
 options:
   gpu:
@@ -136,19 +136,6 @@ options:
     type: list
     elements: str
     default: []
-  distribution:
-    description: The distribution as C(ansible_facts.distribution) names it; default the host's, read as fact
-      gathering reads it.
-    type: str
-  distribution_version:
-    description: Its version as C(ansible_facts.distribution_version) gives it; default the host's.
-    type: str
-  architecture:
-    description: The machine (C(ansible_facts.architecture)); default the module's own.
-    type: str
-  kernel:
-    description: Kernel release to look at; default the running one.
-    type: str
   sysfs_root:
     description: Where sysfs is mounted (a fake tree in tests).
     type: path
@@ -157,22 +144,10 @@ options:
     description: Where procfs is mounted (a fake tree in tests).
     type: path
     default: /proc
-  modules_dir:
-    description: Directory holding C(<kernel>/build) and the installed modules.
-    type: path
-    default: /lib/modules
-  lock_timeout:
-    description:
-      - Seconds to wait for the node's lock, C(/run/gpunode/lock) (where C(/run) is not writable, a
-        file in the folder of Ansible's remote temporary directory). Every gpunode module that edits
-        the node holds it from before it reads what it changes until it has written, so two runs on
-        one node never lose an update. Not taken in check mode. A run that waits longer fails,
-        naming the lock and its holder's PID, and changes nothing.
-    type: int
-    default: 300
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
+  - node_lock
 attributes:
   platform:
     platforms: posix
@@ -432,7 +407,7 @@ state:
   type: dict
   contains:
     distribution:
-      description: The distribution, as Ansible's C(get_distribution) reads it (or the option).
+      description: The distribution, as Ansible's C(get_distribution) reads it.
       type: str
       returned: always
     distribution_version:
@@ -444,7 +419,7 @@ state:
       type: str
       returned: always
     kernel:
-      description: The running kernel release (or the O(kernel) option).
+      description: The running kernel release.
       type: str
       returned: always
     headers_present:

@@ -60,6 +60,13 @@ options:
     description: Fail when a module cannot be unloaded (after putting back what was changed).
     type: bool
     default: false
+  version:
+    description:
+      - With O(state=present) or O(state=reloaded), the driver (a full version, or a branch such as V(580))
+        that the nvidia module on disk for the running kernel (C(modinfo -k)) must be; otherwise the task
+        fails before any service is stopped or module unloaded, so a failed install never takes away the
+        running driver. Not checked in check mode (a simulated install leaves nothing on disk).
+    type: str
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -111,13 +118,23 @@ nvidia_loaded:
   description: Whether the nvidia module is loaded when the module ends.
   returned: always
   type: bool
+on_disk_version:
+  description: The driver version of the nvidia module on disk for the running kernel (it is O(version)).
+  returned: when O(version) was checked
+  type: str
 """
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpunode.driver.driver import LOAD_MODULES, NVIDIA_MODULES
+from ansible.module_utils.gpunode.driver.driver import (
+    LOAD_MODULES,
+    NVIDIA_MODULES,
+    DriverError,
+    version_matches,
+)
 from ansible.module_utils.gpunode.driver.gpu import read_loaded
+from ansible.module_utils.gpunode.driver.host import read_module_on_disk
 from ansible.module_utils.gpunode.host import systemd
 from ansible.module_utils.gpunode.host.commands import Host
 
@@ -133,6 +150,7 @@ def build_module():
             "proc_root": {"type": "path", "default": "/proc"},
             "sysfs_root": {"type": "path", "default": "/sys"},
             "fail_on_busy": {"type": "bool", "default": False},
+            "version": {"type": "str"},
         },
         supports_check_mode=True,
     )
@@ -207,10 +225,31 @@ class Modules:
         self.start_services(list(self.result["stopped"]))
 
 
+def running_kernel():
+    return os.uname().release
+
+
+def module_on_disk(host, wanted):
+    """``(version, problem)``: the running kernel's nvidia module on disk, and why it is not
+    ``wanted`` (None when it is)."""
+    kernel = running_kernel()
+    try:
+        on_disk = (read_module_on_disk(host, kernel) or {}).get("version")
+    except DriverError as exc:
+        return None, str(exc)
+    if version_matches(on_disk, wanted):
+        return on_disk, None
+    return on_disk, f"the nvidia module on disk for kernel {kernel} is {on_disk or 'absent'}, wanted {wanted}"
+
+
 def run(module):
     params = module.params
     modules = Modules(module)
     result = modules.result
+    if params["version"] and params["state"] != "absent" and not module.check_mode:
+        result["on_disk_version"], problem = module_on_disk(modules.host, params["version"])
+        if problem:
+            module.fail_json(msg=f"{problem}: nothing was stopped, unloaded or loaded", **result)
     if params["state"] in ("absent", "reloaded"):
         if any(name in modules.loaded() for name in params["names"]):
             modules.stop_services()

@@ -60,17 +60,9 @@ options:
       - nvidia-dcgm.service
       - nvidia-persistenced.service
       - nvidia-fabricmanager.service
-  lock_timeout:
-    description:
-      - Seconds to wait for the node's lock, C(/run/gpunode/lock) (where C(/run) is not writable, a
-        file in the folder of Ansible's remote temporary directory). Every gpunode module that edits
-        the node holds it from before it reads what it changes until it has written, so two runs on
-        one node never lose an update. Not taken in check mode. A run that waits longer fails,
-        naming the lock and its holder's PID, and changes nothing.
-    type: int
-    default: 300
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - node_lock
 attributes:
   check_mode:
     support: full

@@ -129,6 +129,7 @@ class Project:
         plugins = [(dest.parts[1], src, dest) for src, (dest, kind) in layout.items()
                    if kind == "plugin" and dest.suffix == ".py" and dest.name != "__init__.py"]
         self.modules = {dest.stem for kind, _, dest in plugins if kind == "modules"}
+        self.doc_fragments = {dest.stem for kind, _, dest in plugins if kind == "doc_fragments"}
         self.module_utils = {d.parts[2].removesuffix(".py") for k, _, d in plugins if k == "module_utils"}
         self.playbooks = {src: dest.stem for src, (dest, kind) in layout.items() if kind == "playbook"}
         names = {kind: set() for kind in ("filter", "test", "lookup")}
@@ -173,8 +174,33 @@ def scalars(node):
     return [scalar for child in children for scalar in scalars(child)]
 
 
-def rewrite_yaml(text, path, project, *, playbook=None, examples=False, first_line=0):
-    """``text`` with FQCNs: module_defaults keys (all action keys if ``examples``), import_playbook, Jinja."""
+def own_fragments(document, project, where):
+    """The scalars of a DOCUMENTATION's extends_documentation_fragment that name a project fragment.
+
+    ansible-core looks a fragment's short name up on its configured paths only, never in the
+    collection of the module, so these need the collection's name (NAME or NAME.VARIABLE).
+    """
+    if not isinstance(document, yaml.MappingNode):
+        return
+    for key, value in document.value:
+        if key.value != "extends_documentation_fragment":
+            continue
+        for item in value.value if isinstance(value, yaml.SequenceNode) else [value]:
+            scalar = isinstance(item, yaml.ScalarNode)
+            names = [n.strip() for n in str(item.value).split(",")] if scalar else []
+            own = [n for n in names if n.split(".", 1)[0] in project.doc_fragments]
+            if own and len(names) > 1:
+                raise BuildError(f"{where(item)}: write the fragments {item.value!r} as a YAML list, one per "
+                                 f"item, so that the build can qualify {', '.join(own)}")
+            if own:
+                yield item
+
+
+def rewrite_yaml(text, path, project, *, playbook=None, examples=False, fragments=False, first_line=0):
+    """``text`` with FQCNs: module_defaults keys (all action keys if ``examples``), import_playbook, Jinja.
+
+    With ``fragments`` (a module's DOCUMENTATION), only its project documentation fragments.
+    """
     documents, edits = compose(text, path), {}
 
     def where(node):
@@ -190,7 +216,9 @@ def rewrite_yaml(text, path, project, *, playbook=None, examples=False, first_li
         edits[start] = (end, new_source, node, new_value)
 
     for document in documents:
-        for key, value, parent in action_keys(document):
+        for node in own_fragments(document, project, where) if fragments else []:
+            edit(node, project.prefix + node.value)
+        for key, value, parent in [] if fragments else action_keys(document):
             if key.value in IMPORT_PLAYBOOK and isinstance(value, yaml.ScalarNode) and playbook is not None \
                     and not FQCN_RE.match(value.value):
                 target = pathlib.PurePosixPath(posixpath.normpath(playbook.parent / value.value))
@@ -204,7 +232,7 @@ def rewrite_yaml(text, path, project, *, playbook=None, examples=False, first_li
             elif (match := FQCN_RE.match(key.value)) and f"{match[1]}.{match[2]}" not in project.collections:
                 raise BuildError(f"{where(key)}: {key.value} is from {match[1]}.{match[2]}, which "
                                  f"{METADATA_DIR}/galaxy.yml does not list under dependencies")
-        for node in scalars(document) if project.jinja else []:
+        for node in scalars(document) if project.jinja and not fragments else []:
             if node.start_mark.index not in edits and project.rewrite_jinja(node.value) != node.value:
                 source_text = text[node.start_mark.index:node.end_mark.index]
                 edit(node, project.rewrite_jinja(node.value), project.rewrite_jinja(source_text))
@@ -242,14 +270,16 @@ def rewrite_python(text, path, project, is_module):
                 if parts[:2] == ["ansible", "module_utils"] and set(parts[2:3]) & project.module_utils:
                     raise BuildError(f"{path}:{node.lineno}: write 'from ansible.module_utils.{parts[2]}... "
                                      "import NAME', the form the build rewrites")
-    examples = [n.value.value for n in tree.body if isinstance(n, ast.Assign)
-                and isinstance(n.value, ast.Constant) and [t.id for t in n.targets if isinstance(t, ast.Name)]
-                == ["EXAMPLES"]]
-    match = re.search(r"^EXAMPLES = r?(\"\"\"|''')(.*?)\1", text, re.M | re.S)
-    if is_module and match and examples == [match.group(2)]:  # else escapes or concatenation: kept as written
-        new = rewrite_yaml(match.group(2), f"{path} (EXAMPLES)", project, examples=True,
-                           first_line=text.count("\n", 0, match.start(2)))
-        text = text[:match.start(2)] + new + text[match.end(2):]
+    for variable in ("DOCUMENTATION", "EXAMPLES") if is_module else ():
+        values = [n.value.value for n in tree.body
+                  if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+                  and [t.id for t in n.targets if isinstance(t, ast.Name)] == [variable]]
+        match = re.search(rf"^{variable} = r?(\"\"\"|''')(.*?)\1", text, re.M | re.S)
+        if match and values == [match.group(2)]:  # else escapes or concatenation: kept as written
+            new = rewrite_yaml(match.group(2), f"{path} ({variable})", project,
+                               examples=variable == "EXAMPLES", fragments=variable == "DOCUMENTATION",
+                               first_line=text.count("\n", 0, match.start(2)))
+            text = text[:match.start(2)] + new + text[match.end(2):]
     return text
 
 

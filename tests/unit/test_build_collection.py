@@ -6,6 +6,7 @@ so the script is loaded inside the tests, never at import.
 
 import ast
 import functools
+import json
 import os
 import pathlib
 import re
@@ -44,6 +45,7 @@ PROJECT_FILES = {
                                 "        return {'gpu_addons_api': 1, 'gpu_addons_manifest_files': 2}\n",
     "test_plugins/ready.py": "class TestModule:\n    def tests(self):\n        return {'gpu_ready': 1}\n",
     "lookup_plugins/gpu_lookup.py": "",
+    "doc_fragments/node_lock.py": "",
     "site.yml": "",
     "playbooks/driver.yml": "",
     "collection/galaxy.yml": yaml.safe_dump(GALAXY),
@@ -64,6 +66,7 @@ def fixture_own(tmp_path_factory):
 def test_the_project_names_are_read_from_the_tree(own):
     assert own.modules == {"docker_daemon_config", "nvidia_gpu_facts", "manifest_files"}
     assert own.module_utils == {"gpunode"}
+    assert own.doc_fragments == {"node_lock"}
     assert own.playbooks == {pathlib.PurePosixPath("site.yml"): "site",
                              pathlib.PurePosixPath("playbooks/driver.yml"): "driver"}
     assert own.collections == {"ansible.builtin", "gpunode.gpunode", "kubernetes.core"}
@@ -257,6 +260,39 @@ def test_module_examples_use_fqcns(own):
     assert "module: docker_daemon_config\n" in out
 
 
+def test_module_documentation_names_the_project_fragments_by_fqcn(own):
+    out = rewrite_python(own, '''\
+    DOCUMENTATION = r"""
+    module: docker_daemon_config
+    description: node_lock is kept in text
+    extends_documentation_fragment:
+      - ansible.builtin.action_common_attributes
+      - node_lock
+      - node_lock.other
+    """
+    EXAMPLES = r"""
+    - name: Merge
+      docker_daemon_config: {}
+    """
+    ''')
+    documentation = yaml.safe_load(ast.literal_eval(out.split("DOCUMENTATION = ")[1].split("\nEXAMPLES")[0]))
+    assert documentation["extends_documentation_fragment"] == [
+        "ansible.builtin.action_common_attributes", f"{PREFIX}node_lock", f"{PREFIX}node_lock.other"]
+    assert documentation["description"] == "node_lock is kept in text"
+    assert f"{PREFIX}docker_daemon_config: {{}}" in out
+
+
+def test_project_fragments_in_one_comma_separated_string_fail_with_file_and_line(bc, own):
+    with pytest.raises(bc.BuildError, match=re.escape("library/m.py (DOCUMENTATION):3: write the fragments "
+                                                      "'ansible.builtin.files, node_lock' as a YAML list")):
+        rewrite_python(own, '''\
+        DOCUMENTATION = r"""
+        module: m
+        extends_documentation_fragment: ansible.builtin.files, node_lock
+        """
+        ''')
+
+
 def test_filter_names_are_read_without_importing_the_plugin(bc, tmp_path):
     plugin = tmp_path / "f.py"
     plugin.write_text("raise SystemExit('not imported')\nclass FilterModule:\n"
@@ -390,6 +426,23 @@ def _module_defaults_keys(node):
                 for defaults in value if isinstance(value, list) else [value]:
                     yield from defaults
             yield from _module_defaults_keys(value)
+
+
+def test_ansible_doc_merges_the_project_fragments_into_the_built_modules(built, tmp_path):
+    target, galaxy = built
+    (tmp_path / "ansible.cfg").write_text("")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(target.parents[2]),
+               ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"),
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    users = sorted(p.stem for p in (ROOT / "library").glob("*.py")
+                   if re.search(r"^  - node_lock$", p.read_text(encoding="utf-8"), re.M))
+    assert len(users) > 1
+    prefix = f"{galaxy['namespace']}.{galaxy['name']}."
+    shown = json.loads(subprocess.run(["ansible-doc", "-j", *(prefix + name for name in users)], env=env,
+                                      cwd=tmp_path, capture_output=True, text=True, check=True).stdout)
+    for name in users:
+        option = shown[prefix + name]["doc"]["options"]["lock_timeout"]
+        assert (option["type"], option["default"]) == ("int", 300), name
 
 
 def test_every_module_defaults_key_of_the_built_roles_and_playbooks_is_an_fqcn(built):

@@ -6,6 +6,9 @@ option the same type (``str`` when unsaid), default, choices, ``required``,
 ``elements`` and suboptions. The spec is what the module hands ``AnsibleModule``
 (captured from ``build_module()``); a module that is the documentation of an
 action plugin of its name is compared with the plugin's ``ARGUMENT_SPEC``.
+The options of the project's documentation fragments (doc_fragments/) that a
+module names in ``extends_documentation_fragment`` count as its own, as
+ansible-doc and validate-modules merge them.
 """
 
 import importlib
@@ -17,6 +20,7 @@ from conftest import ROOT, load_file
 
 MODULES = sorted(path.stem for path in (ROOT / "library").glob("*.py"))
 ACTIONS = {path.stem for path in (ROOT / "action_plugins").glob("*.py")}
+FRAGMENTS = {path.stem: path for path in (ROOT / "doc_fragments").glob("*.py")}
 # what each compared key means when unsaid
 COMPARED = {"type": "str", "required": False, "default": None, "choices": None, "elements": None}
 
@@ -36,6 +40,18 @@ def argument_spec(name, monkeypatch):
     with pytest.raises(Built) as built:
         importlib.import_module(name).build_module()
     return built.value.args[0]
+
+
+def documented_options(name):
+    """DOCUMENTATION's options of module ``name``, with those of the project fragments it names."""
+    documentation = yaml.safe_load(importlib.import_module(name).DOCUMENTATION)
+    options = dict(documentation.get("options") or {})
+    for fragment in documentation.get("extends_documentation_fragment") or []:
+        stem, _, variable = fragment.partition(".")
+        if stem in FRAGMENTS:
+            holder = load_file(FRAGMENTS[stem], f"{stem}_doc_fragment").ModuleDocFragment
+            options.update(yaml.safe_load(getattr(holder, variable.upper() or "DOCUMENTATION"))["options"])
+    return options
 
 
 def differences(documented, spec, where=""):
@@ -59,8 +75,13 @@ def differences(documented, spec, where=""):
     for name in MODULES
 ])
 def test_documentation_options_equal_the_argument_spec(name, monkeypatch):
-    documented = yaml.safe_load(importlib.import_module(name).DOCUMENTATION).get("options") or {}
-    assert differences(documented, argument_spec(name, monkeypatch)) == []
+    assert differences(documented_options(name), argument_spec(name, monkeypatch)) == []
+
+
+def test_a_project_fragment_documents_the_option_of_each_module_that_names_it():
+    documentation = yaml.safe_load(importlib.import_module("nvidia_mig").DOCUMENTATION)
+    assert "lock_timeout" not in documentation["options"]
+    assert documented_options("nvidia_mig")["lock_timeout"]["type"] == "int"
 
 
 def test_a_difference_names_the_option_and_what_differs():

@@ -32,6 +32,7 @@ from ansible.module_utils.gpunode.host import files as host_files
 from ansible.module_utils.gpunode.host import lock
 from conftest import FIXTURES
 from fake_proc import FakeProc
+from test_module_docs import documented_options
 
 CONTAINERD_DEFAULTS = (FIXTURES / "docker" / "containerd-config-default-1.6.20-debian.toml").read_text()
 CONTAINERD_DEBIAN = FIXTURES / "docker" / "containerd-config.toml-debian-bookworm-default.toml"
@@ -599,7 +600,7 @@ def test_every_editing_module_documents_lock_timeout_as_its_spec_has_it(monkeypa
     monkeypatch.setattr(module, "AnsibleModule", capture)
     with pytest.raises(Captured):
         module.build_module()
-    documented = yaml.safe_load(module.DOCUMENTATION)["options"]["lock_timeout"]
+    documented = documented_options(name)["lock_timeout"]  # the node_lock fragment's
     assert captured["lock_timeout"] == {"type": "int", "default": 300}
     assert (documented["type"], documented["default"]) == ("int", 300)
     assert "/run/gpunode/lock" in " ".join(documented["description"])

@@ -1,6 +1,7 @@
 """The modules nvidia_driver_state, nvidia_kernel_modules and dpkg_database through main()."""
 
 import os
+import platform
 import subprocess
 import sys
 
@@ -43,6 +44,9 @@ class FakeHost:
         self.proc = root / "proc"
         self.lib = root / "lib"
         self.modules_dir = root / "modules"
+        # what the module reads of the node's system (state_call.os_info): no option gives it
+        self.os_info = {"distribution": "Debian", "distribution_version": "12.7", "architecture": "x86_64",
+                        "kernel": KERNEL}
         for path in (self.sys, self.proc, self.lib, self.modules_dir):
             path.mkdir()
         (self.proc / "modules").write_text("")
@@ -92,11 +96,8 @@ class FakeHost:
         return path
 
     def args(self, **extra):
-        args = {"sysfs_root": str(self.sys), "proc_root": str(self.proc), "kernel": KERNEL,
-                "modules_dir": str(self.modules_dir), "distribution": "Debian",
-                "distribution_version": "12.7",
-                "architecture": "x86_64", "blacklist_path": str(self.root / "blacklist-nouveau.conf"),
-                "gpu": GPU_T4}
+        args = {"sysfs_root": str(self.sys), "proc_root": str(self.proc),
+                "blacklist_path": str(self.root / "blacklist-nouveau.conf"), "gpu": GPU_T4}
         args.update(extra)
         return args
 
@@ -121,6 +122,8 @@ class FakeHost:
         # where the node keeps dpkg's database and the userspace libraries: this host's tree
         monkeypatch.setattr(driver_host, "ADMINDIR", str(self.admindir))
         monkeypatch.setattr(driver_host, "LIB_DIRS", [str(self.lib)])
+        monkeypatch.setattr(driver_host, "MODULES_DIR", str(self.modules_dir))
+        monkeypatch.setattr(driver_state_call, "os_info", lambda: dict(host.os_info))
         monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
         monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
 
@@ -210,21 +213,32 @@ def test_detection_in_the_plan_call_keeps_the_detection_checks(fake, run_module,
     assert fake.calls == []  # refused before anything on the host is read
 
 
-def test_without_distribution_the_host_is_read_as_fact_gathering_reads_it(fake, run_module, monkeypatch):
+def test_the_node_is_read_as_fact_gathering_reads_it(monkeypatch):
     # no fact gathering before the driver play: the module asks Ansible's own helpers
     monkeypatch.setattr(driver_state_call, "get_distribution", lambda: "Ubuntu")
     monkeypatch.setattr(driver_state_call, "get_distribution_version", lambda: "24.04")
-    args = fake.args(branch="580", package_source="cuda")
-    del args["distribution"], args["distribution_version"]
-    ok, result = run_module(nvidia_driver_state, args, check_mode=True)
-    assert ok, result
-    assert "/ubuntu2404/" in result["request"]["repository"]["line"]
-    assert (result["state"]["distribution"], result["state"]["distribution_version"]) == ("Ubuntu", "24.04")
-    # given explicitly, the arguments win
-    args = fake.args(branch="580", package_source="cuda")
-    ok, result = run_module(nvidia_driver_state, args, check_mode=True)
-    assert ok and "/debian12/" in result["request"]["repository"]["line"]
-    assert result["state"]["distribution"] == "Debian"
+    assert driver_state_call.os_info() == {"distribution": "Ubuntu", "distribution_version": "24.04",
+                                           "architecture": platform.machine(), "kernel": os.uname().release}
+
+
+def test_the_plan_follows_the_distribution_the_node_runs(fake, run_module):
+    for distribution, version, folder in (("Ubuntu", "24.04", "/ubuntu2404/"),
+                                          ("Debian", "12.7", "/debian12/")):
+        fake.os_info.update(distribution=distribution, distribution_version=version)
+        args = fake.args(branch="580", package_source="cuda")
+        ok, result = run_module(nvidia_driver_state, args, check_mode=True)
+        assert ok, result
+        assert folder in result["request"]["repository"]["line"]
+        state = result["state"]
+        assert (state["distribution"], state["distribution_version"]) == (distribution, version)
+
+
+@pytest.mark.parametrize("option", ["distribution", "distribution_version", "architecture", "kernel",
+                                    "modules_dir"])
+def test_what_the_node_tells_is_no_option(fake, run_module, option):
+    ok, result = run_module(nvidia_driver_state, fake.args(**{option: "x"}), check_mode=True)
+    assert not ok and "Unsupported parameters for " in result["msg"]
+    assert f" module: {option}. Supported parameters include: " in result["msg"]
 
 
 @pytest.mark.parametrize("path", shared_files("nvidia", "modinfo-nvidia-*"), ids=lambda p: p.name)
@@ -371,6 +385,39 @@ def test_load_goes_in_reverse_and_is_idempotent(fake, run_module):
     assert ok and result["loaded"] == ["nvidia", "nvidia_uvm"]
     ok, result = run_module(nvidia_kernel_modules, args)
     assert ok and not result["changed"]
+
+
+@pytest.mark.parametrize("case", [
+    ((0, MODINFO_535, ""), "570", "is 535.129.03, wanted 570"),
+    ((1, "", "modinfo: ERROR: Module nvidia not found."), "535.129.03", "is absent, wanted 535.129.03"),
+])
+def test_a_reload_refuses_a_module_on_disk_that_is_not_the_wanted_driver(fake, run_module, monkeypatch, case):
+    modinfo, wanted, problem = case
+    # the driver role's one guard between the install and the unload: the running driver stays
+    monkeypatch.setattr(nvidia_kernel_modules, "running_kernel", lambda: KERNEL)
+    fake.load("535.129.03", "nvidia_uvm", "nvidia")
+    scripted_modprobe(fake)
+    fake.commands[f"modinfo -k {KERNEL} nvidia"] = modinfo
+    args = {"state": "reloaded", "version": wanted, "stop_services": ["nvidia-persistenced"],
+            "proc_root": str(fake.proc)}
+    ok, result = run_module(nvidia_kernel_modules, args)
+    assert not ok
+    assert result["msg"] == (f"the nvidia module on disk for kernel {KERNEL} {problem}: nothing was stopped, "
+                             "unloaded or loaded")
+    assert [call[0].rsplit("/", 1)[-1] for call in fake.calls] == ["modinfo"]
+    ok, result = run_module(nvidia_kernel_modules, args, check_mode=True)  # a simulated install: not checked
+    assert ok and result["unloaded"] == ["nvidia_uvm", "nvidia"] and "on_disk_version" not in result
+
+
+def test_a_reload_of_the_wanted_driver_on_disk_says_its_version(fake, run_module, monkeypatch):
+    monkeypatch.setattr(nvidia_kernel_modules, "running_kernel", lambda: KERNEL)
+    fake.load("535.104.05", "nvidia")
+    scripted_modprobe(fake)
+    fake.commands[f"modinfo -k {KERNEL} nvidia"] = (0, MODINFO_535, "")
+    ok, result = run_module(nvidia_kernel_modules, {"state": "reloaded", "version": "535",
+                                                    "proc_root": str(fake.proc)})
+    assert ok and result["on_disk_version"] == "535.129.03"  # what the fabric manager is pinned to
+    assert result["unloaded"] == ["nvidia"] and result["loaded"] == ["nvidia", "nvidia_uvm"]
 
 
 def test_load_failure_names_the_module(fake, run_module):
@@ -559,7 +606,8 @@ def ubuntu_secure_boot(fake):
     (fake.sys / "firmware" / "efi").mkdir(parents=True)
     fake.bins.add("mokutil")
     fake.commands["mokutil --sb-state"] = (0, "SecureBoot enabled\n", "")
-    return fake.args(branch="570", distribution="Ubuntu", distribution_version="24.04")
+    fake.os_info.update(distribution="Ubuntu", distribution_version="24.04")
+    return fake.args(branch="570")
 
 
 def test_secure_boot_on_ubuntu_plans_the_signed_modules_the_archive_has(fake, run_module):

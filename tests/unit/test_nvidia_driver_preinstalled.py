@@ -105,8 +105,8 @@ def test_preinstalled_without_systemd_skips_persistence_when_it_is_off(image, ru
 @pytest.mark.parametrize("method", ["packages", "runfile"])
 def test_the_install_methods_refuse_the_image_driver_before_any_change(image, run_module, method):
     fake, _version, prefix = image
-    args = fake.args(method=method, gpu=GPU_H100, version="580.95.05", runfile_checksum="sha256:" + "0" * 64,
-                     distribution="Ubuntu", distribution_version="24.04")
+    fake.os_info.update(distribution="Ubuntu", distribution_version="24.04")
+    args = fake.args(method=method, gpu=GPU_H100, version="580.95.05", runfile_checksum="sha256:" + "0" * 64)
     ok, result = run_module(nvidia_driver_state, args, check_mode=True)
     assert not ok
     assert result["msg"] == (
@@ -120,8 +120,8 @@ def test_a_driver_a_package_owns_is_the_packages_methods_to_replace(image, run_m
     fake, _version, _prefix = image
     fake.commands["dpkg-query -S *"] = (0, "nvidia-utils-580-server: /usr/local/nvidia/bin/nvidia-smi\n", "")
     fake.commands["apt-cache madison*"] = (0, "", "")
-    args = fake.args(method="packages", gpu=GPU_H100, branch="580", distribution="Ubuntu",
-                     distribution_version="24.04")
+    fake.os_info.update(distribution="Ubuntu", distribution_version="24.04")
+    args = fake.args(method="packages", gpu=GPU_H100, branch="580")
     ok, result = run_module(nvidia_driver_state, args, check_mode=True)
     assert ok, result
     assert result["state"]["origin"]["kind"] == "package"

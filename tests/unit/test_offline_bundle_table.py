@@ -149,6 +149,7 @@ def role_plan(tmp_path, monkeypatch, node, values):
     bare = BareNode(tmp_path, node)
     monkeypatch.setattr(driver_host, "ADMINDIR", str(tmp_path / "dpkg"))
     monkeypatch.setattr(driver_host, "LIB_DIRS", [str(tmp_path / "lib")])
+    monkeypatch.setattr(driver_host, "MODULES_DIR", str(tmp_path / "modules"))
     params = {name: spec.get("default") for name, spec in state_call.ARGUMENT_SPEC.items()}
     params.update((name, ROLE_DEFAULTS[f"nvidia_driver_{name}"]) for name in params
                   if f"nvidia_driver_{name}" in ROLE_DEFAULTS and name not in ("sysfs_root", "proc_root"))
@@ -157,7 +158,7 @@ def role_plan(tmp_path, monkeypatch, node, values):
         if values.get(name):
             params[name] = str(tmp_path / pathlib.PurePath(values[name]).name)
             pathlib.Path(params[name]).write_text("")
-    params.update(sysfs_root=str(bare.sys), proc_root=str(bare.proc), modules_dir=str(tmp_path / "modules"),
+    params.update(sysfs_root=str(bare.sys), proc_root=str(bare.proc),
                   blacklist_path=str(tmp_path / "blacklist-nouveau.conf"))
     params.update(stage="plan", ran=None, before=None)
     gpu = gather(str(bare.sys), str(bare.proc), None, "x86_64")[0]

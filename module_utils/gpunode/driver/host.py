@@ -55,6 +55,8 @@ from ansible.module_utils.gpunode.host.packages import (
 )
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
+#: where the kernels' modules and build trees (``<kernel>/build``, the headers) are
+MODULES_DIR = "/lib/modules"
 INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))
 
 
@@ -242,7 +244,7 @@ def read_state(host, params, os_info, request):
     module_on_disk = read_module_on_disk(host, kernel)
     state = {
         "kernel": kernel,
-        "headers_present": os.path.isdir(os.path.join(params["modules_dir"], kernel, "build")),
+        "headers_present": os.path.isdir(os.path.join(MODULES_DIR, kernel, "build")),
         "module_on_disk": module_on_disk,
         "dkms": None,
         **read_driver(host, params, packages, module_on_disk),

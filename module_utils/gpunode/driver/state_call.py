@@ -47,13 +47,8 @@ ARGUMENT_SPEC = {
     "runfile_url": {"type": "str"},
     "runfile_checksum": {"type": "str", "no_log": False},
     "runfile_extra_flags": {"type": "list", "elements": "str", "default": []},
-    "distribution": {"type": "str"},
-    "distribution_version": {"type": "str"},
-    "architecture": {"type": "str"},
-    "kernel": {"type": "str"},
     "sysfs_root": {"type": "path", "default": "/sys"},
     "proc_root": {"type": "path", "default": "/proc"},
-    "modules_dir": {"type": "path", "default": "/lib/modules"},
 }
 ERRORS = (DriverError, GpuDetectError, DpkgError)
 # The syntax of each value that lands in a file or on a command line, checked before anything is
@@ -69,13 +64,14 @@ VALUE_RULES = {
 }
 
 
-def os_info(params):
-    """The node's distribution, architecture and kernel: the arguments, else as fact gathering reads them."""
+def os_info():
+    """The node's distribution, its version, the machine and the running kernel, as fact gathering
+    reads them (no option: tests give a node's through module_utils, ``evaluate``'s ``os_info``)."""
     return {
-        "distribution": params["distribution"] or get_distribution(),
-        "distribution_version": params["distribution_version"] or get_distribution_version(),
-        "architecture": params["architecture"] or platform.machine(),
-        "kernel": params["kernel"] or os.uname().release,
+        "distribution": get_distribution(),
+        "distribution_version": get_distribution_version(),
+        "architecture": platform.machine(),
+        "kernel": os.uname().release,
     }
 
 
@@ -100,7 +96,7 @@ def read(module, params=None, stage="plan", ran=None, before=None):
     if not gpu.get("present"):
         return {"changed": False, "ansible_facts": facts, "msg": "no NVIDIA GPU: nothing to do",
                 "plan": {"converged": True, "disruptive": False, "reasons": []}}
-    result = evaluate(Host(module), params, gpu, os_info(params))
+    result = evaluate(Host(module), params, gpu, os_info())
     facts.update(result["ansible_facts"])
     result["ansible_facts"] = facts
     return result

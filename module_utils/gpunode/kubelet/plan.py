@@ -134,7 +134,7 @@ def plan(params, host):
                 "files": target.files,
                 "gates": merged,
                 "service": target.service,
-                "restart_pending": restart and not params["restart_planned"],
+                "restart_pending": restart,  # the role sets it false once it restarted
             }
         },
     }

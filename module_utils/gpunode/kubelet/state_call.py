@@ -30,7 +30,6 @@ ARGUMENT_SPEC = {
     "unit_files": {"type": "list", "elements": "path"},
     "proc_root": {"type": "path", "default": "/proc"},
     "check_running": {"type": "bool", "default": True},
-    "restart_planned": {"type": "bool", "default": False},
     "allow_unknown": {"type": "bool", "default": False},
     "backup": {"type": "bool", "default": False},
     "registration_taint": {"type": "str"},

@@ -333,7 +333,10 @@ backup_files:
   type: dict
   returned: when backup=true and a file changed
 ansible_facts:
-  description: C(kubelet_gpu) - present, kubernetes_version, target, files, gates, service, restart_pending.
+  description:
+    - C(kubelet_gpu) - present, kubernetes_version, target, files, gates, service, restart_pending.
+    - Without a kubelet also C(skipped), why, for the run's table - no kubelet on this host, or no service
+      manager (systemd) to run one (an image host's container).
   type: dict
   returned: always
 """

@@ -602,6 +602,13 @@ def test_without_systemd_the_engines_configs_are_written_and_their_restart_is_on
     assert not again["changes"] and "restart_needed" not in again["docker"]
 
 
+def test_without_systemd_the_cdi_spec_is_generated_not_refreshed_by_a_unit():
+    # toolkit 1.18's nvidia-cdi-refresh is a systemd unit: nothing runs it on a host without systemd
+    spec = cre.cdi_spec_plan((1, 18), {}, "570.133.20", service_manager=False)
+    assert (spec["action"], spec["path"]) == ("generate", "/etc/cdi/nvidia.yaml")
+    assert cre.cdi_spec_plan((1, 18), {}, "570.133.20")["action"] == "refresh"
+
+
 def test_systemd_runs_the_host_when_it_booted_it():
     from ansible.module_utils.gpunode.host import systemd  # noqa: PLC0415
 

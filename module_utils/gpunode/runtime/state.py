@@ -425,7 +425,7 @@ class Planner:
         if wanted["cdi"] and (observed["installed"].get(TOOLKIT) or plan["install"]):
             spec = cdi_spec_plan(
                 release_of(toolkit_version), observed["cdi_specs"], observed["driver_version"],
-                wanted["driver_root"],
+                wanted["driver_root"], observed.get("service_manager", True),
             )
             plan["cdi"] = {key: spec[key] for key in ("action", "path", "args", "environment")}
             if spec["why"]:

@@ -209,7 +209,7 @@ FACTS = ("nvidia_gpu", "nvidia_driver", "nvidia_container_runtime", "kubelet_gpu
 def from_hostvars(hostvars, hosts):
     """(host_facts, changes) of ``hosts``, read from the play's ``hostvars``: the changes are the
     host's ``gpunode_changes`` and, after them, what a role skipped there and why (``skipped: ...``,
-    from ``nvidia_driver.skipped`` and the host's ``gpunode_skipped``)."""
+    from ``nvidia_driver.skipped``, ``kubelet_gpu.skipped`` and the host's ``gpunode_skipped``)."""
     host_facts, changes = {}, {}
     for host in hosts:
         variables = hostvars.get(host) or {}
@@ -217,6 +217,7 @@ def from_hostvars(hostvars, hosts):
         host_facts[host] = {name: facts[name] for name in FACTS if name in facts}
         # what the roles left alone on the host, with the reason (no systemd, no container engine)
         skipped = list((facts.get("nvidia_driver") or {}).get("skipped") or [])
+        skipped += list((facts.get("kubelet_gpu") or {}).get("skipped") or [])
         skipped += list(variables.get("gpunode_skipped") or [])
         changes[host] = list(variables.get("gpunode_changes") or []) + [f"skipped: {s}" for s in skipped]
     return host_facts, changes

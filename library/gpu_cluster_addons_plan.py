@@ -286,7 +286,7 @@ nvidia_device_plugin:
   description:
     - The device plugin's configs - C(configs) (name -> config, C(default) included), C(default) (its name),
       C(named) (several - the config-manager picks one by node label), C(mig) (some config has a MIG strategy
-      other than none), C(mps) (some config shares by MPS).
+      other than none), C(mps) (some config shares by MPS), C(driver_root) (the root the plugin mounts).
   returned: always
   type: dict
   contains:
@@ -305,6 +305,14 @@ nvidia_device_plugin:
     mps:
       description: Some config shares by MPS.
       type: bool
+    driver_root:
+      description:
+        - Where the GPU nodes' driver lives, the plugin's C(NVIDIA_DRIVER_ROOT), mounted at C(/driver-root) as
+          NVIDIA's chart mounts C(nvidiaDriverRoot); C(/) (nothing mounted) for a driver on the host.
+        - The configs' C(flags.nvidiaDriverRoot) when they give one, else the root the device-plugin hosts'
+          driver facts agree on (C(nvidia_driver.driver_root)); hosts in different roots are refused.
+      type: str
+      sample: /usr/local/nvidia
 hami:
   description:
     - HAMi's scheduler placement (C(scheduler)), C(url_prefix) of its extender, C(kube_scheduler_config)

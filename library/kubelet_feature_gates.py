@@ -319,8 +319,11 @@ backup_files:
   type: dict
   returned: when backup=true and a file changed
 ansible_facts:
-  description: C(kubelet_gpu) - present, kubernetes_version, target, files, gates, service, restart_pending
-    (RV(restart_required) as read; the role sets it false once it restarted the kubelet).
+  description:
+    - C(kubelet_gpu) - present, kubernetes_version, target, files, gates, service, restart_pending
+      (RV(restart_required) as read; the role sets it false once it restarted the kubelet).
+    - Without a kubelet also C(skipped), why, for the run's table - no kubelet on this host, or no service
+      manager (systemd) to run one (an image host's container).
   type: dict
   returned: always
 """

@@ -187,19 +187,24 @@ plan:
       description: Whether apt knows every package to install now (false on a fresh node).
       type: bool
     docker:
-      description: C(configure) (merge C(settings) into daemon.json), C(restart).
+      description:
+        - C(configure) (merge C(settings) into daemon.json), C(restart) (through systemd).
+        - C(restart_needed) where the file changes on a host systemd does not run - C(restart needed, no
+          service manager), said in C(summary); no restart is tried there.
       type: dict
     containerd:
-      description: C(configure) (call containerd_runtime with C(args)), C(restart).
+      description:
+        - C(configure) (call containerd_runtime with C(args)), C(restart) (through systemd), C(restart_needed)
+          as for C(docker).
       type: dict
     rancher:
       description: RKE2/k3s - C(flavor), C(unit), C(dropin_path), C(dropin_text) (null to remove),
         C(generated), C(configure), C(restart).
       type: dict
     cdi:
-      description: C(action) (null, C(generate) with nvidia-ctk, C(refresh) with nvidia-cdi-refresh),
-        C(path), C(args) (more arguments of C(nvidia-ctk cdi generate)) and C(environment) (the variables
-        nvidia-cdi-refresh reads from its environment file), both empty for a driver in C(/).
+      description: C(action) (null, C(generate) with nvidia-ctk, C(refresh) with nvidia-cdi-refresh where
+        systemd runs), C(path), C(args) (more arguments of C(nvidia-ctk cdi generate)) and C(environment)
+        (the variables nvidia-cdi-refresh reads from its environment file), both empty for a driver in C(/).
       type: dict
     summary:
       description: One line for the run's output - the engines and their default runtimes as the plan

@@ -16,6 +16,11 @@ and ``proc/`` shaped like the kernel's:
     proc/modules
     proc/driver/nvidia/version                (when the nvidia module is loaded)
 
+A spec may also name the distribution package that installed the loaded driver
+(``driver_package``: name, version, provides); tests/simnode/driver_package.py
+installs a stub of it on the node, so that dpkg owns the driver's files there
+as on the host the spec describes. This script only checks that entry.
+
 Links are relative, as in the kernel's sysfs, so the tree can be copied.
 The script is idempotent: it builds the tree aside, compares it with what is
 under ROOT and swaps it in only when they differ (a rebuild also drops files
@@ -46,7 +51,11 @@ DEVICE_KEYS = {
     "address", "parent", "vendor", "device", "subsystem_vendor", "subsystem_device",
     "class", "numa_node", "driver", "revision",
 }
-TOP_KEYS = {"description", "modules", "devices", "nvidia_module_type"}
+TOP_KEYS = {"description", "modules", "devices", "nvidia_module_type", "driver_package"}
+PACKAGE_KEYS = {"name", "version", "provides"}
+#: Debian policy 5.6.1 (package names) and 5.6.12 (versions: upstream-revision, no epoch here).
+PACKAGE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
+PACKAGE_VERSION_RE = re.compile(r"^[0-9][A-Za-z0-9.+~]*-[A-Za-z0-9.+~]+$")
 
 # /proc/driver/nvidia/version as the two kinds of kernel module write it.
 NVIDIA_VERSION_TEXT = {
@@ -159,7 +168,34 @@ def validate_spec(data, source="spec"):
         "modules": norm_modules,
         "nvidia_module_type": module_type,
         "devices": norm_devices,
+        "driver_package": validate_package(data.get("driver_package"), norm_modules, source),
     }
+
+
+def validate_package(package, modules, source="spec"):
+    """The ``driver_package`` entry, checked: a Debian name, a version of the loaded nvidia module."""
+    if package is None:
+        return None
+    where = f"{source}: driver_package"
+    if not isinstance(package, dict):
+        raise SpecError(f"{where}: must be a mapping with name, version (and provides)")
+    unknown = set(package) - PACKAGE_KEYS
+    if unknown:
+        raise SpecError(f"{where}: unknown keys {sorted(unknown)}")
+    name, version = str(package.get("name", "")), str(package.get("version", ""))
+    provides = package.get("provides") or []
+    if not isinstance(provides, list):
+        raise SpecError(f"{where}.provides: must be a list of package names")
+    for value, what in [(name, "name"), *((str(p), "provides") for p in provides)]:
+        if not PACKAGE_NAME_RE.match(value):
+            raise SpecError(f"{where}.{what}: {value!r} is not a Debian package name")
+    if not PACKAGE_VERSION_RE.match(version):
+        raise SpecError(f"{where}.version: {version!r} is not a Debian version like 535.129.03-0ubuntu1")
+    loaded = modules.get("nvidia")
+    if not loaded or version.split("-", maxsplit=1)[0] != loaded:
+        raise SpecError(f"{where}.version: {version!r} is not a package of the loaded nvidia module "
+                        f"({loaded or 'none loaded'})")
+    return {"name": name, "version": version, "provides": [str(p) for p in provides]}
 
 
 def load_spec(spec):

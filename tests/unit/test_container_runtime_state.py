@@ -569,3 +569,48 @@ def test_module_publishes_the_facts_and_the_plan(run_module, monkeypatch):
         assert set(engine) == {"nvidia_runtime", "default_runtime", "managed_by"}
 
 
+
+
+# --- a host with a container engine and no systemd (an image host's container) ---------------
+
+
+@pytest.mark.parametrize(("active", "outdated", "changed", "service_manager", "expected"), [
+    (True, False, True, True, (True, None)),           # written: restarted through systemd
+    (True, True, False, True, (True, None)),           # older than its files: restarted
+    (False, False, True, True, (False, None)),         # not running: it reads the file when it starts
+    (False, False, True, False, (False, crs.NO_SERVICE_MANAGER)),  # no systemd: owed, never tried
+    (False, True, False, False, (False, None)),        # nothing written: nothing to say
+])
+def test_an_engine_is_restarted_only_through_a_running_systemd(active, outdated, changed, service_manager,
+                                                              expected):
+    assert crs.engine_restart(active, outdated, changed, service_manager) == expected
+
+
+def test_without_systemd_the_engines_configs_are_written_and_their_restart_is_only_reported():
+    observed = fresh_node()
+    observed["service_manager"] = False
+    for engine in ("docker", "containerd"):  # systemctl answers nothing: no unit runs
+        observed[engine]["active"] = False
+    plan, _facts = build(observed)
+    assert plan["docker"]["configure"] and plan["containerd"]["configure"]
+    assert not plan["docker"]["restart"] and not plan["containerd"]["restart"]
+    assert "docker: nvidia runtime (default); restart needed: no service manager" in plan["summary"]
+    owed = [line for line in plan["summary"] if line.startswith("containerd: nvidia runtime")]
+    assert owed and owed[0].endswith("; restart needed: no service manager")
+    # the next run finds the files written: nothing to do, nothing tried
+    again, _facts = build(converge(observed, plan))
+    assert not again["changes"] and "restart_needed" not in again["docker"]
+
+
+def test_without_systemd_the_cdi_spec_is_generated_not_refreshed_by_a_unit():
+    # toolkit 1.18's nvidia-cdi-refresh is a systemd unit: nothing runs it on a host without systemd
+    spec = cre.cdi_spec_plan((1, 18), {}, "570.133.20", service_manager=False)
+    assert (spec["action"], spec["path"]) == ("generate", "/etc/cdi/nvidia.yaml")
+    assert cre.cdi_spec_plan((1, 18), {}, "570.133.20")["action"] == "refresh"
+
+
+def test_systemd_runs_the_host_when_it_booted_it():
+    from ansible.module_utils.gpunode.host import systemd  # noqa: PLC0415
+
+    assert systemd.booted(lambda path: path == "/run/systemd/system") is True
+    assert systemd.booted(lambda path: False) is False

@@ -551,3 +551,86 @@ def test_every_default_is_declared_in_argument_specs_with_the_same_value():
         assert option.get("description"), name
         if "choices" in option:
             assert defaults[name] in option["choices"], name
+
+
+# --------------------------------------------------------------------------
+# The device plugin's driver root (an image's driver under /usr/local/nvidia)
+# --------------------------------------------------------------------------
+
+def _plan_with_roots(run_module, roots, mode="nvidia", allocations=None, config=None):
+    """The plan module over one T4 host per ``roots`` entry (host -> driver_root or None)."""
+    facts = {host: {"nvidia_gpu": T4_FACTS, "nvidia_container_runtime": CONTAINERD_NVIDIA, "nodename": host,
+                    **({"nvidia_driver": {"driver_root": root, "origin": "image"}} if root else {})}
+             for host, root in roots.items()}
+    image = "gpu_cluster_addons_nvidia_device_plugin_image"
+    args = {"mode": mode, "kubernetes_version": "1.35", "gpu_hosts": sorted(roots), "host_facts": facts,
+            "allocations": allocations or {},
+            "role_values": {image: "nvcr.io/nvidia/k8s-device-plugin",
+                            "gpu_cluster_addons_nvidia_device_plugin_version": "v0.20.0"}}
+    if config:
+        args["device_plugin_config"] = config
+    return run_module(gpu_cluster_addons_plan, args, check_mode=True)
+
+
+def test_the_device_plugin_takes_the_driver_root_its_hosts_driver_facts_report(run_module):
+    ok, result = _plan_with_roots(run_module, {"a": "/usr/local/nvidia", "b": "/usr/local/nvidia"})
+    assert ok, result
+    assert result["nvidia_device_plugin"]["driver_root"] == "/usr/local/nvidia"
+    # a driver on the host, or no fact at all: / (the plugin's own default; nothing is mounted)
+    ok, result = _plan_with_roots(run_module, {"a": "/", "b": None})
+    assert ok and result["nvidia_device_plugin"]["driver_root"] == "/"
+
+
+def test_device_plugin_hosts_in_different_driver_roots_are_refused_naming_each(run_module):
+    ok, result = _plan_with_roots(run_module, {"gke": "/home/kubernetes/bin/nvidia", "usr": "/"})
+    assert not ok
+    assert "/ on usr; /home/kubernetes/bin/nvidia on gke" in result["msg"]
+    # a host DRA serves is not the device plugin's
+    ok, result = _plan_with_roots(run_module, {"gke": "/home/kubernetes/bin/nvidia", "usr": "/"},
+                                  allocations={"gke": "dra"})
+    assert ok and result["nvidia_device_plugin"]["driver_root"] == "/"
+
+
+def test_the_config_s_nvidia_driver_root_wins_and_must_be_one_word_path(run_module):
+    config = {"version": "v1", "flags": {"nvidiaDriverRoot": "/opt/nvidia"}}
+    ok, result = _plan_with_roots(run_module, {"a": "/usr/local/nvidia"}, config=config)
+    assert ok and result["nvidia_device_plugin"]["driver_root"] == "/opt/nvidia"
+    hostile = {"version": "v1", "flags": {"nvidiaDriverRoot": "/opt/nv idia\n"}}
+    ok, result = _plan_with_roots(run_module, {"a": "/"}, config=hostile)
+    assert not ok and "driver root" in result["msg"] and "'/opt/nv idia\\n'" in result["msg"]
+
+
+def test_modes_without_nvidia_s_device_plugin_mount_no_driver_root(run_module):
+    ok, result = _plan_with_roots(run_module, {"a": "/usr/local/nvidia", "b": "/"}, mode="gpushare")
+    assert ok and result["nvidia_device_plugin"]["driver_root"] == "/"
+
+
+def _daemonset(plan, **overrides):
+    """The device plugin DaemonSet the role's template renders for ``plan`` (Ansible's templating)."""
+    from ansible.parsing.dataloader import DataLoader  # noqa: PLC0415 (controller only)
+    from ansible.template import Templar, trust_as_template  # noqa: PLC0415 (controller only)
+
+    loader = DataLoader()
+    variables = {"ansible_managed": "Managed by gpunode", "ansible_check_mode": False,
+                 "__gpu_cluster_addons_plan": plan}
+    for name in ("defaults", "vars"):
+        variables.update(loader.load_from_file(str(ROLE / name / "main.yml"), trusted_as_template=True))
+    variables.update(overrides)
+    text = trust_as_template((ROLE / "templates" / "daemonset-nvidia-device-plugin.yaml.j2").read_text())
+    return yaml.safe_load(Templar(loader=loader, variables=variables).template(text))
+
+
+@pytest.mark.controller(reason="renders the role's template through Ansible's templating")
+def test_the_daemonset_mounts_an_image_s_driver_root_as_nvidia_s_chart_and_nothing_for_slash(run_module):
+    ok, image = _plan_with_roots(run_module, {"a": "/usr/local/nvidia"})
+    ok_host, host = _plan_with_roots(run_module, {"a": "/"})
+    assert ok and ok_host
+    pod = _daemonset(image)["spec"]["template"]["spec"]
+    (plugin,) = [c for c in pod["containers"] if c["name"] == "nvidia-device-plugin-ctr"]
+    assert {"name": "NVIDIA_DRIVER_ROOT", "value": "/usr/local/nvidia"} in plugin["env"]
+    assert {"name": "driver-root", "mountPath": "/driver-root", "readOnly": True} in plugin["volumeMounts"]
+    volume = {"name": "driver-root", "hostPath": {"path": "/usr/local/nvidia", "type": "Directory"}}
+    assert volume in pod["volumes"]
+    # a driver on the host: the DaemonSet main rendered before, unchanged (no env, mount or volume)
+    plain = _daemonset(host)
+    assert "driver-root" not in yaml.safe_dump(plain) and "NVIDIA_DRIVER_ROOT" not in yaml.safe_dump(plain)

@@ -364,3 +364,25 @@ def test_explicit_gates_win_over_the_gpu_defaults(run_module, tmp_path):
     ok, result = run_module(kubelet_feature_gates, args)
     assert ok, result
     assert result["gates"] == {"DevicePlugins": False}
+
+
+@pytest.mark.parametrize(("systemd_runs", "expected"), [
+    (True, ("kubelet: no kubelet on this host", True)),
+    (False, ("kubelet: no service manager (systemd) on this host to run a kubelet", False)),
+])
+def test_a_host_without_a_kubelet_is_skipped_saying_why(run_module, tmp_path, monkeypatch, systemd_runs,
+                                                         expected):
+    reason, warned = expected
+    from ansible.module_utils.common.warnings import get_warning_messages  # noqa: PLC0415
+    from ansible.module_utils.gpunode.host import systemd  # noqa: PLC0415
+
+    monkeypatch.setattr(systemd, "BOOTED_MARKER", str(tmp_path / "run-systemd-system"))
+    if systemd_runs:
+        (tmp_path / "run-systemd-system").mkdir()
+    ok, result = run_module(kubelet_feature_gates,
+                            {"gates": {"DevicePlugins": True}, "proc_root": str(tmp_path), "unit_files": []})
+    assert ok and not result["changed"] and not result["restart_required"]
+    (skipped,) = result["ansible_facts"]["kubelet_gpu"]["skipped"]
+    assert skipped.startswith(reason)
+    # where systemd runs, a kubelet may come (a node not joined yet): the run warns as before
+    assert any("No kubelet on this host" in w for w in get_warning_messages()) is warned

@@ -205,3 +205,12 @@ def test_an_image_host_shows_its_adopted_driver_and_what_was_skipped_and_why(sum
     assert row[2] == "preinstalled 580.159.04 (open)"
     assert row[-1] == ("skipped: nvidia-persistenced: no systemd on this host to run it; "
                        "skipped: container runtime: no container engine on this host")
+
+
+def test_a_host_without_a_kubelet_says_why_in_the_table(summary):
+    kubelet = {"present": False, "gates": {}, "restart_pending": False,
+               "skipped": ["kubelet: no service manager (systemd) on this host to run a kubelet: "
+                           "no feature gates set"]}
+    _facts, changes = summary.from_hostvars({"vm": {"ansible_facts": {"kubelet_gpu": kubelet}}}, ["vm"])
+    assert changes["vm"] == ["skipped: kubelet: no service manager (systemd) on this host to run a kubelet: "
+                             "no feature gates set"]

@@ -14,6 +14,7 @@ from ansible.module_utils.gpunode.addons.dra import (
     version_of,
     version_text,
 )
+from ansible.module_utils.gpunode.addons.gpu_nodes import HOST_DRIVER_ROOT, hosts_by_driver_root, roots_text
 from ansible.module_utils.gpunode.kubelet.gates import GateError, refused_in_file
 
 
@@ -112,18 +113,13 @@ def driver_root(records, given=""):
     whose drivers live in different roots are refused, each named with its root."""
     if given:
         return given
-    hosts_by_root = {}
-    for record in records:
-        root = (record.get("nvidia_driver") or {}).get("driver_root")
-        if record.get("allocation") == "dra" and root:
-            hosts_by_root.setdefault(root, []).append(record["host"])
-    if len(hosts_by_root) > 1:
-        found = "; ".join(f"{root} on {', '.join(sorted(hosts))}"
-                          for root, hosts in sorted(hosts_by_root.items()))
-        raise DraError(f"the DRA hosts' drivers live in different roots ({found}); the DRA driver's one "
-                       "DaemonSet takes one nvidiaDriverRoot: allocate the hosts of all roots but one by the "
-                       "device plugin (gpu_cluster_addons_gpu_allocation: device-plugin)")
-    return next(iter(hosts_by_root), "/")
+    by_root = hosts_by_driver_root(records, "dra")
+    if len(by_root) > 1:
+        raise DraError(f"the DRA hosts' drivers live in different roots ({roots_text(by_root)}); "
+                       "the DRA driver's one DaemonSet takes one nvidiaDriverRoot: allocate the hosts of "
+                       "all roots but one by the device plugin "
+                       "(gpu_cluster_addons_gpu_allocation: device-plugin)")
+    return next(iter(by_root), HOST_DRIVER_ROOT)
 
 
 def preflight(records, cluster_version=None, cdi_root="/var/run/cdi"):

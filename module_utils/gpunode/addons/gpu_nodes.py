@@ -188,3 +188,52 @@ def pod_runtime_class(hosts, setting="auto", handler="nvidia"):
         return {"name": handler, "reasons": needs}
     reason = f"nvidia is the default runtime of every GPU node's kubelet engine ({len(hosts)} node(s))"
     return {"name": None, "reasons": [reason]}
+
+
+# --------------------------------------------------------------------------
+# Where the GPU nodes' driver lives (the driver root a plugin mounts)
+# --------------------------------------------------------------------------
+
+#: The root of a driver installed on the host (in /usr): what the plugins assume when not told.
+HOST_DRIVER_ROOT = "/"
+
+
+def hosts_by_driver_root(records, allocation):
+    """``{driver_root: [host, ...]}`` of the hosts of one allocation (``dra``, ``device-plugin``), from
+    their driver facts (``nvidia_driver.driver_root``: ``/`` for a driver in ``/usr``, an image's
+    ``/usr/local/nvidia``...; see gpunode.driver.roots). Hosts without the fact are left out."""
+    found = {}
+    for record in records:
+        root = (record.get("nvidia_driver") or {}).get("driver_root")
+        if record.get("allocation") == allocation and root:
+            found.setdefault(str(root), []).append(record["host"])
+    return {root: sorted(hosts) for root, hosts in sorted(found.items())}
+
+
+def roots_text(by_root):
+    """``"/ on gpu-a; /usr/local/nvidia on gpu-b, gpu-c"``."""
+    return "; ".join(f"{root} on {', '.join(hosts)}" for root, hosts in by_root.items())
+
+
+def device_plugin_driver_root(records, configs):
+    """The NVIDIA device plugin's driver root (its ``NVIDIA_DRIVER_ROOT``, mounted at ``/driver-root``
+    as NVIDIA's chart does): the ``flags.nvidiaDriverRoot`` the plugin's configs give, else the root
+    the device-plugin hosts' driver facts agree on, else ``/``. One DaemonSet mounts one root: hosts
+    whose drivers live in different roots, or configs that give different ones, are refused."""
+    given = sorted({str(c["flags"]["nvidiaDriverRoot"]) for c in (configs or {}).values()
+                    if isinstance(c.get("flags"), dict) and c["flags"].get("nvidiaDriverRoot")})
+    if len(given) > 1:
+        raise GpuAddonsError(
+            f"the device plugin's configs give different flags.nvidiaDriverRoot ({', '.join(given)}); "
+            "its one DaemonSet mounts one driver root: give one root, or none (the GPU nodes' driver "
+            "facts decide)")
+    if given:
+        return given[0]
+    by_root = hosts_by_driver_root(records, "device-plugin")
+    if len(by_root) > 1:
+        raise GpuAddonsError(
+            f"the device plugin's GPU hosts have their drivers in different roots ({roots_text(by_root)}); "
+            "its one DaemonSet mounts one driver root: allocate the hosts of all roots but one by DRA "
+            "(gpu_cluster_addons_gpu_allocation: dra), or set the root in the plugin's config "
+            "(flags.nvidiaDriverRoot)")
+    return next(iter(by_root), HOST_DRIVER_ROOT)

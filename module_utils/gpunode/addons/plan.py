@@ -27,8 +27,14 @@ from ansible.module_utils.gpunode.addons.cluster import (
     control_plane,
     kube_version,
 )
-from ansible.module_utils.gpunode.addons.gpu_nodes import gpu_nodes, pod_runtime_class
+from ansible.module_utils.gpunode.addons.gpu_nodes import (
+    HOST_DRIVER_ROOT,
+    device_plugin_driver_root,
+    gpu_nodes,
+    pod_runtime_class,
+)
 from ansible.module_utils.gpunode.addons.inputs import check_inputs, check_node_names
+from ansible.module_utils.gpunode.formats import values
 
 
 def host_records(hosts, host_facts, node_names):
@@ -165,6 +171,17 @@ def gpu_hosts(params):
     return hosts
 
 
+def plugin_driver_root(params, hosts, resolved, by_host):
+    """The NVIDIA device plugin's driver root (``nvidia_device_plugin.driver_root``), from its configs
+    or the device-plugin hosts' driver facts; ``/`` (nothing mounted) where no NVIDIA plugin is rendered."""
+    if params["mode"] not in ("nvidia", "dra"):
+        return HOST_DRIVER_ROOT
+    records = [dict(r, allocation=by_host.get(r["host"])) for r in hosts]
+    root = device_plugin_driver_root(records, resolved["configs"])
+    option = "the device plugin's driver root (flags.nvidiaDriverRoot, or nvidia_driver.driver_root)"
+    return values.word_path(option, root)
+
+
 def sharing(params, hosts, resolved, by_host):
     """Each host's device plugin labels and sharing (``dra`` where DRA allocates it); the warnings."""
     plugin_mode = "nvidia" if params["mode"] == "dra" else params["mode"]
@@ -223,6 +240,7 @@ def plan(params, warn):
     hosts = gpu_hosts(params)
     by_host = dra.allocations(params["gpu_hosts"], mode, params["allocations"])
     warnings = sharing(params, hosts, resolved, by_host)
+    resolved["driver_root"] = plugin_driver_root(params, hosts, resolved, by_host)
     hami_plan = hami(params["hami"], version)
     runtime, runtime_warnings = runtime_class(params, hosts)
     images, dra_plan = images_and_dra(params, version, by_host, hosts)

@@ -44,6 +44,7 @@ go where it reaches the program.
 Standard library only; Python 3.8+ (this runs on target hosts).
 """
 
+import os
 import re
 from collections import namedtuple
 
@@ -496,6 +497,17 @@ def by_service(blocks):
 
 #: The properties :func:`services_state` asks for.
 SERVICE_PROPERTIES = ("Id", "LoadState", "ActiveState", "UnitFileState")
+
+
+#: systemd creates this folder when it boots as the service manager (sd_booted(3)).
+BOOTED_MARKER = "/run/systemd/system"
+
+
+def booted(is_dir=os.path.isdir):
+    """Whether systemd runs this host as its service manager (sd_booted(3): ``/run/systemd/system``
+    exists). An image host or a container may have ``systemctl`` and no systemd running: nothing
+    can be started, stopped or restarted through it there."""
+    return bool(is_dir(BOOTED_MARKER))
 
 
 def available(host):

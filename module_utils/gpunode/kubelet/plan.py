@@ -41,6 +41,7 @@ import re
 
 from ansible.module_utils.gpunode.formats.kube_version import text as version_text
 from ansible.module_utils.gpunode.host.processes import wall_time
+from ansible.module_utils.gpunode.host.systemd import booted
 from ansible.module_utils.gpunode.kubelet.compat import (
     cgroup_v1_refusal,
     cgroup_version,
@@ -96,7 +97,7 @@ def plan(params, host):
     rke1_text = read_file(host, params["rke_cluster_yml"]) if kind == "rke1" else None
     version = detect_version(params, host, found, rke1_text)
     if version is None:
-        return _no_kubelet(result, params)
+        return _no_kubelet(result, params, booted(host.isdir))
     version_str = format_version(version)
     needed, asked, apply, skipped = _decide(params, version_str, result)
     if kind == "auto" or (kind in ("config", "flags") and not params[kind + "_file"]):
@@ -253,12 +254,26 @@ def _auto_kind(kind, params, host, found, version):
     return "flags"
 
 
-def _no_kubelet(result, params):
-    result.warnings.append(
-        "No kubelet on this host (no kubelet process, unit or binary found): no feature gates set. "
-        "Run again once the node has joined the cluster, or pass kubernetes_version to write the files "
-        "anyway."
-    )
+#: What the run's table says of a host without a kubelet (kubelet_gpu.skipped), by whether systemd runs it.
+NO_KUBELET = "kubelet: no kubelet on this host (no process, unit or binary): no feature gates set"
+NO_SERVICE_MANAGER = ("kubelet: no service manager (systemd) on this host to run a kubelet: "
+                      "no feature gates set")
+
+
+def no_kubelet_reason(systemd_runs):
+    """Why the kubelet's gates were skipped on a host without a kubelet: a host systemd runs may get
+    one later (a node that has not joined yet); one without systemd (an image host's container)
+    runs none that gpunode could restart."""
+    return NO_KUBELET if systemd_runs else NO_SERVICE_MANAGER
+
+
+def _no_kubelet(result, params, systemd_runs):
+    if systemd_runs:
+        result.warnings.append(
+            "No kubelet on this host (no kubelet process, unit or binary found): no feature gates set. "
+            "Run again once the node has joined the cluster, or pass kubernetes_version to write the files "
+            "anyway."
+        )
     result.result = {
         "changed": False,
         "restart_required": False,
@@ -283,6 +298,8 @@ def _no_kubelet(result, params):
                 "gates": {},
                 "service": None,
                 "restart_pending": False,
+                # read by the run's table (gpunode_summary), as nvidia_driver.skipped
+                "skipped": [no_kubelet_reason(systemd_runs)],
             }
         },
     }

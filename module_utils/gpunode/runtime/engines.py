@@ -326,15 +326,18 @@ def cdi_driver_settings(driver_root):
             {"NVIDIA_CTK_DRIVER_ROOT": driver_root, "NVIDIA_CTK_DEV_ROOT": "/"})
 
 
-def cdi_spec_plan(toolkit_release, spec_texts, driver_version, driver_root="/"):
+def cdi_spec_plan(toolkit_release, spec_texts, driver_version, driver_root="/", service_manager=True):
     """What to do for the CDI spec: ``{"action": None|"generate"|"refresh", "path", "why",
     "args", "environment"}`` (``args``/``environment``: :func:`cdi_driver_settings`).
+
+    ``refresh`` (the toolkit's nvidia-cdi-refresh unit, 1.18+) needs systemd to run it
+    (``service_manager``); without, the spec is generated with ``nvidia-ctk cdi generate``.
 
     ``spec_texts``: {path: text or None} of the spec files; a spec is current
     when it exists and names the loaded driver's version (its library paths do)
     and, for a driver outside ``/``, its driver root (the paths under it).
     """
-    refresh = toolkit_release is not None and toolkit_release >= CDI_REFRESH_SINCE
+    refresh = service_manager and toolkit_release is not None and toolkit_release >= CDI_REFRESH_SINCE
     path = CDI_REFRESH_SPEC if refresh else CDI_GENERATED_SPEC
     args, environment = cdi_driver_settings(driver_root)
     result = {"action": None, "path": path, "why": None, "args": args, "environment": environment}

@@ -39,6 +39,24 @@ from ansible.module_utils.gpunode.runtime.engines import (
 # --- the plan ---------------------------------------------------------------------
 
 
+
+#: What the run's table says of an engine whose configuration changed on a host where systemd does
+#: not run: the file is written, and its daemon must be restarted by whatever runs it there.
+NO_SERVICE_MANAGER = "restart needed: no service manager"
+
+
+def engine_restart(active, outdated, changed, service_manager):
+    """``(restart, needed)`` of a container engine after its files were planned.
+
+    ``restart``: restart it through systemd now (it runs and its files changed, or what runs is
+    ``outdated``: older than its files, or not reporting them). ``needed``: a restart owed that
+    nothing here can do (:data:`NO_SERVICE_MANAGER`: systemd does not run this host, e.g. an
+    image host's container), or None. Without systemd no restart is tried, never through systemctl.
+    """
+    if not service_manager:
+        return False, (NO_SERVICE_MANAGER if changed else None)
+    return bool(active and (changed or outdated)), None
+
 class Planner:
     """Decides the plan and the facts from what ``read_node`` observed and what is wanted.
 
@@ -170,7 +188,11 @@ class Planner:
                 and info["runtimes"].get("nvidia") == wanted["binary"]
                 and (not wanted["docker_default_runtime"] or info["default_runtime"] == "nvidia")
             )
-            if docker["active"] and (changed or not running or docker["stale"]):
+            restart, needed = engine_restart(docker["active"], not running or bool(docker["stale"]), changed,
+                                             self.observed.get("service_manager", True))
+            if needed:
+                plan["docker"]["restart_needed"] = needed
+            if restart:
                 plan["docker"]["restart"] = True
                 if not changed and not running:
                     self.reasons.append("the running Docker does not report the nvidia runtime (docker info)")
@@ -256,7 +278,11 @@ class Planner:
             self.reasons.append(
                 f"containerd's files do not declare the nvidia runtime as wanted ({args['dropin_path']})"
             )
-        if containerd["active"] and (changed or containerd["stale"]):
+        restart, needed = engine_restart(containerd["active"], bool(containerd["stale"]), changed,
+                                         self.observed.get("service_manager", True))
+        if needed:
+            plan["containerd"]["restart_needed"] = needed
+        if restart:
             plan["containerd"]["restart"] = True
             if not changed:
                 stale = ", ".join(containerd["stale"])
@@ -360,7 +386,8 @@ class Planner:
             ("containerd", "containerd_default_runtime"),
         ):
             if plan[engine]["configure"]:
-                lines.append(f"{engine}: nvidia runtime{' (default)' if wanted[default] else ''}")
+                needed = f"; {plan[engine]['restart_needed']}" if plan[engine].get("restart_needed") else ""
+                lines.append(f"{engine}: nvidia runtime{' (default)' if wanted[default] else ''}{needed}")
             elif plan[engine]["restart"]:
                 lines.append(f"{engine}: restarted to load its configuration")
         if plan["rancher"]["configure"]:
@@ -398,7 +425,7 @@ class Planner:
         if wanted["cdi"] and (observed["installed"].get(TOOLKIT) or plan["install"]):
             spec = cdi_spec_plan(
                 release_of(toolkit_version), observed["cdi_specs"], observed["driver_version"],
-                wanted["driver_root"],
+                wanted["driver_root"], observed.get("service_manager", True),
             )
             plan["cdi"] = {key: spec[key] for key in ("action", "path", "args", "environment")}
             if spec["why"]:

@@ -7,7 +7,6 @@ The module (``library/nvidia_container_runtime_state.py``) and the one read of e
 concern (``gpunode_node_state``) both call :func:`read`; it raises one of :data:`ERRORS`.
 """
 
-import os
 import platform
 
 from ansible.module_utils.gpunode.formats import values
@@ -18,7 +17,7 @@ from ansible.module_utils.gpunode.formats.toml_reader import TOML_PACKAGES, TOML
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.host.processes import stale_files
-from ansible.module_utils.gpunode.host.systemd import process_start, units_state
+from ansible.module_utils.gpunode.host.systemd import booted, process_start, units_state
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     DEFAULT_CONFIG,
     DEFAULT_DROPIN,
@@ -113,6 +112,7 @@ def read(module):
         "yaml_load": yaml.safe_load if yaml is not None else None,
     }
     observed = NodeReader(Host(module, RuntimeStateError), wanted, tools).read()
+    observed["service_manager"] = booted()
     containerd = observed["containerd"]
 
     def plan_containerd(**args):
@@ -120,7 +120,7 @@ def read(module):
             containerd["config_text"],
             containerd_version=containerd["version"],
             default_config_text=containerd["defaults"],
-            systemd_pid1=os.path.isdir("/run/systemd/system"),
+            systemd_pid1=observed["service_manager"],
             other_imports=containerd["imports"],
             **args,
         )

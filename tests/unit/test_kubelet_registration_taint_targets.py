@@ -9,6 +9,7 @@ taints kept, idempotent, and nothing written in check mode.
 
 import json
 import os
+import pathlib
 
 import kubelet_feature_gates
 import yaml
@@ -175,7 +176,7 @@ def rke2_args(config, record, **extra):
 
 
 def node_taints(config):
-    texts = {name: open(name, encoding="utf-8").read() for name in rke2_files(str(config))}
+    texts = {name: pathlib.Path(name).read_text(encoding="utf-8") for name in rke2_files(str(config))}
     return [item[3] for item in rke2_items(texts, "node-taint")]
 
 
@@ -210,3 +211,25 @@ def test_rke2_dropin_that_replaces_node_taint_is_the_one_edited(run_module, tmp_
     assert ok and result["changed"], result
     assert config.read_text() == before
     assert node_taints(config) == ["dedicated=gpu:NoExecute", TAINT]
+
+
+def test_a_unit_drop_in_gets_the_flag_beside_the_gates(run_module, tmp_path):
+    """kubeadm's pre-1.11 drop-in: the gate and the taint in its Environment="KUBELET_EXTRA_ARGS=..."."""
+    node = Node(tmp_path, "1.9.11")
+    node.unit("/lib/systemd/system/kubelet.service", UNIT)
+    node.unit(
+        "/etc/systemd/system/kubelet.service.d/10-kubeadm.conf",
+        '[Service]\nEnvironment="KUBELET_CADVISOR_ARGS=--cadvisor-port=0"\nExecStart=\n'
+        "ExecStart=@/usr/bin/kubelet $KUBELET_CADVISOR_ARGS $KUBELET_EXTRA_ARGS\n",
+    )
+    args = node.args(gpu_node=True, registration_taint=TAINT,
+                     validation_record=node.path("/var/lib/gpunode/validated.json"))
+    ok, result = run_module(kubelet_feature_gates, args)
+    assert ok and result["daemon_reload"], result
+    flags = f"--feature-gates=DevicePlugins=true --register-with-taints={TAINT}"
+    line = f'Environment="KUBELET_EXTRA_ARGS={flags}"'
+    assert line in node.read("/etc/systemd/system/kubelet.service.d/10-kubeadm.conf")
+    node.run(["--cadvisor-port=0", "--feature-gates=DevicePlugins=true", f"--register-with-taints={TAINT}"],
+             started="after")
+    ok, again = run_module(kubelet_feature_gates, args)
+    assert ok and not again["changed"] and not again["restart_required"], again

@@ -104,6 +104,11 @@ def test_a_later_dropin_with_its_own_list_is_reported_not_overwritten(run_module
     assert ok and not result["changed"], result
     assert result["registration_taint"]["present"] is False
     assert any("99-site.conf sets registerWithTaints" in w for w in warnings), warnings
+    node.write(DROPIN, "kind: KubeletConfiguration\nregisterWithTaints:\n- key: x\n  effect: NoSchedule\n")
+    ok, off = run_module(kubelet_feature_gates, node.args(  # the gate off: gpunode's list goes all the same
+        registration_taint=TAINT, registration_taint_state="absent",
+        validation_record=node.path("/var/lib/gpunode/validated.json")))
+    assert ok and off["changed"] and not os.path.exists(node.path(DROPIN)), off
 
 
 def flags_node(tmp_path, extra_args=""):
@@ -129,6 +134,9 @@ def test_flags_only_kubelet_gets_the_flag_where_its_flags_reach_it(run_module, t
     assert ok and first["changed"] and first["restart_required"], first
     assert node.read("/etc/sysconfig/kubelet") == f"KUBELET_EXTRA_ARGS=--register-with-taints={TAINT}\n"
     assert first["registration_taint"]["where"].endswith("KUBELET_EXTRA_ARGS --register-with-taints")
+    ok, stopped = run_module(kubelet_feature_gates, args)  # a run stopped before its restart: finished
+    assert ok and not stopped["changed"] and stopped["restart_required"], stopped
+    assert "has --register-with-taints=(none)" in stopped["stale"][0]
     node.run([f"--register-with-taints={TAINT}"], started="after")
     ok, again = run_module(kubelet_feature_gates, args)
     assert ok and not again["changed"] and not again["restart_required"], again

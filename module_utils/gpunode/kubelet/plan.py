@@ -272,6 +272,14 @@ def _running_state(params, host, found, target, merged):
         return bool(reasons), reasons, daemon_reload
     running = gates_in_args(process.argv)
     flag_gates = target.flag_gates(merged)
+    if params.get("registration_taint") and target.unit_is_target:  # the flags: --register-with-taints
+        both = (process.argv, target.next_args())
+        taints = [flag_value(args, "register-with-taints") or "(none)" for args in both]
+        if taints[0] != taints[1]:
+            reasons.append(
+                f"the running kubelet (PID {process.pid}) has --register-with-taints={taints[0]}, "
+                f"its files give --register-with-taints={taints[1]}"
+            )
     if running != flag_gates:
         reasons.append(
             f"the running kubelet (PID {process.pid}) has --feature-gates="

@@ -140,8 +140,8 @@ def _config_dir(target, taint, present, changes):
     base = _config_list(documents[:index])[1]
     later, later_list = _config_list(documents[index + 1 :])
     own = None if target.taints is None else _taint_list(target.taints, target.path)
-    if later is not None:
-        if present is None or not present:
+    if later is not None and present is not False:  # the later list wins; gpunode's is not written
+        if present is None:
             return any(same(item, taint) for item in later_list), where, {}
         return None, f"{later} sets registerWithTaints, which replaces the list of {target.path}", {}
     if present is None:

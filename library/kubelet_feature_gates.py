@@ -145,8 +145,11 @@ options:
         its Node with (C(registerWithTaints)), put in while O(validation_record) does not say the node passed
         its validation; once it does, the file is left as it is (the kubelet reads the list only when it
         registers, so taking it out would restart the kubelet for nothing, and a node that registers again
-        starts tainted). The other taints there are kept. Written only where the gates go to the kubelet's
-        C(--config) file; elsewhere a warning says it is not set.
+        starts tainted). The other taints there are kept. Written where the gates go - C(registerWithTaints)
+        of the C(--config) file or of gpunode's C(--config-dir) drop-in (with the list of the files before
+        it, which a drop-in's list replaces), the C(--register-with-taints) flag (merged into the one there,
+        else starting from the config file's list, which the flag replaces), RKE2's C(node-taint) list;
+        with O(rke_cluster_yml) (every node's kubelet) a warning says it is not set.
       - Omitted, C(registerWithTaints) is not touched.
     type: str
   registration_taint_state:

@@ -10,8 +10,8 @@
 # MODE        nvidia | gpushare | hami                           [nvidia]
 # TIMEOUT     seconds to wait for readiness                      [300]
 # EXTRA_VARS  more -e for ansible-playbook (JSON or key=value)   []
-# VALIDATION_POD_DIGEST  sha256:... of nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04
-#             (no default: step 5 is skipped without it)       []
+# VALIDATION_POD_DIGEST  the validation pod's digest (sha256:...; set and empty skips step 5)
+#             [the role's: NVIDIA's gpu-operator-validator v25.3.1]
 #
 # Steps: (1) render the manifests for the cluster's version and validate each
 # with kubernetes-validate (strict); (2) apply them (the role waits until the
@@ -82,11 +82,13 @@ PY
 echo "== 5/5 the validation pod on every GPU node"
 if [[ $MODE != nvidia ]]; then
   echo "   (mode $MODE advertises no nvidia.com/gpu: skipped)"
-elif [[ -n ${VALIDATION_POD_DIGEST:-} ]]; then
-  ansible-playbook "${common[@]}" -e "gpu_cluster_addons_validation_pod_digest=$VALIDATION_POD_DIGEST" \
+elif [[ -z ${VALIDATION_POD_DIGEST-unset} ]]; then
+  echo "   (VALIDATION_POD_DIGEST set empty: skipped)"
+else
+  digest=()
+  [[ -n ${VALIDATION_POD_DIGEST:-} ]] && digest=(-e "gpu_cluster_addons_validation_pod_digest=$VALIDATION_POD_DIGEST")
+  ansible-playbook "${common[@]}" "${digest[@]}" \
     tests/cluster/validation_pod.yml >"$log/validation-pod.log" 2>&1 \
     || { tail -n 40 "$log/validation-pod.log"; fail "the validation pod did not succeed"; }
-else
-  echo "   (VALIDATION_POD_DIGEST not set: skipped; the pod's image digest has no default)"
 fi
 echo "== test-cluster passed in $((SECONDS - start)) s ($recap)"

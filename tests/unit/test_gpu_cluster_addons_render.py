@@ -1,13 +1,18 @@
 """gpu_cluster_addons in render mode, through ansible-playbook, as users run it.
 
-One ansible-playbook run renders every mode for Kubernetes 1.18 and 1.25-1.37
-(tests/fixtures/addons/render-matrix.yml); a second run over the same
-directories must change nothing and leave every byte as it was. Each object
-is validated with kubernetes-validate in strict mode (unknown fields fail)
-against the schemas of its version, then checked for what users rely on:
-apiVersions the version serves, least privilege, the scheduler-extender wiring.
+One ansible-playbook run renders every mode for Kubernetes 1.18 and 1.34 (MAIN), and dcgm-exporter
+and the device plugin's sharing configs for 1.34 (tests/fixtures/addons/render-matrix.yml); a second
+run over the same directories must change nothing and leave every byte as it was. Every minor of
+1.25-1.37 is then decided by the role's own planner (gpu_cluster_addons_plan, with the arguments the
+run passed it, the only way the version reaches the templates): it must write what it writes for
+1.34, but for the version itself, so its objects are the rendered ones with its version, and each is
+validated with kubernetes-validate in strict mode (unknown fields fail) against that minor's
+schemas. Then they are checked for what users rely on: apiVersions the version serves, least
+privilege, the scheduler-extender wiring.
 """
 
+import copy
+import functools
 import hashlib
 import json
 import os
@@ -35,15 +40,44 @@ RENDERED = MODES + list(HAMI)
 # 1.25 to the newest release kubernetes-validate has schemas for (1.37; 1.38 is due 2026-12-16)
 VERSIONS = [f"1.{minor}" for minor in range(25, 38)]
 OLD = "1.18"
+# The minor of VERSIONS rendered; the others are decided as it is (a minor that writes otherwise
+# fails test_every_minor_writes_what_the_rendered_one_writes, naming what differs: render it too).
+MAIN = "1.34"
+# What the plan removes rather than writes: DRA's DeviceClasses and examples, served from 1.34 (and
+# their extended resource from 1.37), which a non-DRA mode takes out where they are left over.
+REMOVALS = ("example_files", "removed")
 
 pytestmark = pytest.mark.controller(reason="renders the role's templates through ansible-playbook")
 BINDIR = os.path.dirname(sys.executable)
 
 
-def ansible_playbook(inventory, *args):
+def as_version(obj, at, version):
+    """``obj`` rendered for ``at``, as ``version`` renders it (the plans differ only in the version)."""
+    return json.loads(json.dumps(obj).replace(f"{at}.0", f"{version}.0"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _schemas_read_once():
+    """kubernetes-validate reads and parses a schema file (and its 2 MB of definitions) on each call;
+    read each once. The validation itself is unchanged."""
+    if kubernetes_validate is None:
+        yield
+        return
+    utils = sys.modules["kubernetes_validate.utils"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(utils, "schema_contents", functools.lru_cache(maxsize=None)(utils.schema_contents))
+        yield
+
+
+def ansible_playbook(inventory, *args, plan_args=None):
+    """Run the render playbook; with ``plan_args``, write each case's gpu_cluster_addons_plan arguments
+    there (the test-only callback tests/fixtures/addons/callbacks/plan_args.py)."""
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_FORCE_COLOR="0", PATH=BINDIR + os.pathsep + os.environ["PATH"],
                ANSIBLE_CALLBACK_RESULT_FORMAT="json")  # one line per message
+    if plan_args:
+        env.update(ANSIBLE_CALLBACK_PLUGINS=str(PLAYBOOK.parent / "callbacks"),
+                   ANSIBLE_CALLBACKS_ENABLED="plan_args", GPUNODE_TEST_PLAN_ARGS=str(plan_args))
     proc = subprocess.run(["ansible-playbook", "-i", str(inventory), "--forks", "32", str(PLAYBOOK), *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode != 0:
@@ -158,21 +192,20 @@ def rendered(tmp_path_factory):
             "gpu_cluster_addons_kubernetes_version": version,
             "gpu_cluster_addons_output_dir": str(matrix / f"{mode}-{version}"),
         }
-        for mode in MODES for version in [OLD, *VERSIONS]
+        for mode in MODES for version in [OLD, MAIN]
     }
     for name, variables in HAMI.items():
-        for version in [OLD, *VERSIONS]:
+        for version in [OLD, MAIN]:
             cases[f"{name}-{version}"] = dict(variables, gpu_cluster_addons_kubernetes_version=version,
                                               gpu_cluster_addons_output_dir=str(matrix / f"{name}-{version}"))
-    for version in VERSIONS:  # dcgm-exporter with its Service and ServiceMonitor, on every version
+    for version in [MAIN]:  # dcgm-exporter with its Service and ServiceMonitor
         cases[f"dcgm-{version}"] = {"gpu_cluster_addons_mode": "nvidia",
                                     "gpu_cluster_addons_dcgm_exporter": True,
                                     "gpu_cluster_addons_dcgm_exporter_service_monitor": True,
                                     "gpu_cluster_addons_kubernetes_version": version,
                                     "gpu_cluster_addons_output_dir": str(matrix / f"dcgm-{version}")}
-    for version in ("1.25", "1.37"):
-        cases[f"sharing-{version}"] = dict(SHARING, gpu_cluster_addons_kubernetes_version=version,
-                                           gpu_cluster_addons_output_dir=str(out / "sharing" / version))
+    cases[f"sharing-{MAIN}"] = dict(SHARING, gpu_cluster_addons_kubernetes_version=MAIN,
+                                    gpu_cluster_addons_output_dir=str(out / "sharing" / MAIN))
     cases["mig-single"] = {"gpu_cluster_addons_mode": "nvidia",
                            "gpu_cluster_addons_kubernetes_version": "1.33",
                            "gpu_cluster_addons_output_dir": str(out / "options" / "mig-single"),
@@ -188,15 +221,17 @@ def rendered(tmp_path_factory):
         "gpu_cluster_addons_output_dir": str(out / "options" / "default-runtime"),
         "gpu_cluster_addons_gpu_hosts": ["t4-nvidia-default"],
     }
-    first = ansible_playbook(inventory(out / "inventory-1.json", cases, switch))
+    plan_args = out / "plan-args.json"
+    first = ansible_playbook(inventory(out / "inventory-1.json", cases, switch), plan_args=plan_args)
     before = snapshot(matrix)
-    again = {k: v for k, v in cases.items() if k.endswith(("-" + OLD, "-1.30", "-1.35", "-1.37"))}
-    again["fresh"] = dict(cases["nvidia-1.30"], gpu_cluster_addons_output_dir=str(out / "fresh"))
+    again = {k: v for k, v in cases.items() if k.endswith(f"-{MAIN}")}  # every mode, dcgm, sharing
+    again["fresh"] = dict(cases[f"nvidia-{MAIN}"], gpu_cluster_addons_output_dir=str(out / "fresh"))
     second = ansible_playbook(inventory(out / "inventory-2.json", again), "--check")
     return {"dir": matrix, "switch": switch / "nvidia", "switch_hami": switch / "hami",
             "options": out / "options",
             "sharing": out / "sharing", "fresh": out / "fresh",
-            "first": first.stdout, "second": second.stdout, "before": before, "after": snapshot(matrix)}
+            "first": first.stdout, "second": second.stdout, "before": before, "after": snapshot(matrix),
+            "plan_args": json.loads(plan_args.read_text()), "again": sorted(again)}
 
 
 def objects(directory):
@@ -228,28 +263,79 @@ def by_kind(objs, kind):
 # --- every version, strict schema ---------------------------------------------
 
 
+def decided(args, version):
+    """What gpu_cluster_addons_plan decides to write with the run's ``args`` for ``version`` (the
+    version itself written <version>; what it removes left out: REMOVALS)."""
+    from ansible.module_utils.gpunode.addons.plan import plan  # noqa: PLC0415 (controller only)
+
+    warnings = []
+    result = plan(dict(copy.deepcopy(args), kubernetes_version=version), warnings.append)
+    for key in REMOVALS:
+        result["dra"].pop(key)
+    text = json.dumps({"result": result, "warnings": warnings}, sort_keys=True)
+    return json.loads(text.replace(f"{version}.0", "<version>"))
+
+
+def differences(one, other, path=""):
+    """The paths at which two JSON values differ, for the message."""
+    if isinstance(one, dict) and isinstance(other, dict):
+        return [p for key in sorted(set(one) | set(other), key=str) if one.get(key) != other.get(key)
+                for p in differences(one.get(key), other.get(key), f"{path}.{key}")]
+    if isinstance(one, list) and isinstance(other, list) and len(one) == len(other):
+        pairs = [(i, a, b) for i, (a, b) in enumerate(zip(one, other)) if a != b]
+        return [p for i, a, b in pairs for p in differences(a, b, f"{path}[{i}]")]
+    return [f"{path}: {json.dumps(one)[:200]} != {json.dumps(other)[:200]}"]
+
+
+@pytest.mark.parametrize("case", [*RENDERED, "dcgm", "sharing"])
+def test_every_minor_writes_what_the_rendered_one_writes(rendered, case):
+    """The version reaches the templates only through the plan (API versions, HAMi's scheduler
+    configuration, images, placement, the files; no template reads gpu_cluster_addons_kubernetes_version):
+    equal plans, equal objects."""
+    args = rendered["plan_args"][f"{case}-{MAIN}"]
+    assert args["kubernetes_version"] == MAIN
+    ours = decided(args, MAIN)
+    for version in VERSIONS:
+        theirs = decided(args, version)
+        assert theirs == ours, (
+            f"{case}: Kubernetes {version} writes otherwise than {MAIN}, the minor rendered (render it too): "
+            f"{'; '.join(differences(theirs, ours))}")
+
+
+def test_the_plan_comparison_sees_a_boundary(rendered):
+    """The comparison is not blind: 1.18 (RuntimeClass v1beta1, no seccompProfile) differs from MAIN."""
+    args = rendered["plan_args"][f"nvidia-{MAIN}"]
+    assert differences(decided(args, OLD), decided(args, MAIN))
+
+
+def test_the_version_reaches_the_templates_only_through_the_plan():
+    role = ROOT / "roles" / "gpu_cluster_addons"
+    for path in [*role.glob("templates/*.j2"), role / "vars" / "main.yml"]:
+        assert "kubernetes_version" not in path.read_text(), path
+
+
 @pytest.mark.parametrize("mode", RENDERED)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_object_validates_strictly_for_its_version(rendered, mode, version):
-    for name, obj in objects(rendered["dir"] / f"{mode}-{version}"):
+    for name, obj in objects(rendered["dir"] / f"{mode}-{MAIN}"):
         try:
-            kubernetes_validate.validate(obj, f"{version}.0", strict=True)
+            kubernetes_validate.validate(as_version(obj, MAIN, version), f"{version}.0", strict=True)
         except kubernetes_validate.ValidationError as exc:
             pytest.fail(f"{mode} {version} {name}: {exc.message} at {list(exc.path)}")
 
 
 def test_strict_validation_would_catch_a_misspelt_field(rendered):
     """The validator is not a no-op: a typo in a rendered DaemonSet fails."""
-    objs = dict(objects(rendered["dir"] / "nvidia-1.30"))
+    objs = dict(objects(rendered["dir"] / f"nvidia-{MAIN}"))
     ds = objs["50-daemonset-nvidia-device-plugin.yaml"]
     ds["spec"]["template"]["spec"]["tolerationz"] = []
     with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(ds, "1.30.0", strict=True)
+        kubernetes_validate.validate(ds, f"{MAIN}.0", strict=True)
 
 
 def test_each_mode_renders_its_objects_one_per_file(rendered):
-    nvidia = {n for n, _ in objects(rendered["dir"] / "nvidia-1.30")}
-    gpushare = {n for n, _ in objects(rendered["dir"] / "gpushare-1.30")}
+    nvidia = {n for n, _ in objects(rendered["dir"] / f"nvidia-{MAIN}")}
+    gpushare = {n for n, _ in objects(rendered["dir"] / f"gpushare-{MAIN}")}
     assert "50-daemonset-nvidia-device-plugin.yaml" in nvidia
     assert not any("gpushare" in n for n in nvidia)
     assert {"50-daemonset-gpushare-device-plugin.yaml", "50-deployment-gpushare-schd-extender.yaml",
@@ -257,7 +343,7 @@ def test_each_mode_renders_its_objects_one_per_file(rendered):
             "20-clusterrole-gpushare-device-plugin.yaml"} <= gpushare
     assert not any("nvidia-device-plugin" in n for n in gpushare)
     for mode in MODES:
-        for name, obj in objects(rendered["dir"] / f"{mode}-1.30"):
+        for name, obj in objects(rendered["dir"] / f"{mode}-{MAIN}"):
             # The file name says the kind, so a reviewer finds the object.
             assert name.split("-")[1] == obj["kind"].lower()
 
@@ -267,7 +353,7 @@ def test_each_mode_renders_its_objects_one_per_file(rendered):
 
 def test_rendering_twice_gives_identical_bytes_and_no_change(rendered):
     assert recap(rendered["first"])["changed"] > 0
-    # Run 2 re-renders 1.18, 1.30 and 1.35 in check mode: the module compares
+    # Run 2 re-renders the cases of MAIN in check mode: the module compares
     # the new text with each file byte for byte, so "no change" means identical.
     changed = re.findall(r"^changed: \[(\S+)\]", rendered["second"], re.M)
     assert changed == ["fresh"], rendered["second"][-3000:]
@@ -305,7 +391,7 @@ def test_old_cluster_gets_apis_it_serves(rendered, mode):
 
 
 @pytest.mark.parametrize("mode", RENDERED)
-@pytest.mark.parametrize("version", [OLD, "1.35"])
+@pytest.mark.parametrize("version", [OLD, MAIN])
 def test_no_deprecated_critical_pod_annotation_but_priority_classes(rendered, mode, version):
     for name, obj, spec in pod_specs(objects(rendered["dir"] / f"{mode}-{version}")):
         text = json.dumps(obj)
@@ -320,7 +406,7 @@ def test_no_deprecated_critical_pod_annotation_but_priority_classes(rendered, mo
 
 @pytest.mark.parametrize("mode", MODES)
 def test_containers_are_unprivileged_and_limited(rendered, mode):
-    for name, _, spec in pod_specs(objects(rendered["dir"] / f"{mode}-1.30")):
+    for name, _, spec in pod_specs(objects(rendered["dir"] / f"{mode}-{MAIN}")):
         assert not spec.get("hostNetwork"), name
         assert not spec.get("hostPID") and not spec.get("hostIPC"), name
         assert spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
@@ -337,14 +423,14 @@ def test_containers_are_unprivileged_and_limited(rendered, mode):
 
 
 def test_extender_runs_as_non_root(rendered):
-    objs = objects(rendered["dir"] / "gpushare-1.30")
+    objs = objects(rendered["dir"] / f"gpushare-{MAIN}")
     spec = by_kind(objs, "Deployment")["gpushare-schd-extender"]["spec"]["template"]["spec"]
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert spec["securityContext"]["runAsUser"] != 0
 
 
 def test_nvidia_device_plugin_has_no_api_access(rendered):
-    objs = objects(rendered["dir"] / "nvidia-1.30")
+    objs = objects(rendered["dir"] / f"nvidia-{MAIN}")
     assert not by_kind(objs, "ClusterRole") and not by_kind(objs, "Role")
     assert by_kind(objs, "ServiceAccount")["nvidia-device-plugin"]["automountServiceAccountToken"] is False
     spec = by_kind(objs, "DaemonSet")["nvidia-device-plugin-daemonset"]["spec"]["template"]["spec"]
@@ -376,7 +462,7 @@ def rules_by_resource(role):
 
 @pytest.mark.parametrize("role", sorted(NEEDED))
 def test_rbac_grants_no_more_than_the_component_calls(rendered, role):
-    granted = rules_by_resource(by_kind(objects(rendered["dir"] / "gpushare-1.30"), "ClusterRole")[role])
+    granted = rules_by_resource(by_kind(objects(rendered["dir"] / f"gpushare-{MAIN}"), "ClusterRole")[role])
     for resource, verbs in granted.items():
         assert "*" not in verbs and resource != "*", resource
         assert resource in NEEDED[role], f"{role} may not touch {resource}"
@@ -392,7 +478,7 @@ def test_rbac_grants_no_more_than_the_component_calls(rendered, role):
 def test_rbac_is_a_subset_of_upstreams(rendered, role, upstream):
     path = shared_path("fixtures", "manifests", upstream)
     theirs = next(d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "ClusterRole")
-    ours = rules_by_resource(by_kind(objects(rendered["dir"] / "gpushare-1.30"), "ClusterRole")[role])
+    ours = rules_by_resource(by_kind(objects(rendered["dir"] / f"gpushare-{MAIN}"), "ClusterRole")[role])
     upstream_rules = rules_by_resource(theirs)
     for resource, verbs in ours.items():
         assert verbs <= upstream_rules.get(resource, set()), f"{role}: {resource} wider than upstream"
@@ -403,7 +489,7 @@ def test_rbac_is_a_subset_of_upstreams(rendered, role, upstream):
 
 
 def test_extender_service_matches_the_scheduler_configuration(rendered):
-    objs = objects(rendered["dir"] / "gpushare-1.30")
+    objs = objects(rendered["dir"] / f"gpushare-{MAIN}")
     svc = by_kind(objs, "Service")["gpushare-schd-extender"]
     port = svc["spec"]["ports"][0]
     assert svc["spec"]["type"] == "NodePort"
@@ -418,12 +504,12 @@ def test_extender_service_matches_the_scheduler_configuration(rendered):
 
 def test_scheduler_config_fixture_points_at_our_node_port(rendered):
     text = shared_path("fixtures", "kube-scheduler", "gpushare-scheduler-policy-config.json").read_text()
-    svc = by_kind(objects(rendered["dir"] / "gpushare-1.30"), "Service")["gpushare-schd-extender"]
+    svc = by_kind(objects(rendered["dir"] / f"gpushare-{MAIN}"), "Service")["gpushare-schd-extender"]
     assert f":{svc['spec']['ports'][0]['nodePort']}/gpushare-scheduler" in text
 
 
 def test_extender_is_not_pinned_to_the_master_label_alone(rendered):
-    spec = by_kind(objects(rendered["dir"] / "gpushare-1.30"), "Deployment")["gpushare-schd-extender"]
+    spec = by_kind(objects(rendered["dir"] / f"gpushare-{MAIN}"), "Deployment")["gpushare-schd-extender"]
     spec = spec["spec"]["template"]["spec"]
     assert "nodeSelector" not in spec  # an exact-value selector is what leaves upstream Pending
     terms = affinity_terms(spec)
@@ -435,7 +521,7 @@ def test_extender_is_not_pinned_to_the_master_label_alone(rendered):
 
 @pytest.mark.parametrize(("mode", "label"), [("nvidia", "nvidia.com/gpu.present"), ("gpushare", "gpushare")])
 def test_device_plugins_run_on_labelled_gpu_nodes_and_tolerate_the_gpu_taint(rendered, mode, label):
-    for _, obj, spec in pod_specs(objects(rendered["dir"] / f"{mode}-1.30")):
+    for _, obj, spec in pod_specs(objects(rendered["dir"] / f"{mode}-{MAIN}")):
         if obj["kind"] != "DaemonSet":
             continue
         assert spec["nodeSelector"] == {label: "true"}
@@ -450,7 +536,7 @@ DCGM_EXPORTER = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless"
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_dcgm_exporter_validates_strictly_and_is_nvidias(rendered, version):
-    objs = dict(objects(rendered["dir"] / f"dcgm-{version}"))
+    objs = {name: as_version(obj, MAIN, version) for name, obj in objects(rendered["dir"] / f"dcgm-{MAIN}")}
     for name, obj in objs.items():
         if obj["kind"] == "ServiceMonitor":  # a CRD's kind: test_dcgm_service_monitor_schema, skipped
             continue
@@ -478,12 +564,12 @@ def test_dcgm_service_monitor_schema():
 
 
 def test_dcgm_exporter_is_off_by_default(rendered):
-    assert not any("dcgm" in name for name, _ in objects(rendered["dir"] / "nvidia-1.30"))
+    assert not any("dcgm" in name for name, _ in objects(rendered["dir"] / f"nvidia-{MAIN}"))
 
 
 @pytest.mark.parametrize("mode", RENDERED)
 def test_gpu_daemonsets_tolerate_the_validation_gate_and_the_runtime_class_does_not(rendered, mode):
-    objs = objects(rendered["dir"] / f"{mode}-1.30")
+    objs = objects(rendered["dir"] / f"{mode}-{MAIN}")
     daemonsets = [(name, spec) for name, obj, spec in pod_specs(objs) if obj["kind"] == "DaemonSet"]
     assert daemonsets
     for name, spec in daemonsets:
@@ -500,7 +586,7 @@ def test_render_mode_prints_the_gates_taint_for_unvalidated_nodes(rendered):
 
 
 def test_config_hash_annotation_follows_the_configmap(rendered):
-    objs = objects(rendered["dir"] / "nvidia-1.30")
+    objs = objects(rendered["dir"] / f"nvidia-{MAIN}")
     config = by_kind(objs, "ConfigMap")["nvidia-device-plugin-config"]["data"]["config.yaml"]
     parsed = yaml.safe_load(config)
     assert parsed["version"] == "v1" and parsed["flags"]["migStrategy"] == "none"
@@ -519,7 +605,7 @@ def test_selectors_match_upstream_so_an_upstream_install_is_replaced_in_place(re
     """spec.selector is immutable: a different one would make applying over upstream fail."""
     theirs = next(d for d in yaml.safe_load_all(shared_path("fixtures", "manifests", upstream).read_text())
                   if d and d.get("kind") == kind)
-    mine = by_kind(objects(rendered["dir"] / f"{ours}-1.30"), kind)[theirs["metadata"]["name"]]
+    mine = by_kind(objects(rendered["dir"] / f"{ours}-{MAIN}"), kind)[theirs["metadata"]["name"]]
     assert mine["spec"]["selector"] == theirs["spec"]["selector"]
     assert mine["metadata"]["namespace"] == theirs["metadata"]["namespace"]
 
@@ -528,7 +614,7 @@ def test_default_nvidia_image_is_a_released_upstream_version(rendered):
     """Upstream's image, at the release pinned with its source in defaults/main.yml (v0.20.0, 2026-08-19)."""
     upstream = shared_path("fixtures", "manifests", "nvidia-device-plugin-v0.17.0.yml")
     theirs = yaml.safe_load(upstream.read_text())["spec"]["template"]["spec"]["containers"][0]["image"]
-    mine = by_kind(objects(rendered["dir"] / "nvidia-1.30"), "DaemonSet")["nvidia-device-plugin-daemonset"]
+    mine = by_kind(objects(rendered["dir"] / f"nvidia-{MAIN}"), "DaemonSet")["nvidia-device-plugin-daemonset"]
     image = mine["spec"]["template"]["spec"]["containers"][0]["image"]
     repository, tag = image.rsplit(":", 1)
     assert repository == theirs.rsplit(":", 1)[0]
@@ -626,17 +712,17 @@ def env_of(container):
     return {e["name"]: e.get("value") for e in container.get("env", [])}
 
 
-@pytest.mark.parametrize("version", ["1.25", "1.37"])
+@pytest.mark.parametrize("version", VERSIONS)
 def test_sharing_objects_validate_strictly(rendered, version):
-    for name, obj in objects(rendered["sharing"] / version):
+    for name, obj in objects(rendered["sharing"] / MAIN):
         try:
-            kubernetes_validate.validate(obj, f"{version}.0", strict=True)
+            kubernetes_validate.validate(as_version(obj, MAIN, version), f"{version}.0", strict=True)
         except kubernetes_validate.ValidationError as exc:
             pytest.fail(f"sharing {version} {name}: {exc.message} at {list(exc.path)}")
 
 
 def test_named_configs_are_one_key_each_in_the_plugins_format(rendered):
-    objs = objects(rendered["sharing"] / "1.37")
+    objs = objects(rendered["sharing"] / MAIN)
     data = by_kind(objs, "ConfigMap")["nvidia-device-plugin-config"]["data"]
     assert sorted(data) == ["default", "mig", "mps", "ts"]
     configs = {name: yaml.safe_load(text) for name, text in data.items()}
@@ -648,7 +734,7 @@ def test_named_configs_are_one_key_each_in_the_plugins_format(rendered):
 
 
 def test_config_manager_reads_the_node_label_as_nvidias_chart_wires_it(rendered):
-    objs = objects(rendered["sharing"] / "1.37")
+    objs = objects(rendered["sharing"] / MAIN)
     spec = by_kind(objs, "DaemonSet")["nvidia-device-plugin-daemonset"]["spec"]["template"]["spec"]
     managers = [c for c in containers(spec) if c.get("command") == ["config-manager"]]
     assert [c["name"] for c in managers] == ["nvidia-device-plugin-init", "nvidia-device-plugin-sidecar"]
@@ -671,7 +757,7 @@ def test_config_manager_reads_the_node_label_as_nvidias_chart_wires_it(rendered)
 
 def test_mig_strategy_gives_the_plugin_what_nvidias_chart_gives_it(rendered):
     """SYS_ADMIN (MIG health events) and NVIDIA_MIG_MONITOR_DEVICES, whenever a config has a MIG strategy."""
-    for directory in (rendered["sharing"] / "1.37", rendered["options"] / "mig-single"):
+    for directory in (rendered["sharing"] / MAIN, rendered["options"] / "mig-single"):
         ds = by_kind(objects(directory), "DaemonSet")["nvidia-device-plugin-daemonset"]
         spec = ds["spec"]["template"]["spec"]
         plugin = next(c for c in spec["containers"] if c["name"] == "nvidia-device-plugin-ctr")
@@ -685,7 +771,7 @@ def test_mig_strategy_gives_the_plugin_what_nvidias_chart_gives_it(rendered):
 
 
 def test_mps_control_daemon_runs_where_a_node_shares_by_mps(rendered):
-    objs = objects(rendered["sharing"] / "1.37")
+    objs = objects(rendered["sharing"] / MAIN)
     daemon = by_kind(objs, "DaemonSet")["nvidia-device-plugin-mps-control-daemon"]["spec"]["template"]["spec"]
     assert daemon["nodeSelector"] == {"nvidia.com/mps.capable": "true"}
     plugin = by_kind(objs, "DaemonSet")["nvidia-device-plugin-daemonset"]["spec"]["template"]["spec"]
@@ -713,15 +799,16 @@ def test_mig_state_that_contradicts_the_config_is_reported(rendered):
 
 
 def test_sharing_render_is_deterministic(rendered):
-    """Run 2 re-rendered sharing-1.37 in check mode (see test_rendering_twice_gives_identical_bytes...)."""
-    assert "sharing-1.37" not in re.findall(r"^changed: \[(\S+)\]", rendered["second"], re.M)
-    assert (rendered["sharing"] / "1.37" / "20-configmap-nvidia-device-plugin-config.yaml").is_file()
+    """Run 2 re-rendered the sharing case in check mode (test_rendering_twice_gives_identical_bytes...)."""
+    assert f"sharing-{MAIN}" in rendered["again"]
+    assert f"sharing-{MAIN}" not in re.findall(r"^changed: \[(\S+)\]", rendered["second"], re.M)
+    assert (rendered["sharing"] / MAIN / "20-configmap-nvidia-device-plugin-config.yaml").is_file()
 
 
 # --- HAMi ---------------------------------------------------------------------------------------
 
 
-def hami_objects(rendered, name="hami", version="1.30"):
+def hami_objects(rendered, name="hami", version=MAIN):
     return objects(rendered["dir"] / f"{name}-{version}")
 
 
@@ -738,7 +825,7 @@ def test_hami_renders_node_side_and_its_own_scheduler(rendered):
     assert spec["nodeSelector"] == {"gpu": "on"}
     dep = by_kind(objs, "Deployment")["hami-scheduler"]["spec"]["template"]["spec"]
     sched = next(c for c in dep["containers"] if c["name"] == "kube-scheduler")
-    assert sched["image"] == "registry.k8s.io/kube-scheduler:v1.30.0"
+    assert sched["image"] == f"registry.k8s.io/kube-scheduler:v{MAIN}.0"
     own = yaml.safe_load(by_kind(objs, "ConfigMap")["hami-scheduler"]["data"]["config.yaml"])
     assert own["profiles"] == [{"schedulerName": "hami-scheduler"}]
     extender = next(c for c in dep["containers"] if c["name"] == "vgpu-scheduler-extender")
@@ -843,7 +930,7 @@ CHART_PATCH_ARGS = ["patch", "--webhook-name=hami-webhook", "--namespace=kube-sy
 
 
 @pytest.mark.parametrize("name", list(HAMI))
-@pytest.mark.parametrize("version", ["1.25", "1.30", "1.37"])
+@pytest.mark.parametrize("version", [MAIN])
 def test_hami_renders_the_charts_webhook_in_both_placements(rendered, name, version):
     objs = objects(rendered["dir"] / f"{name}-{version}")
     webhook = by_kind(objs, "MutatingWebhookConfiguration")["hami-webhook"]["webhooks"][0]
@@ -891,7 +978,7 @@ def test_hamis_webhook_sends_pods_to_the_scheduler_that_calls_its_extender(rende
 
 @pytest.mark.parametrize("name", list(HAMI))
 def test_hamis_certificate_jobs_make_the_secret_so_no_key_is_rendered(rendered, name):
-    directory = rendered["dir"] / f"{name}-1.30"
+    directory = rendered["dir"] / f"{name}-{MAIN}"
     objs = objects(directory)
     jobs = by_kind(objs, "Job")
     args = {name: job["spec"]["template"]["spec"]["containers"][0]["args"] for name, job in jobs.items()}

@@ -38,7 +38,8 @@ KIND = "KubeletConfiguration"
 DEFAULT_API_VERSION = "kubelet.config.k8s.io/v1beta1"
 DROPIN_NAME = "90-gpunode-feature-gates.conf"
 DROPIN_HEADER = (
-    "# Written by gpunode (roles/kubelet_gpu): the feature gates of this GPU node.\n"
+    "# Written by gpunode (roles/kubelet_gpu): the feature gates of this GPU node\n"
+    "# (and the taints it registers with while it has not passed its validation).\n"
     "# The kubelet merges this file over its main configuration (--config-dir);\n"
     "# change the role's variables rather than this file.\n"
 )
@@ -122,11 +123,22 @@ def _write_json_gates(text, merged):
     return json.dumps(data, indent=detect_indent(text), ensure_ascii=False) + "\n"
 
 
-def render_dropin(gates, api_version=None):
-    """The text of gpunode's drop-in: apiVersion, kind and featureGates (YAML, written without PyYAML)."""
+def render_dropin(gates, api_version=None, taints=None):
+    """The text of gpunode's drop-in: apiVersion, kind, featureGates and registerWithTaints (YAML,
+    written without PyYAML: strings as JSON strings, which YAML reads as they are); None when it
+    would set nothing."""
+    if not gates and not taints:
+        return None
     lines = [DROPIN_HEADER, f"apiVersion: {api_version or DEFAULT_API_VERSION}\n", f"kind: {KIND}\n"]
-    lines.append("featureGates:\n")
-    lines += [f"  {name}: {'true' if value else 'false'}\n" for name, value in gates.items()]
+    if gates:
+        lines.append("featureGates:\n")
+        lines += [f"  {name}: {'true' if value else 'false'}\n" for name, value in gates.items()]
+    if taints:
+        lines.append("registerWithTaints:\n")
+        for taint in taints:
+            fields = [name for name in ("key", "value", "effect") if taint.get(name)]
+            for index, name in enumerate(fields):
+                lines.append(f"{'  ' if index else '- '}{name}: {json.dumps(taint[name])}\n")
     return "".join(lines)
 
 

@@ -1,7 +1,8 @@
 # Copyright: (c) 2026, gpunode maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Read and edit the kubelet's ``--feature-gates`` flag where systemd gets it from.
+"""Read and edit the kubelet's ``--feature-gates`` flag where systemd gets it from (and, with
+``flag=TAINTS_FLAG``, ``--register-with-taints``, whose last value replaces the earlier ones).
 
 Two file formats (parsed by host/systemd.py, with systemd's own rules):
 
@@ -50,6 +51,7 @@ Container = namedtuple("Container", "label name start end")
 
 _SECTION_RE = re.compile(r"[ \t]*\[([^\]]+)\][ \t]*$")
 GATES_FLAG = "--feature-gates"
+TAINTS_FLAG = "--register-with-taints"
 DEFAULT_VARIABLE = "KUBELET_EXTRA_ARGS"
 
 
@@ -88,23 +90,23 @@ def flag_containers(text, fmt):
     return _unit_containers(text)
 
 
-def gate_words(text, start, end):
-    """(flag word, value word or None, gate string) for each --feature-gates in text[start:end]."""
+def gate_words(text, start, end, flag=GATES_FLAG):
+    """(flag word, value word or None, gate string) for each ``flag`` in text[start:end]."""
     words = split_words(text, start, end)
     found = []
     for index, word in enumerate(words):
-        if word.value.startswith(GATES_FLAG + "="):
-            found.append((word, None, word.value[len(GATES_FLAG) + 1 :]))
-        elif word.value == GATES_FLAG and index + 1 < len(words):
+        if word.value.startswith(flag + "="):
+            found.append((word, None, word.value[len(flag) + 1 :]))
+        elif word.value == flag and index + 1 < len(words):
             nxt = words[index + 1]
             found.append((word, nxt, nxt.value))
     return found
 
 
-def read_gate_values(text, fmt):
-    """Every --feature-gates value in the file, in order: list of (label, raw gate string)."""
+def read_gate_values(text, fmt, flag=GATES_FLAG):
+    """Every ``flag`` value in the file, in order: list of (label, raw value)."""
     containers = flag_containers(text, fmt)[0]
-    return [(c.label, hit[2]) for c in containers for hit in gate_words(text, c.start, c.end)]
+    return [(c.label, hit[2]) for c in containers for hit in gate_words(text, c.start, c.end, flag)]
 
 
 def read_flags_gates(text, fmt):
@@ -148,17 +150,16 @@ def _quoted_like(raw_value, new_value):
     return new_value
 
 
-def _span_edits(text, start, end, gate_string, first=True):
-    """Edits making text[start:end] carry ``--feature-gates=<gate_string>`` once (or none)."""
+def _span_edits(text, start, end, gate_string, first=True, *, flag=GATES_FLAG):
+    """Edits making text[start:end] carry ``<flag>=<gate_string>`` once (or none)."""
     edits = []
-    found = gate_words(text, start, end)
+    found = gate_words(text, start, end, flag)
     for index, (flag_word, value_word) in enumerate(hit[:2] for hit in found):
         if index == 0 and first and gate_string:
             if value_word is None:
-                raw_value = text[flag_word.start : flag_word.end][len(GATES_FLAG) + 1 :]
-                edits.append(
-                    (flag_word.start, flag_word.end, f"{GATES_FLAG}={_quoted_like(raw_value, gate_string)}")
-                )
+                raw_value = text[flag_word.start : flag_word.end][len(flag) + 1 :]
+                value = _quoted_like(raw_value, gate_string)
+                edits.append((flag_word.start, flag_word.end, f"{flag}={value}"))
             else:
                 raw_value = text[value_word.start : value_word.end]
                 edits.append((value_word.start, value_word.end, _quoted_like(raw_value, gate_string)))
@@ -173,7 +174,7 @@ def _span_edits(text, start, end, gate_string, first=True):
         edits.append((cut_start, cut_end, ""))
     if not found and gate_string and first:
         body = text[start:end]
-        edits.append((end, end, (" " if body.strip() else "") + f"{GATES_FLAG}={gate_string}"))
+        edits.append((end, end, (" " if body.strip() else "") + f"{flag}={gate_string}"))
     return edits
 
 
@@ -214,8 +215,8 @@ def _new_environment_edit(text, places, name, value):
     return (anchor, anchor, "\n" + line)
 
 
-def set_gate_string(text, fmt, gate_string, variable=None):
-    """Make one file's kubelet flags carry exactly ``--feature-gates=<gate_string>``.
+def set_gate_string(text, fmt, gate_string, variable=None, flag=GATES_FLAG):
+    """Make one file's kubelet flags carry exactly ``<flag>=<gate_string>`` (``--feature-gates``).
 
     Returns (new_text, where). ``gate_string`` empty removes the flag.
     ``variable`` names the variable to add the flag to when none holds it
@@ -228,26 +229,26 @@ def set_gate_string(text, fmt, gate_string, variable=None):
     where = None
     first = True
     for container in containers:
-        found = gate_words(text, container.start, container.end)
+        found = gate_words(text, container.start, container.end, flag)
         if found:
-            edits += _span_edits(text, container.start, container.end, gate_string, first)
+            edits += _span_edits(text, container.start, container.end, gate_string, first, flag=flag)
             if first and gate_string:
                 where = container.label
             where = where or container.label
             first = False
     if first and gate_string:
-        flag = f"{GATES_FLAG}={gate_string}"
+        word = f"{flag}={gate_string}"
         target = _pick_container(text, fmt, containers, info, variable)
         if target is not None:
             where = target.label
-            edits += _span_edits(text, target.start, target.end, gate_string)
+            edits += _span_edits(text, target.start, target.end, gate_string, flag=flag)
         elif fmt == "env":
             name = variable or DEFAULT_VARIABLE
-            return _append_env_line(text, name, flag), name
+            return _append_env_line(text, name, word), name
         else:
             name = variable or DEFAULT_VARIABLE
             where = f"Environment {name}"
-            edits.append(_new_environment_edit(text, info, name, flag))
+            edits.append(_new_environment_edit(text, info, name, word))
     return _apply(text, edits), where
 
 
@@ -347,16 +348,16 @@ def _writable_env_file(command):
     return command.environment_files[-1][0]
 
 
-def _gate_sources(command):
-    """Where the ``--feature-gates`` flags that reach the kubelet come from, in order, each once."""
+def _gate_sources(command, flag=GATES_FLAG):
+    """Where the ``flag`` flags that reach the kubelet come from, in order, each once."""
     sources = []
     for arg in command.args:
-        if arg.value.startswith(GATES_FLAG) and arg.source not in sources:
+        if arg.value.split("=", 1)[0] == flag and arg.source not in sources:
             sources.append(arg.source)
     return sources
 
 
-def _target_variable(command, variable):
+def _target_variable(command, variable, flag=GATES_FLAG):
     """The variable the new flag goes to (None: the ExecStart line); refused where it does not reach."""
     name = variable
     if name is None:
@@ -368,30 +369,30 @@ def _target_variable(command, variable):
     if name is not None and name not in command.referenced:
         raise FlagsError(
             f"ExecStart= ({command.exec_start[0]} line {command.exec_start[3]}) never expands ${name}: "
-            f"a --feature-gates flag in {name} would not reach the kubelet"
+            f"a {flag} flag in {name} would not reach the kubelet"
         )
     return name
 
 
-def _place_new_flag(command, texts, edits, name, gate_string):
+def _place_new_flag(command, texts, edits, name, gate_string, *, flag=GATES_FLAG):
     """Edits (in ``edits``, or whole texts in ``texts``) adding the flag; where it went."""
     where = command.winner(name) if name else None
     if where is not None or name is None:
         path, start, end = _span_of(command, where)
-        edits.setdefault(path, []).extend(_span_edits(texts[path], start, end, gate_string))
+        edits.setdefault(path, []).extend(_span_edits(texts[path], start, end, gate_string, flag=flag))
         return where
-    flag = f"{GATES_FLAG}={gate_string}"
+    word = f"{flag}={gate_string}"
     env_file = _writable_env_file(command)
     if env_file is not None:
-        texts[env_file] = _append_env_line(texts.get(env_file) or "", name, flag)
+        texts[env_file] = _append_env_line(texts.get(env_file) or "", name, word)
         return f"{env_file} {name}"
     path = command.exec_start[0]
-    edits.setdefault(path, []).append(_new_environment_edit(texts[path], command.places[path], name, flag))
+    edits.setdefault(path, []).append(_new_environment_edit(texts[path], command.places[path], name, word))
     return f"{path} Environment {name}"
 
 
-def plan_edit(command, unit_files, read_file, gate_string, variable=None):
-    """FlagsPlan putting ``--feature-gates=<gate_string>`` where it reaches the kubelet.
+def plan_edit(command, unit_files, read_file, gate_string, variable=None, *, flag=GATES_FLAG):
+    """FlagsPlan putting ``<flag>=<gate_string>`` (``--feature-gates``) where it reaches the kubelet.
 
     ``command`` is the resolved unit (host/systemd.py resolve() of ``unit_files``
     with ``read_file``). Existing ``--feature-gates`` flags that reach the
@@ -406,21 +407,23 @@ def plan_edit(command, unit_files, read_file, gate_string, variable=None):
     texts = {path: command.texts[path] for path in command.texts}
     edits = {}
     warnings = []
-    sources = _gate_sources(command)
+    sources = _gate_sources(command, flag)
     if sources:
         where = sources[0]
         for index, source in enumerate(sources):
             path, start, end = _span_of(command, source)
-            edits.setdefault(path, []).extend(_span_edits(texts[path], start, end, gate_string, index == 0))
+            span = _span_edits(texts[path], start, end, gate_string, index == 0, flag=flag)
+            edits.setdefault(path, []).extend(span)
     elif not gate_string:
         return FlagsPlan(None, {}, warnings)
     else:
-        where = _place_new_flag(command, texts, edits, _target_variable(command, variable), gate_string)
+        name = _target_variable(command, variable, flag)
+        where = _place_new_flag(command, texts, edits, name, gate_string, flag=flag)
     for path, path_edits in edits.items():
         texts[path] = _apply(texts[path], path_edits)
     label = where if isinstance(where, str) else _label(where, command)
     changed = {path: text for path, text in texts.items() if text != command.texts.get(path)}
-    _check_reaches(unit_files, read_file, changed, gate_string)
+    _check_reaches(unit_files, read_file, changed, gate_string, flag)
     return FlagsPlan(label, changed, warnings)
 
 
@@ -431,7 +434,7 @@ def _span_of(command, source):
     return source.path, source.start, source.end
 
 
-def _check_reaches(unit_files, read_file, changed, gate_string):
+def _check_reaches(unit_files, read_file, changed, gate_string, flag=GATES_FLAG):
     """Resolve the unit again with the new texts: the kubelet must get exactly these gates."""
     new_units = [(path, changed.get(path, text)) for path, text in unit_files]
 
@@ -439,6 +442,12 @@ def _check_reaches(unit_files, read_file, changed, gate_string):
         return changed[path] if path in changed else read_file(path)
 
     command = resolve(new_units, read_new)
+    if flag != GATES_FLAG:
+        got = flag_value(command.args, flag[2:])
+        if (got or "") != gate_string:
+            raise FlagsError(f"after the edit systemd would start the kubelet with {flag}={got or '(none)'}, "
+                             f"not {gate_string or '(none)'}: {explain_overrides(command)}")
+        return
     wanted = parse_gate_string(gate_string)
     got = gates_in_args(command.args)
     if got != wanted:
@@ -539,6 +548,7 @@ def check_reaches_kubelet(command, path, gates, absent=(), edited=False):
 
 
 __all__ = [
+    "TAINTS_FLAG",
     "FlagsError",
     "GateError",
     "check_reaches_kubelet",

@@ -73,12 +73,9 @@ from ansible.module_utils.gpunode.kubelet.gates import (
     refused_in_file,
 )
 from ansible.module_utils.gpunode.kubelet.inputs import InputError, check_params
+from ansible.module_utils.gpunode.kubelet.registration import registration_taint
 from ansible.module_utils.gpunode.kubelet.taints import TaintError
-from ansible.module_utils.gpunode.kubelet.taints import edit as edit_taints
-from ansible.module_utils.gpunode.kubelet.taints import listed as listed_taint
 from ansible.module_utils.gpunode.kubelet.taints import parse as parse_taint
-from ansible.module_utils.gpunode.kubelet.taints import render as render_taint
-from ansible.module_utils.gpunode.kubelet.taints import wanted as taint_wanted
 from ansible.module_utils.gpunode.kubelet.targets import TARGETS
 
 # ---------------------------------------------------------------- the plan
@@ -104,7 +101,7 @@ def plan(params, host):
         kind = _auto_kind(kind, params, host, found, version)
     target = TARGETS[kind](params, host, found, version)
     merged = _edit(result, target, (apply, skipped, asked), version_str)
-    registration = _registration_taint(result, params, target, kind, taint)
+    registration = registration_taint(result, params, target, kind, taint)
     _check_overrides(target, apply, target.effective(merged))
     restart, reasons, daemon_reload = _restart(
         result, params, host, found, target=target, kind=kind, version=version, merged=merged
@@ -161,42 +158,6 @@ def _edit(result, target, request, version_str):
     result.warnings += target.warnings
     result.changes = {path: (old, new) for path, (old, new) in changes.items() if old != new}
     return merged
-
-
-def _registration_taint(result, params, target, kind, taint):
-    """Put ``taint`` in (or take it out of) the --config file's registerWithTaints; what was decided.
-
-    Only where the gates go to the --config file: elsewhere (a drop-in would replace the main
-    file's list, flags, RKE) the taint is reported as not written, with a warning when wanted.
-    """
-    if taint is None:
-        return None
-    present, why = taint_wanted(params["registration_taint_state"], params["validation_record"])
-    decided = {"taint": render_taint(taint), "present": present, "why": why, "where": None}
-    if kind != "config":
-        if present:
-            result.warnings.append(
-                f"registration taint {decided['taint']} not set: registerWithTaints is written only to "
-                f"the kubelet's --config file, and its gates go to {target.label}"
-            )
-        decided["present"] = False
-        return decided
-    old = target.text
-    current = target.new_text if target.new_text is not None else old or ""
-    try:
-        if present is None:  # passed: the file keeps what it has
-            decided["present"] = listed_taint(current, taint)
-            return dict(decided, where=f"{target.path} registerWithTaints")
-        new = edit_taints(current, taint, present)
-    except TaintError as exc:
-        raise PlanError(f"{target.path}: {exc}; left unchanged") from None
-    target.new_text = new
-    if new != (old or ""):
-        result.changes[target.path] = (old, new)
-    else:
-        result.changes.pop(target.path, None)
-    decided["where"] = f"{target.path} registerWithTaints"
-    return decided
 
 
 def _restart(result, params, host, found, *, target, kind, version, merged):
@@ -328,6 +289,14 @@ def _running_state(params, host, found, target, merged):
         return bool(reasons), reasons, daemon_reload
     running = gates_in_args(process.argv)
     flag_gates = target.flag_gates(merged)
+    if params.get("registration_taint") and target.unit_is_target:  # the flags: --register-with-taints
+        both = (process.argv, target.next_args())
+        taints = [flag_value(args, "register-with-taints") or "(none)" for args in both]
+        if taints[0] != taints[1]:
+            reasons.append(
+                f"the running kubelet (PID {process.pid}) has --register-with-taints={taints[0]}, "
+                f"its files give --register-with-taints={taints[1]}"
+            )
     if running != flag_gates:
         reasons.append(
             f"the running kubelet (PID {process.pid}) has --feature-gates="

@@ -10,7 +10,8 @@
   and ``config.yaml.d/*.yaml`` (lexical order; a later ``kubelet-arg``
   replaces the list, ``kubelet-arg+`` appends; a scalar is a one-item list)
   into ``--<item>`` on the kubelet's command line; ``feature-gates=...`` items
-  become ``--feature-gates`` flags, which the kubelet merges.
+  become ``--feature-gates`` flags, which the kubelet merges. Its ``node-taint``
+  items (the same rules) are the taints the kubelet registers with.
 
 All edits go through yaml_edit, so comments and layout survive. Standard
 library and PyYAML (guarded by yaml_edit); Python 3.8+ (this runs on target hosts).
@@ -55,8 +56,8 @@ def rke2_files(config_path):
     return files
 
 
-def rke2_items(texts):
-    """Effective kubelet-arg items across RKE2 files: list of (file, key, index, value).
+def rke2_items(texts, option="kubelet-arg"):
+    """Effective ``option`` items across RKE2 files: list of (file, key, index, value).
 
     A later ``kubelet-arg`` replaces the list, ``kubelet-arg+`` appends to it.
     ``texts`` maps path -> text, in reading order.
@@ -68,12 +69,12 @@ def rke2_items(texts):
             continue
         if not isinstance(data, dict):
             raise GateError(f"{path}: the document is not a mapping")
-        for key in ("kubelet-arg", "kubelet-arg+"):
+        for key in (option, option + "+"):
             if key not in data:
                 continue
             value = data[key]
             values = value if isinstance(value, list) else [value]
-            if key == "kubelet-arg":
+            if key == option:
                 items = []
             items += [(path, key, index, str(v)) for index, v in enumerate(values) if v is not None]
     return items
@@ -110,6 +111,21 @@ def write_rke2_gates(texts, items, current, merged):
         )
         owner = owner or next(iter(texts))
         texts[owner] = append_to_list(texts[owner], ["kubelet-arg"], value)
+    return texts
+
+
+def edit_rke2_items(texts, drop, append, option):
+    """New texts (path -> text) without the items ``drop`` (of :func:`rke2_items`) and with
+    ``append`` (a string, or None) added to the ``option`` list of the last file that sets one
+    (config.yaml when none does)."""
+    texts = dict(texts)
+    for path, key, index, _value in sorted(drop, key=lambda item: (item[0], item[2]), reverse=True):
+        texts[path] = _rke2_remove(texts[path], key, index)
+    if append is not None:
+        owner = next(
+            (p for p in reversed(list(texts)) if option in (get(texts[p], [], None) or {})), next(iter(texts))
+        )
+        texts[owner] = append_to_list(texts[owner], [option], append)
     return texts
 
 

@@ -21,9 +21,9 @@ restart the kubelet for nothing (and make the run after a validation change the
 node), while keeping it makes a node that registers again start tainted until
 the add-ons play lifts the taint. The gate switched off takes it out. The
 operator's other taints are kept as they are.
-Written where the kubelet's gates go when that is its ``--config`` file; other
-places (a ``--config-dir`` drop-in, whose list would replace the main file's,
-flags, RKE) are reported, not written.
+Written where the kubelet's gates go (kubelet/registration.py): its ``--config``
+file, gpunode's ``--config-dir`` drop-in, the ``--register-with-taints`` flag,
+RKE2's ``node-taint``; RKE1's cluster.yml is reported, not written.
 
 Standard library, and PyYAML for YAML files (through yaml_edit). Python 3.8+.
 """
@@ -52,18 +52,21 @@ class TaintError(ValueError):
     """A taint option or a registerWithTaints that cannot be used; the message says why."""
 
 
-def parse(text):
-    """``key[=value]:Effect`` (as ``kubectl taint`` writes it) -> a core/v1 Taint dict."""
-    spec, _colon, effect = str(text).rpartition(":")
+def parse(text, option="registration_taint"):
+    """``key[=value]:Effect`` (as ``kubectl taint`` writes it) -> a core/v1 Taint dict.
+
+    ``option`` names where the text comes from, for the message.
+    """
+    spec, _colon, effect = str(text).strip().rpartition(":")
     key, _equals, value = spec.partition("=")
     if not spec or effect not in EFFECTS:
         raise TaintError(
-            f"registration_taint {text!r}: not key[=value]:Effect with Effect one of {', '.join(EFFECTS)}"
+            f"{option} {text!r}: not key[=value]:Effect with Effect one of {', '.join(EFFECTS)}"
         )
     name = key.rpartition("/")[2]
     if not _KEY_RE.match(key) or len(name) > 63 or not _VALUE_RE.match(value) or len(value) > 63:
         raise TaintError(
-            f"registration_taint {text!r}: {key!r} or {value!r} is not a valid taint key or value"
+            f"{option} {text!r}: {key!r} or {value!r} is not a valid taint key or value"
         )
     taint = {"key": key, "effect": effect}
     if value:
@@ -86,11 +89,37 @@ def listed(text, taint):
     """Whether ``taint`` (key and effect) is in ``text``'s registerWithTaints."""
     data = load(text) if text else {}
     current = data.get("registerWithTaints") if isinstance(data, dict) else None
-    return isinstance(current, list) and any(_same(item, taint) for item in current)
+    return isinstance(current, list) and any(same(item, taint) for item in current)
 
 
-def _same(item, taint):
+def same(item, taint):
+    """Whether ``item`` is ``taint`` by key and effect (a taint's identity on a Node), whatever its value."""
     return isinstance(item, dict) and (item.get("key"), item.get("effect")) == (taint["key"], taint["effect"])
+
+
+def parse_list(value, option="--register-with-taints"):
+    """The taints of a ``--register-with-taints`` value: comma-separated ``key[=value]:Effect``.
+
+    The kubelet splits the value at commas and parses each item (kubernetes
+    pkg/util/flag/flags.go, RegisterWithTaintsVar.Set); an empty value is no taint.
+    """
+    return [parse(item, option) for item in str(value).split(",")] if str(value).strip() else []
+
+
+def render_list(taints):
+    """``--register-with-taints``'s value for ``taints``."""
+    return ",".join(render(taint) for taint in taints)
+
+
+def merge_list(current, taint, present):
+    """``current`` (a list of taints) with ``taint`` in (appended, or its value updated in place of
+    the one with its key and effect) or out; the other taints kept in their order."""
+    kept = [item for item in current if not same(item, taint)]
+    if not present:
+        return kept
+    if any(item == taint for item in current) and len(kept) == len(current) - 1:
+        return list(current)
+    return [*kept, taint]
 
 
 def edit(text, taint, present):
@@ -104,10 +133,8 @@ def edit(text, taint, present):
         current = []
     if not isinstance(current, list):
         raise TaintError("registerWithTaints is not a list")
-    kept = [item for item in current if not _same(item, taint)]
-    target = [*kept, taint] if present else kept
-    if present and any(item == taint for item in current) and len(kept) == len(current) - 1:
-        return text
+    kept = [item for item in current if not same(item, taint)]
+    target = merge_list(current, taint, present)
     if target == current:
         return text
     if is_json(text):

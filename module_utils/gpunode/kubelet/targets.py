@@ -123,6 +123,10 @@ class Target:
 
     def _config_documents(self, replace=None):
         """The kubelet's config documents in its order: --config, then --config-dir drop-ins."""
+        return [doc[1] for doc in self.config_documents(replace)]
+
+    def config_documents(self, replace=None):
+        """(path, data) of each config document the kubelet reads, in its order."""
         replace = replace or {}
         args = self.next_args()
         docs = []
@@ -145,7 +149,7 @@ class Target:
                 need_yaml(path)
             except ConfigError as exc:
                 raise PlanError(f"{path}: {exc}; left unchanged") from None
-        return [doc[1] for doc in docs]
+        return docs
 
     def owned(self, path):
         return False
@@ -201,6 +205,8 @@ class ConfigDirTarget(Target):
         self.files = [self.path]
         self.text = host.read_text(self.path)
         self.api_version = None
+        self.taints = None  # the drop-in's registerWithTaints (kubelet/registration.py edits it)
+        self.merged = {}
 
     def read(self):
         if not self.text:
@@ -212,14 +218,21 @@ class ConfigDirTarget(Target):
         except ConfigError as exc:
             raise PlanError(f"{self.path}: {exc}; left unchanged") from None
         self.api_version = data.get("apiVersion")
+        self.taints = data.get("registerWithTaints")
         return gates
 
     def write(self, current, merged):
+        self.merged = merged
         if merged == current and (self.text is not None or not merged):
             self.new_text = self.text
         else:
-            self.new_text = render_dropin(merged, self.api_version) if merged else None
+            self.new_text = render_dropin(merged, self.api_version, self.taints)
         return {self.path: (self.text, self.new_text)}
+
+    def set_taints(self, taints):
+        """The drop-in with registerWithTaints ``taints`` (None: without the key), its gates kept."""
+        self.taints = taints
+        self.new_text = render_dropin(self.merged, self.api_version, taints)
 
     def effective(self, merged):
         documents = self._config_documents({self.path: self.new_text or ""})
@@ -308,7 +321,7 @@ class FlagsTarget(Target):
             raise PlanError(f"{self.label}: {exc}; left unchanged") from None
         self.label = flags_plan.where or self.label
         self.files = sorted({*self.files, *flags_plan.texts})
-        self._set_new_args(flags_plan.texts)
+        self.set_new_args(flags_plan.texts)
         return {path: (self.command.texts.get(path), text) for path, text in flags_plan.texts.items()}
 
     def _write_file(self, current, merged, gate_string):
@@ -319,7 +332,7 @@ class FlagsTarget(Target):
             new, where = set_gate_string(text, self.fmt, gate_string, self.params["flags_variable"])
             self.label = f"{self.path} {where}" if where else self.path
         if self.command is not None:
-            self._set_new_args({self.path: new})
+            self.set_new_args({self.path: new})
             problem = check_reaches_kubelet(
                 self.new_command, self.path, merged, set(current) - set(merged), edited=new != text
             )
@@ -354,10 +367,10 @@ class FlagsTarget(Target):
         self.label = flags_plan.where or self.label
         existing = [path for path, text in self.command.texts.items() if text is not None]
         self.files = sorted({*self.files, *existing, *flags_plan.texts})
-        self._set_new_args(flags_plan.texts)
+        self.set_new_args(flags_plan.texts)
         return {path: (self.command.texts.get(path), text) for path, text in flags_plan.texts.items()}
 
-    def _set_new_args(self, texts):
+    def set_new_args(self, texts):
         units = [(path, texts.get(path, text)) for path, text in self.unit_files]
 
         def read_new(path):

@@ -20,7 +20,8 @@ except ImportError:
 ROLE = pathlib.Path(__file__).resolve().parents[2] / "roles" / "gpu_cluster_addons"
 VERSIONS = [f"1.{minor}" for minor in range(25, 38)]
 DIGEST = "sha256:" + "0123456789abcdef" * 4  # a well-formed stand-in for an operator's own digest
-# NVIDIA/gpu-operator commit 797b31680, bundle/v25.3.1/manifests/gpu-operator-certified.clusterserviceversion.yaml
+# NVIDIA/gpu-operator commit 797b31680,
+# bundle/v25.3.1/manifests/gpu-operator-certified.clusterserviceversion.yaml
 # (relatedImages gpu-operator-validator-image, and the operator's VALIDATOR_IMAGE)
 NVIDIA_VALIDATOR = ("nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.3.1"
                     "@sha256:0b6f1944b05254ce50a08d44ca0d23a40f254fb448255a9234c43dec44e6929c")

@@ -12,7 +12,9 @@
 #                                     repositories) and gpunode-test-rpm.pub
 #   /srv/gpunode-rpm/baseos/          the distribution's repository stand-in: kernel-devel,
 #                                     kernel-headers, kernel-devel-matched of the running
-#                                     kernel, epel-release (enabled in the image, gpgcheck)
+#                                     kernel, epel-release, python3-dnf-plugin-versionlock
+#                                     (Debian's plugin, removed from dnf-plugins-core's files)
+#                                     (enabled in the image, gpgcheck)
 #   /srv/gpunode-rpm/epel/<major>/x86_64/   EPEL's stand-in: dkms (Debian's dkms inside)
 #   installed: the release package, gpunode-debian-userland, dracut, kernel-core
 #
@@ -56,6 +58,10 @@ dkms_version=$(dpkg-query -W -f '${Version}' dkms | sed 's/-.*//')
 dpkg-query -L dkms | while read -r path; do if [[ -f $path && ! -L $path ]] || [[ -L $path ]]; then echo "$path"; fi; done >"$work/dkms.files"
 tar -cf "$work/dkms.tar" -T "$work/dkms.files" 2>/dev/null
 sed -i 's,^,/,;s,^//,/,' "$work/dkms.files"
+plugin_version=$(dpkg-query -W -f '${Version}' dnf-plugins-core | sed 's/-.*//')
+versionlock_files=(/usr/lib/python3/dist-packages/dnf-plugins/versionlock.py /etc/dnf/plugins/versionlock.conf)
+: >/etc/dnf/plugins/versionlock.list
+tar -cf "$work/versionlock.tar" "${versionlock_files[@]}" /etc/dnf/plugins/versionlock.list 2>/dev/null
 
 # 1. the node's own packages, installed now
 rpmb "$work/installed" el-base.spec --define "flavor $flavor" --define "el_major $el_major" \
@@ -64,6 +70,8 @@ rpmb "$work/installed" el-base.spec --define "flavor $flavor" --define "el_major
 # 2. the distribution's repository and EPEL
 rpmb "$base" kernel-devel.spec --define "kernel $kernel" --define "kernel_ver $kernel_ver" --define "kernel_rel $kernel_rel"
 rpmb "$base" epel-release.spec --define "el_major $el_major"
+rpmb "$base" python3-dnf-plugin-versionlock.spec --define "plugin_version $plugin_version" \
+  --define "plugin_tar $work/versionlock.tar"
 rpmb "$epel" dkms.spec --define "dkms_version $dkms_version" --define "dkms_tar $work/dkms.tar" \
   --define "dkms_files $work/dkms.files"
 # 3. NVIDIA's repository
@@ -96,7 +104,9 @@ for dir in "$repo" "$base" "$epel"; do
   gpg --batch --yes --armor --detach-sign --local-user gpunode-test-rpm -o "$dir/repodata/repomd.xml.asc" "$dir/repodata/repomd.xml"
 done
 
-# 5. the node: rpm's database where EL keeps it, the key imported, the own packages installed
+# 5. the node: rpm's database where EL keeps it, the key imported, the own packages installed,
+# versionlock only in its package
+rm -f "${versionlock_files[@]}" /etc/dnf/plugins/versionlock.list
 rpmkeys --import /etc/pki/rpm-gpg/RPM-GPG-KEY-gpunode-test
 rpm -i --force-debian "$work/installed"/*.rpm 2>/dev/null || rpm -i "$work/installed"/*.rpm
 cat >/etc/yum.repos.d/gpunode-baseos.repo <<REPO

@@ -41,18 +41,18 @@ from ansible.module_utils.gpunode.driver.roots import (
     lib_dirs,
     location,
     origin,
-    parse_dpkg_search,
     runfile_traces,
 )
 from ansible.module_utils.gpunode.host import systemd
 from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.host.packages import (
     ADMINDIR,
+    DpkgError,
     installed,
-    interrupted,
-    parse_dpkg_query,
+    manager,
     parse_madison,
 )
+from ansible.module_utils.gpunode.host.packages_rpm import RpmError
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
 INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))
@@ -103,13 +103,10 @@ def read_userspace(lib_dirs):
 
 
 def read_owners(host, paths):
-    """The packages dpkg says own ``paths`` (none without dpkg)."""
-    query = host.which("dpkg-query")
-    paths = [p for p in paths if p]
-    if not query or not paths:
-        return []
-    _rc, out, _err = host.run([query, "-S", *paths])  # rc 1 when some path has no owner
-    return parse_dpkg_search(out)
+    """The packages the node's package manager (dpkg or rpm, ``gpunode.host.packages.manager``)
+    says own ``paths``; none without one."""
+    backend = manager(host, ADMINDIR)
+    return backend.owners(paths) if backend is not None else []
 
 
 def read_origin(host, place, files, packages, version):
@@ -125,16 +122,17 @@ def read_origin(host, place, files, packages, version):
 
 
 def read_packages(host, admindir):
-    """dpkg's packages and the reasons a ``dpkg --configure -a`` is needed; (None, []) without dpkg."""
-    query = host.which("dpkg-query")
-    if not query:
+    """The installed packages (dpkg's, or rpm's with dnf's version locks as holds; one shape,
+    ``gpunode.host.packages``) and the reasons a ``dpkg --configure -a`` is needed; (None, [])
+    without a package manager gpunode knows."""
+    backend = manager(host, admindir)
+    if backend is None:
         return None, []
-    fields = "${Package}\t${Version}\t${Status}\n"
-    rc, out, err = host.run([query, f"--admindir={admindir}", "-W", "-f", fields])
-    if rc != 0:
-        raise DriverError(f"dpkg-query -W failed (rc {rc}): {err.strip()}")
-    packages = parse_dpkg_query(out)
-    return packages, interrupted(packages, admindir)
+    try:
+        packages = backend.packages()
+    except (DpkgError, RpmError) as exc:
+        raise DriverError(str(exc)) from exc
+    return packages, backend.interrupted(packages)
 
 
 def read_services(host):

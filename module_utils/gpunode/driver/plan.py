@@ -154,7 +154,8 @@ def plan_prerequisites(state, request, steps):
     if _builds(request, steps) and request["install_prerequisites"] and packages is not None:
         if not state.get("headers_present"):
             prerequisites.append(request["headers_package"])
-        prerequisites += [p for p in nvidia_packages.BUILD_PREREQUISITES if not installed(packages, p)]
+        tools = request.get("build_prerequisites") or nvidia_packages.BUILD_PREREQUISITES
+        prerequisites += [p for p in tools if not installed(packages, p)]
     return {"prerequisites": prerequisites}, []
 
 
@@ -397,7 +398,8 @@ def _install_specs(request, packages):
             names = [name for name in names if not _DKMS_SIDE_RE.match(name)]
     unversioned = request["packages"].get("unversioned") or ()
     for name in names:
-        spec = name if name in unversioned else nvidia_packages.version_spec(name, version)
+        spec = name if name in unversioned else \
+            nvidia_packages.version_spec(name, version, request.get("package_manager") or "apt")
         if spec not in specs:
             specs.append(spec)
     return specs

@@ -36,6 +36,8 @@ ARGUMENT_SPEC = {
     "apt_repository": {"type": "str"},
     "apt_key_url": {"type": "str", "no_log": False},
     "keyring": {"type": "path", "default": "/etc/apt/keyrings/gpunode-nvidia-driver.asc"},
+    "rpm_repository": {"type": "str"},
+    "rpm_key_url": {"type": "str", "no_log": False},
     "hold": {"type": "bool", "default": True},
     "install_prerequisites": {"type": "bool", "default": True},
     "blacklist_nouveau": {"type": "bool", "default": True},
@@ -65,6 +67,8 @@ VALUE_RULES = {
     "signing_cert": values.optional(values.word_path),
     "keyring": values.word_path,
     "apt_repository": values.optional(values.one_line),
+    "rpm_repository": values.optional(values.one_line),
+    "rpm_key_url": values.optional(values.one_line),
     "blacklist_path": values.path,
 }
 

@@ -391,6 +391,25 @@ plan:
       type: list
       elements: str
       returned: always
+    module_stream:
+      description: EL 9 - the dnf module stream the install enables first, or null (none to change).
+      type: dict
+      returned: always
+      contains:
+        stream:
+          description: The stream, e.g. C(nvidia-driver:580-open).
+          type: str
+        command:
+          description: C(enable) (no stream of the module enabled) or C(switch-to) (another one is).
+          type: str
+        enabled:
+          description: The stream enabled before, or null.
+          type: str
+    version_lock:
+      description: EL 10 - the C(dnf versionlock add) spec that pins the branch before the install
+        (e.g. C(*nvidia*580*)), or null.
+      type: str
+      returned: always
     unhold:
       description: Packages to release before the install.
       type: list
@@ -522,9 +541,14 @@ state:
       type: dict
       returned: when the host has an NVIDIA GPU
     initramfs_command:
-      description: The command that rebuilds the initramfs, or null.
+      description: The command that rebuilds the initramfs (C(update-initramfs -u); C(dracut --force) on
+        EL), or null.
       type: list
       elements: str
+      returned: when the host has an NVIDIA GPU
+    module_stream:
+      description: EL 9 - the enabled stream of the C(nvidia-driver) dnf module (e.g. C(580-open)), or null.
+      type: str
       returned: when the host has an NVIDIA GPU
     location:
       description: Where the driver's tools are - C(smi) (nvidia-smi's path, on PATH or under an image's

@@ -130,3 +130,24 @@ def test_the_family_is_the_rhel_family_by_distribution_fact():
         "rhel", "rhel", "rhel", "rhel", None]
     assert nvidia_packages.version_spec("nvidia-open", "580.95.05", "dnf") == "nvidia-open-580.95.05"
     assert nvidia_packages.version_spec("nvidia-open", "580.95.05") == "nvidia-open=580.95.05-*"
+
+
+@pytest.mark.parametrize(("enabled", "expected"), [
+    (None, {"stream": "nvidia-driver:580-open", "command": "enable", "enabled": None}),
+    ("570-open", {"stream": "nvidia-driver:580-open", "command": "switch-to", "enabled": "570-open"}),
+    ("580-open", None),
+])
+def test_el9_enables_the_stream_or_switches_to_it_before_the_install(enabled, expected):
+    steps = plan(dict(bare(), module_stream=enabled), request(ROCKY9, branch="580"))
+    assert steps["module_stream"] == expected and steps["version_lock"] is None
+
+
+def test_el10_pins_the_branch_with_versionlock_before_the_install_and_only_then():
+    req = request(RHEL10, gpu(H100), branch="595")
+    assert plan(bare(RHEL10), req)["version_lock"] == "*nvidia*595*"
+    assert plan(bare(RHEL10), req)["module_stream"] is None
+    installed = dict(bare(RHEL10), userspace_version="595.71.05", headers_present=True,
+                     blacklist_complete=True, module_on_disk={"version": "595.71.05", "flavor": "open"},
+                     packages={"nvidia-open": {"version": "3:595.71.05-1.el10", "want": "hold",
+                                               "status": "installed"}})
+    assert plan(installed, req)["version_lock"] is None  # nothing to install: no pin to add

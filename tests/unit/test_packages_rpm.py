@@ -9,6 +9,7 @@ from ansible.module_utils.gpunode.host.packages_rpm import (
     RPM_QUERY_FORMAT,
     Dnf,
     RpmError,
+    enabled_stream,
     lock_matches,
     locked,
     os_release_ids,
@@ -150,3 +151,12 @@ def test_an_el_node_gets_the_dnf_backend_before_apt(monkeypatch, el_node):
     monkeypatch.setattr(packages_rpm, "VERSIONLOCK_LIST", str(el_node / "versionlock.list"))
     assert packages.manager(RpmHost({})).name == "dnf"
     assert packages.manager(RpmHost({}, programs=("dpkg-query",))).name == "apt"
+
+
+def test_the_enabled_stream_is_read_from_dnfs_module_state_file(el_node):
+    text = "[nvidia-driver]\nname=nvidia-driver\nstream=580-open\nprofiles=\nstate=enabled\n"
+    assert enabled_stream(text) == "580-open"
+    assert enabled_stream(text.replace("state=enabled", "state=disabled")) is None
+    assert enabled_stream(None) is None
+    (el_node / "nvidia-driver.module").write_text(text)
+    assert dnf(RpmHost({}), el_node).module_stream("nvidia-driver", str(el_node)) == "580-open"

@@ -204,8 +204,19 @@ def read_signed_archive(host, request, state):
     return {"names": names, "drivers": drivers, "depends": depends}
 
 
-def initramfs_command(host):
-    for tool, args in INITRAMFS_TOOLS:
+def read_module_stream(host, request):
+    """The enabled stream of the dnf module the request's stream belongs to (EL 9), or None."""
+    stream = ((request.get("packages") or {}).get("stream") or "").partition(":")[0]
+    backend = manager(host, ADMINDIR) if stream else None
+    return backend.module_stream(stream) if backend is not None and backend.name == "dnf" else None
+
+
+def initramfs_command(host, package_manager="apt"):
+    """The command that rebuilds the initramfs: ``update-initramfs -u`` on Debian and Ubuntu,
+    ``dracut --force`` on the RHEL family (RHEL 9, "Managing, monitoring and updating the kernel":
+    ``dracut -f`` regenerates the running kernel's initramfs); None without either."""
+    tools = INITRAMFS_TOOLS if package_manager != "dnf" else tuple(reversed(INITRAMFS_TOOLS))
+    for tool, args in tools:
         path = host.which(tool)
         if path:
             return [path, *args]
@@ -255,7 +266,8 @@ def read_state(host, params, os_info, request):
                                   if p and not os.path.exists(p)],
         "index": None,
         "smi": None,
-        "initramfs_command": initramfs_command(host),
+        "initramfs_command": initramfs_command(host, request.get("package_manager")),
+        "module_stream": read_module_stream(host, request),
     }
     if needs_dkms_status(state, request):
         state["dkms"] = read_dkms(host)

@@ -46,13 +46,14 @@ def index_lookups(plan_result, request):
 #: The keys of a plan's steps, in their order in the result (then ``converged``, ``disruptive``, ``reasons``).
 PLAN_KEYS = ("repair_dpkg", "install", "install_packages", "refresh_index", "prerequisites", "dkms_build",
              "dkms_version", "unhold", "hold", "remove", "kernel_modules", "blacklist_nouveau", "unload",
-             "load", "reboot_required", "persistence", "fabricmanager")
+             "load", "reboot_required", "persistence", "fabricmanager", "module_stream", "version_lock")
 
 
 #: A plan that changes nothing; ``preinstalled`` plans only :data:`PREINSTALLED_STEPS` over it.
 _LIST_STEPS = ("install_packages", "prerequisites", "unhold", "hold", "remove", "kernel_modules",
                "persistence")
-EMPTY_STEPS = {key: None if key in ("dkms_version", "fabricmanager") else [] if key in _LIST_STEPS else False
+_NONE_STEPS = ("dkms_version", "fabricmanager", "module_stream", "version_lock")
+EMPTY_STEPS = {key: None if key in _NONE_STEPS else [] if key in _LIST_STEPS else False
                for key in PLAN_KEYS}
 #: The methods whose driver packages the role holds (``preinstalled``: those dpkg says own the loaded driver).
 HOLDING_METHODS = (*PACKAGE_METHODS, "preinstalled")
@@ -94,7 +95,8 @@ def plan(state, request):
         reasons.extend(why)
     steps = {key: parts[key] for key in PLAN_KEYS}
     steps["converged"] = not any(value for key, value in steps.items()
-                                 if key not in ("dkms_version", "reboot_required", "install_packages"))
+                                 if key not in ("dkms_version", "reboot_required", "install_packages",
+                                                "version_lock"))
     steps["disruptive"] = steps["install"] or steps["unload"] or steps["reboot_required"]
     steps["reasons"] = reasons
     return steps
@@ -281,6 +283,24 @@ def plan_index(state, request, steps):
     return {"refresh_index": refresh_index or bool(unknown)}, reasons
 
 
+def plan_el_branch(state, request, steps):
+    """``module_stream`` and ``version_lock``: how an install on EL chooses the branch (NVIDIA's guide,
+    "Kernel Modules"). EL 9: the dnf module stream to enable (``dnf module enable``, none enabled
+    yet) or switch to (``dnf module switch-to``, another one enabled), None when it is enabled.
+    EL 10: the ``dnf versionlock add`` spec that pins the branch before the install."""
+    packages = request["packages"] or {}
+    if not steps["install"] or not (packages.get("stream") or packages.get("lock")):
+        return {}, []
+    stream, enabled = packages.get("stream"), state.get("module_stream")
+    module_stream = None
+    if stream and stream.partition(":")[2] != enabled:
+        command = "switch-to" if enabled else "enable"
+        module_stream = {"stream": stream, "command": command, "enabled": enabled}
+    reasons = [f"dnf module stream {stream} ({'from ' + enabled if enabled else 'not enabled'})"] \
+        if module_stream else []
+    return {"module_stream": module_stream, "version_lock": packages.get("lock")}, reasons
+
+
 def plan_preinstalled_persistence(state, request, steps):
     """``persistence`` of an adopted driver: only where persistence mode is off and systemd has
     nvidia-persistenced's unit to enable and start (the image may run it its own way)."""
@@ -292,7 +312,7 @@ def plan_preinstalled_persistence(state, request, steps):
 
 PREINSTALLED_STEPS = (plan_hold, plan_preinstalled_persistence)
 PLAN_STEPS = (plan_install, plan_signing, plan_dpkg, plan_prerequisites, plan_hold, plan_module,
-              plan_blacklist, plan_persistence, plan_fabricmanager, plan_switch, plan_index)
+              plan_blacklist, plan_persistence, plan_fabricmanager, plan_switch, plan_index, plan_el_branch)
 
 
 def install_step(state, request):

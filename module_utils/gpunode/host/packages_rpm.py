@@ -27,12 +27,17 @@ Python 3.8+ (this runs on target hosts); standard library only.
 """
 
 import fnmatch
+import os
 
 #: rpm's query format that :func:`parse_rpm_query` reads (one package a line, tab-separated)
 RPM_QUERY_FORMAT = "%{NAME}\t%{EPOCH}\t%{VERSION}\t%{RELEASE}\t%{ARCH}\n"
 #: The versionlock plugin's list (dnf 4, EL 9 and 10): ``locklist`` in
 #: /etc/dnf/plugins/versionlock.conf as dnf-plugins-core installs it.
 VERSIONLOCK_LIST = "/etc/dnf/plugins/versionlock.list"
+#: Where dnf 4 keeps the state of each module (``<name>.module``, an INI section with ``name``,
+#: ``stream``, ``profiles`` and ``state``: dnf, "Modularity", "Module state",
+#: https://dnf.readthedocs.io/en/latest/modularity.html).
+MODULES_DIR = "/etc/dnf/modules.d"
 #: os-release IDs (``ID`` and ``ID_LIKE``) of the distributions dnf and rpm serve
 #: (os-release(5): ``ID_LIKE`` names the distributions this one derives from; Rocky and
 #: AlmaLinux say ``rhel centos fedora``, RHEL ``fedora``).
@@ -103,6 +108,22 @@ def locked(entries, nevra):
     """Whether the installed ``nevra`` is held at its version: a lock covers it and no exclude does."""
     covered = [entry for entry in entries if lock_matches(entry["spec"], nevra)]
     return any(not e["exclude"] for e in covered) and not any(e["exclude"] for e in covered)
+
+
+def parse_module_state(text):
+    """``{"name", "stream", "profiles", "state"}`` of a dnf module state file (empty values None)."""
+    found = {"name": None, "stream": None, "profiles": None, "state": None}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() in found:
+            found[key.strip()] = value.strip() or None
+    return found
+
+
+def enabled_stream(text):
+    """The stream a module state file says is enabled, or None."""
+    found = parse_module_state(text)
+    return found["stream"] if found["state"] == "enabled" else None
 
 
 def os_release_ids(text):
@@ -179,6 +200,10 @@ class Dnf:
     def held(self, names=()):
         """The installed packages the versionlock list holds at their version, sorted."""
         return sorted(name for name, entry in self.packages(names).items() if entry["want"] == "hold")
+
+    def module_stream(self, module, modules_dir=None):
+        """The enabled stream of dnf module ``module`` (``580-open`` of ``nvidia-driver``), or None."""
+        return enabled_stream(_read(os.path.join(modules_dir or MODULES_DIR, f"{module}.module")))
 
     def interrupted(self, _packages):
         """Why the database needs a repair first: never for rpm (a transaction is atomic per package)."""

@@ -294,7 +294,7 @@ request:
       description: C(apt) (Debian, Ubuntu) or C(dnf) (RHEL, Rocky, AlmaLinux); the role's package tasks
         follow it.
       type: str
-      returned: always except with the preinstalled method
+      returned: always
     warnings:
       description: Warnings of the package data (a release newer than the data).
       type: list

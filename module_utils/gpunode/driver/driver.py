@@ -223,7 +223,7 @@ def build_request(params, gpu, os_info):
     gpu_ids = [d["device_id"] for d in gpu.get("devices") or [] if d.get("kind") == "gpu"]
     method = params.get("method") or "packages"
     if method == "preinstalled":
-        return _preinstalled_request(params, gpu)
+        return _preinstalled_request(params, gpu, os_info)
     chosen = resolve_wanted(
         version=params.get("version"),
         branch=params.get("branch"),
@@ -284,7 +284,7 @@ def _runfile_request(params, version, module_type, arch):
     }
 
 
-def _preinstalled_request(params, gpu):
+def _preinstalled_request(params, gpu, os_info):
     """The request of ``preinstalled`` before the host is read: what the inventory asks of the
     loaded driver (``asked_*``); ``gpunode.driver.preinstalled.adopt`` completes it."""
     version, branch = params.get("version") or None, params.get("branch") or None
@@ -302,6 +302,7 @@ def _preinstalled_request(params, gpu):
         "fabricmanager": fabricmanager == "always"
         or (fabricmanager == "auto" and gpu.get("nvswitch_count", 0) > 0),
         "blacklist_nouveau": False, "install_prerequisites": False, "signing": False, "headers_package": None,
+        "package_manager": "dnf" if nvidia_packages.family_of(os_info["distribution"]) == "rhel" else "apt",
         "warnings": [], "packages": None, "fabricmanager_package": None, "repository": None, "runfile": None,
         "signed_fallback": False, "skipped": [],
     }

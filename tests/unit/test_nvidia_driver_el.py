@@ -151,3 +151,16 @@ def test_el10_pins_the_branch_with_versionlock_before_the_install_and_only_then(
                      packages={"nvidia-open": {"version": "3:595.71.05-1.el10", "want": "hold",
                                                "status": "installed"}})
     assert plan(installed, req)["version_lock"] is None  # nothing to install: no pin to add
+
+
+def test_a_fabric_manager_with_an_epoch_at_the_drivers_version_is_converged():
+    req = request(ROCKY9, gpu(H100, nvswitches=4), branch="580")
+    running = {"load": "loaded", "enabled": "enabled", "active": "active"}
+    node = dict(bare(), userspace_version="580.95.05", headers_present=True, blacklist_complete=True,
+                module_on_disk={"version": "580.95.05", "flavor": "open"},
+                loaded={"modules": ["nvidia"], "version": "580.95.05", "module_type": "open"},
+                services={"nvidia-persistenced": running, "nvidia-fabricmanager": running},
+                packages={name: {"version": "3:580.95.05-1.el9", "want": "hold", "status": "installed"}
+                          for name in ("nvidia-open", "nvidia-fabricmanager")})
+    steps = plan(node, req)
+    assert steps["fabricmanager"] is None and steps["converged"], steps["reasons"]

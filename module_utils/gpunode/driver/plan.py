@@ -237,7 +237,7 @@ def plan_fabricmanager(state, request, steps):
     fm_package = request["fabricmanager_package"]
     fm_version = installed(state.get("packages") or {}, fm_package)
     fm_install = install or not fm_version \
-        or not version_matches(fm_version.split("-")[0], userspace or "0")
+        or not version_matches(upstream_version(fm_version), userspace or "0")
     fabricmanager = {
         "package": fm_package,
         "version": request["version"] if install else userspace,
@@ -392,6 +392,12 @@ def signed_request(request, state, archive, refreshed=False):
     return result
 
 
+def upstream_version(package_version):
+    """The upstream part of a package version: ``580.95.05`` of dpkg's ``1:580.95.05-0ubuntu1`` and of
+    rpm's ``3:580.95.05-1.el9`` (no epoch, no packaging release)."""
+    return package_version.split(":")[-1].split("-")[0]
+
+
 def held_packages(packages):
     """The installed packages dpkg holds."""
     return {name for name, entry in (packages or {}).items()
@@ -412,7 +418,7 @@ def _install_specs(request, packages):
         prefix = request["branch"] + "."
         names += sorted(name for name, entry in (packages or {}).items()
                         if nvidia_packages.is_driver_package(name) and installed(packages, name)
-                        and (entry["version"] or "").startswith(prefix) and name != pin
+                        and upstream_version(entry["version"] or "").startswith(prefix) and name != pin
                         and not name.startswith("nvidia-driver-pinning-"))
         if request["method"] == "ubuntu-signed":  # the DKMS side goes (plan's remove)
             names = [name for name in names if not _DKMS_SIDE_RE.match(name)]

@@ -90,8 +90,8 @@ def test_a_bare_el_node_installs_the_version_as_dnf_asks_it_and_holds_with_versi
     assert steps["install_packages"] == ["nvidia-open-580.95.05"]  # dnf's name-version: any epoch, release
     assert steps["prerequisites"] == ["kernel-devel-5.14.0-503.14.1.el9_5.x86_64", "kernel-headers", "dkms",
                                       "gcc", "make"]
-    assert steps["hold"] == ["nvidia-open", "nvidia-fabricmanager"]
-    assert steps["fabricmanager"]["package"] == "nvidia-fabricmanager"
+    assert steps["hold"] == ["nvidia-open", "nvidia-fabric-manager"]
+    assert steps["fabricmanager"]["package"] == "nvidia-fabric-manager"
     assert steps["blacklist_nouveau"]
 
 
@@ -161,6 +161,6 @@ def test_a_fabric_manager_with_an_epoch_at_the_drivers_version_is_converged():
                 loaded={"modules": ["nvidia"], "version": "580.95.05", "module_type": "open"},
                 services={"nvidia-persistenced": running, "nvidia-fabricmanager": running},
                 packages={name: {"version": "3:580.95.05-1.el9", "want": "hold", "status": "installed"}
-                          for name in ("nvidia-open", "nvidia-fabricmanager")})
+                          for name in ("nvidia-open", "nvidia-fabric-manager")})
     steps = plan(node, req)
     assert steps["fabricmanager"] is None and steps["converged"], steps["reasons"]

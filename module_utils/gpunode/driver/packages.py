@@ -113,8 +113,9 @@ EL_BUILD_PREREQUISITES = ("kernel-headers", "dkms", "gcc", "make")
 #: change, moved with a pinned version; Ubuntu's signed modules included). Never the
 #: container toolkit's libnvidia-container*.
 DRIVER_PACKAGE_RE = re.compile(
-    r"^(nvidia-(driver|headless|utils|dkms|kernel|compute-utils|tesla|fabricmanager|open|smi|persistenced)"
-    r"|libnvidia-(compute|ml|tesla|cfg)|libcuda1|cuda-drivers|linux-modules-nvidia-)"
+    r"^(nvidia-(driver|headless|utils|dkms|kernel|compute-utils|tesla|fabricmanager|open|smi|persistenced"
+    r"|fabric-manager|kmod-common|modprobe)"
+    r"|libnvidia-(compute|ml|tesla|cfg)|libcuda1|cuda-drivers|linux-modules-nvidia-|kmod-nvidia-)"
 )
 
 
@@ -272,8 +273,17 @@ def el_driver_packages(key, source, branch, *, module_type, version=None):
     return packages
 
 
+#: The fabric manager's RPM in NVIDIA's CUDA repository for EL: nvidia-fabric-manager (NVIDIA's
+#: spec names it so and provides nvidia-fabricmanager and nvidia-fabricmanager-<branch>:
+#: github.com/NVIDIA/yum-packaging-fabric-manager; installed on EL 8/9 by the streams' ``fm``
+#: profile, ``dnf module install nvidia-driver:<stream>/fm``).
+EL_FABRICMANAGER = "nvidia-fabric-manager"
+
+
 def fabricmanager_package(family, source, branch):
     """The fabric manager's package for a branch and source."""
+    if family == "rhel":
+        return EL_FABRICMANAGER
     if source == "cuda":
         return "nvidia-fabricmanager" if int(branch) >= CUDA_FABRICMANAGER_UNVERSIONED_FROM \
             else f"nvidia-fabricmanager-{branch}"

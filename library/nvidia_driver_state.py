@@ -550,6 +550,10 @@ state:
       description: EL 9 - the enabled stream of the C(nvidia-driver) dnf module (e.g. C(580-open)), or null.
       type: str
       returned: when the host has an NVIDIA GPU
+    versionlock_plugin:
+      description: On dnf nodes, whether dnf's versionlock plugin (the holds) is installed; null elsewhere.
+      type: bool
+      returned: when the host has an NVIDIA GPU
     location:
       description: Where the driver's tools are - C(smi) (nvidia-smi's path, on PATH or under an image's
         prefix such as C(/usr/local/nvidia/bin)), C(tools_prefix), C(driver_root) (what

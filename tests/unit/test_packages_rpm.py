@@ -160,3 +160,10 @@ def test_the_enabled_stream_is_read_from_dnfs_module_state_file(el_node):
     assert enabled_stream(None) is None
     (el_node / "nvidia-driver.module").write_text(text)
     assert dnf(RpmHost({}), el_node).module_stream("nvidia-driver", str(el_node)) == "580-open"
+
+
+def test_the_versionlock_plugin_is_there_when_its_configuration_is(el_node):
+    backend = dnf(RpmHost({}), el_node)
+    assert not backend.versionlock_plugin(str(el_node / "versionlock.conf"))
+    (el_node / "versionlock.conf").write_text("[main]\nenabled = 1\n")
+    assert backend.versionlock_plugin(str(el_node / "versionlock.conf"))

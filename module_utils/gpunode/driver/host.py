@@ -211,6 +211,14 @@ def read_module_stream(host, request):
     return backend.module_stream(stream) if backend is not None and backend.name == "dnf" else None
 
 
+def read_versionlock_plugin(host, request):
+    """On a dnf node: whether dnf's versionlock plugin (the holds) is installed; None elsewhere."""
+    if request.get("package_manager") != "dnf":
+        return None
+    backend = manager(host, ADMINDIR)
+    return backend.versionlock_plugin() if backend is not None and backend.name == "dnf" else None
+
+
 def initramfs_command(host, package_manager="apt"):
     """The command that rebuilds the initramfs: ``update-initramfs -u`` on Debian and Ubuntu,
     ``dracut --force`` on the RHEL family (RHEL 9, "Managing, monitoring and updating the kernel":
@@ -268,6 +276,7 @@ def read_state(host, params, os_info, request):
         "smi": None,
         "initramfs_command": initramfs_command(host, request.get("package_manager")),
         "module_stream": read_module_stream(host, request),
+        "versionlock_plugin": read_versionlock_plugin(host, request),
     }
     if needs_dkms_status(state, request):
         state["dkms"] = read_dkms(host)

@@ -34,6 +34,9 @@ RPM_QUERY_FORMAT = "%{NAME}\t%{EPOCH}\t%{VERSION}\t%{RELEASE}\t%{ARCH}\n"
 #: The versionlock plugin's list (dnf 4, EL 9 and 10): ``locklist`` in
 #: /etc/dnf/plugins/versionlock.conf as dnf-plugins-core installs it.
 VERSIONLOCK_LIST = "/etc/dnf/plugins/versionlock.list"
+#: The versionlock plugin's configuration: dnf loads the plugin where it is
+#: (python3-dnf-plugin-versionlock installs both files).
+VERSIONLOCK_CONF = "/etc/dnf/plugins/versionlock.conf"
 #: Where dnf 4 keeps the state of each module (``<name>.module``, an INI section with ``name``,
 #: ``stream``, ``profiles`` and ``state``: dnf, "Modularity", "Module state",
 #: https://dnf.readthedocs.io/en/latest/modularity.html).
@@ -200,6 +203,10 @@ class Dnf:
     def held(self, names=()):
         """The installed packages the versionlock list holds at their version, sorted."""
         return sorted(name for name, entry in self.packages(names).items() if entry["want"] == "hold")
+
+    def versionlock_plugin(self, conf=None):
+        """Whether dnf's versionlock plugin is installed (its configuration is there)."""
+        return os.path.exists(conf or VERSIONLOCK_CONF)
 
     def module_stream(self, module, modules_dir=None):
         """The enabled stream of dnf module ``module`` (``580-open`` of ``nvidia-driver``), or None."""

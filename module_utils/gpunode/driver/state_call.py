@@ -19,6 +19,7 @@ from ansible.module_utils.gpunode.driver.stages import evaluate
 from ansible.module_utils.gpunode.formats import values
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.packages import DpkgError
+from ansible.module_utils.gpunode.host.packages_rpm import RpmError
 
 ARGUMENT_SPEC = {
     "gpu": {"type": "dict"},
@@ -57,7 +58,7 @@ ARGUMENT_SPEC = {
     "proc_root": {"type": "path", "default": "/proc"},
     "modules_dir": {"type": "path", "default": "/lib/modules"},
 }
-ERRORS = (DriverError, GpuDetectError, DpkgError)
+ERRORS = (DriverError, GpuDetectError, DpkgError, RpmError)
 # The syntax of each value that lands in a file or on a command line, checked before anything is
 # read: the signing key and certificate are quoted values of DKMS's shell-sourced framework.conf and
 # --module-signing-*-key= flags of the installer; the keyring is the source line's signed-by; the

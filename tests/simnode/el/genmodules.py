@@ -25,7 +25,10 @@ import yaml
 # the packages of a branch in every stream, then what each flavour adds
 BRANCH = ["nvidia-driver", "nvidia-driver-libs", "nvidia-driver-cuda", "nvidia-driver-cuda-libs",
           "libnvidia-ml", "nvidia-persistenced", "nvidia-kmod-common", "nvidia-fabric-manager"]
-FLAVOUR = {"dkms": ["kmod-nvidia-latest-dkms", "cuda-drivers"], "open": ["kmod-nvidia-open-dkms", "nvidia-open"]}
+FLAVOUR = {
+    "dkms": ["kmod-nvidia-latest-dkms", "cuda-drivers"],
+    "open": ["kmod-nvidia-open-dkms", "nvidia-open"],
+}
 DEFAULT_PROFILE = ["nvidia-driver", "nvidia-driver-cuda"]
 
 
@@ -41,10 +44,10 @@ def read_packages(repodir):
 def stream(name, flavour, packages, branches):
     kmod = FLAVOUR[flavour][0]
     wanted = set(BRANCH + FLAVOUR[flavour]) | {"cuda-drivers-" + b for b in branches}
-    rpms = sorted("{0}-{1}:{2}-{3}.{4}".format(*p) for p in packages
+    rpms = sorted("{}-{}:{}-{}.{}".format(*p) for p in packages
                   if p[0] in wanted and p[2].split(".")[0] in branches)
     names = sorted({p[0] for p in packages if p[0] in wanted and p[2].split(".")[0] in branches})
-    default = DEFAULT_PROFILE + [kmod]
+    default = [*DEFAULT_PROFILE, kmod]
     version = 20260101000000
     context = hashlib.md5(("nvidia-driver" + name).encode()).hexdigest()[:8]
     return {
@@ -57,7 +60,7 @@ def stream(name, flavour, packages, branches):
             "profiles": {
                 "default": {"rpms": default},
                 "ks": {"rpms": [n for n in names if not n.startswith("cuda-drivers") and n != "nvidia-open"]},
-                "fm": {"rpms": default + ["nvidia-fabric-manager"]},
+                "fm": {"rpms": [*default, "nvidia-fabric-manager"]},
             },
             "artifacts": {"rpms": rpms},
         },

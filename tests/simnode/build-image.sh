@@ -9,8 +9,15 @@
 #   bookworm             Debian 12: Python 3.11, containerd 1.6, Docker 20.10
 #   trixie               Debian 13: Python 3.13, containerd 1.7, Docker 26.1
 #   trixie-containerd2   Debian 13 with containerd 2.x from Debian unstable (sid)
+#   rocky9               a simulated Rocky Linux 9.6 node: the bookworm image with the real
+#                        dnf 4.14, rpm 4.18 and Rocky's release files, local RPM repositories
+#                        of stand-in packages (NVIDIA's CUDA repository with the EL 9 module
+#                        streams, kernel-devel, EPEL's dkms): see el/Dockerfile, el/build-repo.sh
+#   rhel10               the same as Red Hat Enterprise Linux 10.0 (no module streams)
 #
-# Each FLAVOR gives the image gpunode-FLAVOR-systemd:latest.
+# Each FLAVOR gives the image gpunode-FLAVOR-systemd:latest. The EL images are
+# built FROM gpunode-bookworm-systemd (built first when out of date) and for the
+# running kernel (their kernel-devel stand-in is its), so it is in their inputs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 (($# > 0)) || set -- bookworm
@@ -18,12 +25,39 @@ here=$(cd "$(dirname "$0")" && pwd)
 mirror=${DEBIAN_MIRROR:-$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)}
 mirror=${mirror:-http://deb.debian.org/debian}
 
+build_el() {  # FLAVOR: a simulated EL node on top of the bookworm image
+  local flavor=$1 image=gpunode-$1-systemd:latest inputs
+  build bookworm
+  inputs=$( (cat "$here/build-image.sh"; docker image inspect -f '{{ .Id }}' gpunode-bookworm-systemd:latest
+             cd "$here" && find el fakes/driver/bin fakes/driver/src fakes/container-toolkit -type f | LC_ALL=C sort \
+             | xargs cat; echo "$flavor $(uname -r)") | sha256sum | cut -c1-16)
+  if [[ $(docker image inspect -f '{{ index .Config.Labels "gpunode.inputs" }}' "$image" 2>/dev/null) == "$inputs" ]]; then
+    echo "image $image is up to date ($inputs)"
+    return 0
+  fi
+  docker build -q --build-arg FLAVOR="$flavor" --label gpunode.inputs="$inputs" --label gpunode.suite=bookworm \
+    -f "$here/el/Dockerfile" -t "$image" "$here" >/dev/null
+  echo "built $image ($inputs)"
+}
+
+# one build of an image at a time (run-tests.py builds images side by side, and
+# an EL image builds the bookworm one first): a lock per flavor, held by a subshell
 build() {
+  (
+    exec 9>"/tmp/gpunode-build-image-$1.lock"
+    flock 9
+    build_image "$1"
+  )
+}
+
+build_image() {
   local flavor=$1 suite extra_suite="" extra_packages=""
   case $flavor in
     bullseye | bookworm | trixie) suite=$flavor ;;
     trixie-containerd2) suite=trixie extra_suite=sid extra_packages=containerd ;;
-    *) echo "build-image.sh: unknown flavor $flavor (bullseye, bookworm, trixie, trixie-containerd2)" >&2; return 2 ;;
+    rocky9 | rhel10) build_el "$flavor"; return ;;
+    *) echo "build-image.sh: unknown flavor $flavor (bullseye, bookworm, trixie, trixie-containerd2, rocky9, rhel10)" >&2
+       return 2 ;;
   esac
   local image=gpunode-$flavor-systemd:latest base=gpunode-$suite-base:latest
   local packages inputs

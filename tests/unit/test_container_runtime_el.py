@@ -10,7 +10,6 @@ import pytest
 from ansible.module_utils.gpunode.runtime import reader as crr
 from ansible.module_utils.gpunode.runtime import toolkit_source as ts
 from ansible.module_utils.gpunode.runtime.engines import RuntimeStateError
-from ansible.modules import yum_repository
 from test_container_runtime_state import WANTED, build, converge, fresh_node
 
 RPM_WANTED = dict(
@@ -36,7 +35,10 @@ sslcacert=/etc/pki/tls/certs/ca-bundle.crt
 
 def written_by_yum_repository(tmp_path, repository, existing=None):
     """The .repo file ansible-core's yum_repository writes for ``repository`` (its YumRepo, with the
-    arguments its main() derives: the description becomes ``name``)."""
+    arguments its main() derives: the description becomes ``name``). Controller only: the node-side
+    runs have ansible-core's module_utils, not its modules."""
+    from ansible.modules import yum_repository  # noqa: PLC0415 - controller-side import
+
     dest = tmp_path / f"{repository['file']}.repo"
     if existing is not None:
         dest.write_text(existing)
@@ -46,6 +48,14 @@ def written_by_yum_repository(tmp_path, repository, existing=None):
     repo.add()
     repo.save()
     return dest.read_text()
+
+
+def repo_file_text(repository):
+    """The repository's section as a .repo file (what a converged node has; the controller-side test
+    above checks that yum_repository writes the same)."""
+    section = ts.repo_section(repository)
+    lines = [f"[{repository['name']}]"] + [f"{key} = {value}" for key, value in sorted(section.items())]
+    return "\n".join(lines) + "\n"
 
 
 def el_node():
@@ -90,6 +100,7 @@ def test_apt_nodes_keep_the_deb822_source():
     assert "URIs: http://127.0.0.1:8371/\n" in repo["sources_text"]
 
 
+@pytest.mark.controller(reason="writes the file with ansible-core's yum_repository module")
 def test_a_repo_file_yum_repository_wrote_is_converged_and_nvidia_s_own_is_not(tmp_path):
     repository = ts.source("dnf", RPM_WANTED)["repository"]
     text = written_by_yum_repository(tmp_path, repository)
@@ -106,6 +117,7 @@ def test_a_repo_file_yum_repository_wrote_is_converged_and_nvidia_s_own_is_not(t
     # another section in the same file is the operator's and stays
     other = "[site-extras]\nname=extras\nbaseurl=http://mirror/extras\n"
     assert ts.repo_file_converged(written_by_yum_repository(tmp_path, repository, other), repository)
+    assert ts.repo_file_converged(repo_file_text(repository), repository)
 
 
 def test_a_repo_file_dnf_cannot_parse_is_refused_naming_it():
@@ -166,7 +178,7 @@ def test_repoquery_orders_versions_as_rpm_does():
 # --- the plan on an EL node --------------------------------------------------------------------
 
 
-def test_a_fresh_el_node_gets_the_rpm_repository_and_dnf_packages_then_is_converged(tmp_path):
+def test_a_fresh_el_node_gets_the_rpm_repository_and_dnf_packages_then_is_converged():
     observed = el_node()
     plan, facts = build_el(observed)
 
@@ -185,7 +197,7 @@ def test_a_fresh_el_node_gets_the_rpm_repository_and_dnf_packages_then_is_conver
     assert plan["containerd"]["configure"] and plan["docker"]["configure"]
 
     node = converge(observed, plan)
-    node["sources_text"] = written_by_yum_repository(tmp_path, plan["rpm_repository"])
+    node["sources_text"] = repo_file_text(plan["rpm_repository"])
     node["installed"] = {ts.spec_name(spec, "dnf"): "1.17.8-1" for spec in plan["packages"]}
     again, facts_again = build_el(node)
     assert not again["changes"], again["reasons"]
@@ -195,10 +207,7 @@ def test_a_fresh_el_node_gets_the_rpm_repository_and_dnf_packages_then_is_conver
 def test_an_el_node_at_another_toolkit_version_is_moved_to_the_pinned_one():
     observed = el_node()
     observed.update(keyring_ok=True, installed={"nvidia-container-toolkit": "1.17.7-1"})
-    section = ts.repo_section(ts.source("dnf", RPM_WANTED)["repository"])
-    observed["sources_text"] = "[nvidia-container-toolkit]\n" + "".join(
-        f"{key} = {value}\n" for key, value in section.items()
-    )
+    observed["sources_text"] = repo_file_text(ts.source("dnf", RPM_WANTED)["repository"])
     observed["apt"] = ts.parse_repoquery(
         "nvidia-container-toolkit\t1.17.8-1\nnvidia-container-toolkit\t1.17.7-1\n"
     )

@@ -161,11 +161,12 @@ class NodeReader:
         return parse_apt_policy(out)
 
     def dnf_known(self, names):
-        """What the enabled repositories offer of ``names`` (``dnf repoquery``; dnf refreshes expired
-        metadata itself). Nothing when dnf fails (a repository not reachable, a repository key not
-        imported yet: a read never answers dnf's prompt): the plan then refreshes before installing."""
+        """What the enabled repositories offer of ``names``, from dnf's metadata cache (``dnf -C
+        repoquery``: no download, no key import; a read answers no to any prompt). Nothing when dnf
+        fails (a repository with no cache yet): the plan then refreshes the metadata before installing,
+        and check mode does not try the install."""
         rc, out, _err = self.host.run(
-            [self.host.which("dnf"), "-q", "--assumeno", "repoquery", "--queryformat", REPOQUERY_FORMAT,
+            [self.host.which("dnf"), "-q", "-C", "--assumeno", "repoquery", "--queryformat", REPOQUERY_FORMAT,
              *names]
         )
         return parse_repoquery(out) if rc == 0 else {}

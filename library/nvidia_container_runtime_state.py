@@ -11,8 +11,11 @@ short_description: Read a node's NVIDIA container runtime state, plan its conver
 description:
   - One call returns what the role C(nvidia_container_runtime) needs to decide, so a converged
     node costs one round trip. It changes nothing.
-  - "It reads: the toolkit's repository key and source, the packages installed and what apt knows
-    about them (C(apt-cache policy), only when something may be installed), the container engines
+  - "It reads: the node's package manager (apt on Debian and Ubuntu, dnf on the RHEL family), the toolkit's
+    repository key and source (a deb822 source, or a C(.repo) file compared with what
+    C(ansible.builtin.yum_repository) would write), the packages installed and what the package index
+    knows about them (C(apt-cache policy) or C(dnf repoquery), only when something may be installed),
+    the container engines
     (Docker, containerd, RKE2's or k3s's containerd), daemon.json and containerd's files compared
     with what the writing modules would make of them (C(docker_daemon_config),
     C(containerd_runtime): the same code), whether the running daemons run what the files say
@@ -23,7 +26,8 @@ description:
   - RKE2 and k3s generate their containerd configuration at every start and detect the nvidia
     runtime themselves; the plan sets their C(default-runtime) option in a config.yaml.d drop-in and
     restarts them, never editing the generated file.
-  - Values that land in a file or on apt's command line (O(repo_url), O(keyring), O(version), O(binary),
+  - Values that land in a file or on the package manager's command line (O(repo_url), O(rpm_repo_url),
+    O(keyring), O(rpm_keyring), O(version), O(binary),
     O(containerd_dropin), the paths) are checked against their format's syntax first; a bad one fails
     naming the option, the value and the rule, and nothing is read.
 version_added: "1.1.0"
@@ -38,7 +42,10 @@ options:
     choices: [nvidia-container-toolkit, nvidia-docker2]
     default: nvidia-container-toolkit
   version:
-    description: The apt version the package must be at (C([epoch:]upstream[-revision])); empty for any.
+    description:
+      - The version the package must be at (apt's C([epoch:]upstream[-revision]), rpm's C(version-release));
+        empty for any. On dnf nodes a pinned toolkit pins C(nvidia-container-toolkit-base),
+        C(libnvidia-container-tools) and C(libnvidia-container1) with it, as NVIDIA's install guide does.
     type: str
     default: ""
   manage_repo:
@@ -61,6 +68,29 @@ options:
     description: The deb822 source file of the repository.
     type: path
     default: /etc/apt/sources.list.d/nvidia-container-toolkit.sources
+  rpm_repo_url:
+    description:
+      - On dnf nodes (RHEL, Rocky, AlmaLinux 9 and 10), the C(baseurl) of the toolkit's RPM repository
+        (NVIDIA's C(nvidia-container-toolkit.repo), or a mirror); http://, https:// or file:///, dnf expands
+        C($basearch).
+    type: str
+    default: "https://nvidia.github.io/libnvidia-container/stable/rpm/$basearch"
+  rpm_gpgcheck:
+    description:
+      - On dnf nodes, whether dnf checks each package's signature (C(gpgcheck)); the repository metadata's
+        signature is always checked (C(repo_gpgcheck)), as NVIDIA's repository file does.
+    type: bool
+    default: true
+  rpm_keyring:
+    description: On dnf nodes, where the repository key is kept (the C(gpgkey) of the repository, as C(file://)).
+    type: path
+    default: /etc/pki/rpm-gpg/RPM-GPG-KEY-nvidia-container-toolkit
+  rpm_repo_path:
+    description:
+      - On dnf nodes, the repository file (C(ansible.builtin.yum_repository) writes
+        C(<reposdir>/<file>.repo)).
+    type: path
+    default: /etc/yum.repos.d/nvidia-container-toolkit.repo
   engines:
     description: C(auto) (the installed engines) or a list of C(docker), C(containerd).
     type: raw
@@ -164,6 +194,12 @@ plan:
       description: Facts that explain the plan (no CDI on an old engine, no driver loaded yet...).
       type: list
       elements: str
+    package_manager:
+      description: C(apt) or C(dnf), the node's package manager; it picks the repository and install tasks.
+      type: str
+    keyring:
+      description: Where the repository key goes (O(keyring) on apt, O(rpm_keyring) on dnf).
+      type: str
     repo_key:
       description: Download the repository key.
       type: bool
@@ -171,8 +207,12 @@ plan:
       description: Write the repository source (C(sources_text)).
       type: bool
     sources_text:
-      description: The deb822 source file's content.
+      description: The deb822 source file's content (apt; null on dnf).
       type: str
+    rpm_repository:
+      description: The arguments of C(ansible.builtin.yum_repository) for the toolkit's repository
+        (dnf; null on apt).
+      type: dict
     update_cache:
       description: Refresh the package index (a package to install is unknown to it, or the source is new).
       type: bool
@@ -180,11 +220,11 @@ plan:
       description: Install C(packages).
       type: bool
     packages:
-      description: apt package specs to install (C(name) or C(name=version)).
+      description: Package specs to install (C(name), C(name=version) on apt, C(name-version) on dnf).
       type: list
       elements: str
     packages_known:
-      description: Whether apt knows every package to install now (false on a fresh node).
+      description: Whether the package index knows every package to install now (false on a fresh node).
       type: bool
     docker:
       description:

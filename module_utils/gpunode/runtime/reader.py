@@ -12,7 +12,7 @@ Python 3.8+ (this runs on target hosts).
 import hashlib
 import os
 
-from ansible.module_utils.gpunode.host.packages import Apt
+from ansible.module_utils.gpunode.host.packages import manager
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     ContainerdConfigError,
     cri_disabled,
@@ -38,6 +38,12 @@ from ansible.module_utils.gpunode.runtime.engines import (
     parse_docker_info,
     rancher_effective,
 )
+from ansible.module_utils.gpunode.runtime.toolkit_source import (
+    REPOQUERY_FORMAT,
+    YAML_PACKAGE,
+    parse_repoquery,
+    source,
+)
 
 # --- reading the node ---------------------------------------------------------------
 
@@ -56,6 +62,8 @@ class NodeReader:
         self.tools = tools
         self.proc_root = proc_root
         self.sys_root = sys_root
+        self.backend = None  # the package manager (host/packages.py), once read() found it
+        self.source = None  # the toolkit's repository for it (toolkit_source.source)
 
     def text(self, path):
         return self.tools["read_text"](path, RuntimeStateError)
@@ -67,23 +75,28 @@ class NodeReader:
 
     def read(self):
         wanted, tools = self.wanted, self.tools
-        if not self.host.which("dpkg-query") or not self.host.which("apt-get"):
+        backend = manager(self.host)
+        if backend is None or (backend.name == "apt" and not self.host.which("apt-get")):
             raise RuntimeStateError(
-                "nvidia_container_runtime supports apt-based hosts (Debian, Ubuntu): "
-                "dpkg-query or apt-get not found"
+                "nvidia_container_runtime supports apt-based hosts (Debian, Ubuntu) and dnf-based ones "
+                "(RHEL, Rocky, AlmaLinux 9 and 10): neither dpkg-query and apt-get nor rpm and dnf "
+                "on a RHEL-family os-release found"
             )
-        watched = [wanted["package"], TOOLKIT, *wanted["toml_packages"], "python3-yaml"]
+        self.backend = backend
+        self.source = source(backend.name, wanted)
+        watched = [wanted["package"], TOOLKIT, *wanted["toml_packages"], YAML_PACKAGE[backend.name]]
         units = tools["units_state"](
             self.host,
             [*ENGINE_UNITS.values(), *(unit for flavor in RANCHER.values() for unit in flavor["units"])],
         )
         observed = {
-            "installed": Apt(self.host).installed_versions(watched),
+            "package_manager": backend.name,
+            "installed": backend.installed_versions(watched),
             "toml_parser": tools["toml_parser"],
             "yaml_available": tools["yaml_load"] is not None,
             "python": wanted["python"],
             "keyring_ok": self.keyring_ok(),
-            "sources_text": self.text(wanted["sources_path"]),
+            "sources_text": self.text(self.source["path"]),
             "toolkit_binary": os.access(wanted["binary"], os.X_OK),
             "driver_version": wanted["driver_version"] or self.loaded_driver(),
             "cdi_specs": {path: self.text(path) for path in (CDI_GENERATED_SPEC, CDI_REFRESH_SPEC)},
@@ -106,7 +119,7 @@ class NodeReader:
         return observed
 
     def keyring_ok(self):
-        path, checksum = self.wanted["keyring"], self.wanted["repo_key_checksum"]
+        path, checksum = self.source["keyring"], self.wanted["repo_key_checksum"]
         if not os.path.isfile(path):
             return False
         if not checksum:
@@ -126,7 +139,8 @@ class NodeReader:
             return None
 
     def apt(self, observed):
-        """apt's view of the packages the plan may install (only when one may be)."""
+        """The package index's view of the packages the plan may install (only when one may be):
+        ``apt-cache policy``, or ``dnf repoquery`` (:meth:`dnf_known`)."""
         wanted, installed = self.wanted, observed["installed"]
         have = installed.get(wanted["package"])
         needs = have is None or (wanted["version"] and have != wanted["version"])
@@ -137,13 +151,25 @@ class NodeReader:
         )
         if not needs:
             return {}
+        names = [wanted["package"], TOOLKIT, *wanted["toml_packages"], YAML_PACKAGE[self.backend.name]]
+        if self.backend.name == "dnf":
+            return self.dnf_known(names)
         apt_cache = self.host.which("apt-cache")
         if not apt_cache:
             return {}
-        _rc, out, _err = self.host.run(
-            [apt_cache, "policy", wanted["package"], TOOLKIT, *wanted["toml_packages"], "python3-yaml"]
-        )
+        _rc, out, _err = self.host.run([apt_cache, "policy", *names])
         return parse_apt_policy(out)
+
+    def dnf_known(self, names):
+        """What the enabled repositories offer of ``names``, from dnf's metadata cache (``dnf -C
+        repoquery``: no download, no key import; a read answers no to any prompt). Nothing when dnf
+        fails (a repository with no cache yet): the plan then refreshes the metadata before installing,
+        and check mode does not try the install."""
+        rc, out, _err = self.host.run(
+            [self.host.which("dnf"), "-q", "-C", "--assumeno", "repoquery", "--queryformat", REPOQUERY_FORMAT,
+             *names]
+        )
+        return parse_repoquery(out) if rc == 0 else {}
 
     def docker(self, unit):
         path = self.wanted["docker_daemon_json"]

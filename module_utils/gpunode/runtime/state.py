@@ -32,8 +32,14 @@ from ansible.module_utils.gpunode.runtime.engines import (
     kubelet_engine,
     rancher_dropin_text,
     release_of,
-    sources_text,
     upstream_version,
+)
+from ansible.module_utils.gpunode.runtime.toolkit_source import (
+    YAML_PACKAGE,
+    package_specs,
+    repo_file_converged,
+    source,
+    spec_name,
 )
 
 # --- the plan ---------------------------------------------------------------------
@@ -74,10 +80,14 @@ class Planner:
         self.reasons = []
         self.warnings = []
         self.notes = []
+        self.source = source(observed.get("package_manager", "apt"), wanted)
         self.plan = {
+            "package_manager": self.source["manager"],
+            "keyring": self.source["keyring"],
             "repo_key": False,
             "repo_source": False,
-            "sources_text": sources_text(wanted["repo_url"], wanted["keyring"]),
+            "sources_text": self.source["sources_text"],
+            "rpm_repository": self.source["repository"],
             "update_cache": False,
             "install": False,
             "packages": [],
@@ -96,11 +106,11 @@ class Planner:
             if not observed["keyring_ok"]:
                 plan["repo_key"] = True
                 self.reasons.append(
-                    f"the repository key {wanted['keyring']} is missing or has another checksum"
+                    f"the repository key {self.source['keyring']} is missing or has another checksum"
                 )
-            if observed["sources_text"] != plan["sources_text"]:
+            if not self.repo_converged():
                 plan["repo_source"] = True
-                self.reasons.append(f"the repository source {wanted['sources_path']} differs")
+                self.reasons.append(f"the repository source {self.source['path']} differs")
         package, pinned = wanted["package"], wanted["version"]
         have = installed.get(package)
         wanted_packages = {}
@@ -119,14 +129,13 @@ class Planner:
                 f"Python {observed['python']} reads containerd's TOML with {name}, not installed"
             )
         if observed["rancher"] and not observed["yaml_available"]:
-            wanted_packages["python3-yaml"] = None
+            name = YAML_PACKAGE[plan["package_manager"]]
+            wanted_packages[name] = None
             self.reasons.append(
-                f"{observed['rancher']}'s YAML configuration is read with python3-yaml, not installed"
+                f"{observed['rancher']}'s YAML configuration is read with {name}, not installed"
             )
         plan["install"] = bool(wanted_packages)
-        plan["packages"] = [
-            f"{name}={version}" if version else name for name, version in wanted_packages.items()
-        ]
+        plan["packages"] = package_specs(plan["package_manager"], wanted_packages)
         unknown = [
             name
             for name, version in wanted_packages.items()
@@ -141,6 +150,13 @@ class Planner:
         if toolkit is None and plan["install"]:
             toolkit = (apt.get(TOOLKIT) or {}).get("candidate")
         return upstream_version(toolkit)
+
+    def repo_converged(self):
+        """Whether the toolkit's source file (apt's deb822 source, dnf's ``.repo``) is as wanted."""
+        text = self.observed["sources_text"]
+        if self.source["repository"] is None:
+            return text == self.source["sources_text"]
+        return repo_file_converged(text, self.source["repository"], self.source["path"])
 
     # -- engines
 
@@ -378,7 +394,7 @@ class Planner:
         plan, wanted, lines = self.plan, self.wanted, []
         if plan["repo_source"] and self.observed["sources_text"] is None:
             lines.append("container toolkit repository added")
-        if any(spec.split("=")[0] == wanted["package"] for spec in plan["packages"]):
+        if any(spec_name(spec, plan["package_manager"]) == wanted["package"] for spec in plan["packages"]):
             before = upstream_version(self.observed["installed"].get(TOOLKIT)) or "none"
             lines.append(f"container toolkit {before} -> {toolkit_version or 'newest'}")
         for engine, default in (

@@ -28,6 +28,12 @@ from ansible.module_utils.gpunode.runtime.containerd_config import plan as conta
 from ansible.module_utils.gpunode.runtime.engines import RuntimeStateError
 from ansible.module_utils.gpunode.runtime.reader import NodeReader
 from ansible.module_utils.gpunode.runtime.state import Planner
+from ansible.module_utils.gpunode.runtime.toolkit_source import (
+    RPM_KEYRING,
+    RPM_REPO_PATH,
+    RPM_REPO_URL,
+    rpm_baseurl,
+)
 
 try:
     import yaml
@@ -46,6 +52,10 @@ ARGUMENT_SPEC = {
     "repo_key_checksum": {"type": "str", "default": "", "no_log": False},
     "keyring": {"type": "path", "default": "/etc/apt/keyrings/nvidia-container-toolkit.asc"},
     "sources_path": {"type": "path", "default": "/etc/apt/sources.list.d/nvidia-container-toolkit.sources"},
+    "rpm_repo_url": {"type": "str", "default": RPM_REPO_URL},
+    "rpm_gpgcheck": {"type": "bool", "default": True},
+    "rpm_keyring": {"type": "path", "default": RPM_KEYRING},
+    "rpm_repo_path": {"type": "path", "default": RPM_REPO_PATH},
     "engines": {"type": "raw", "default": "auto"},
     "binary": {"type": "path", "default": "/usr/bin/nvidia-container-runtime"},
     "docker_default_runtime": {"type": "bool", "default": True},
@@ -61,13 +71,17 @@ ARGUMENT_SPEC = {
 ENGINES = ("docker", "containerd")
 ERRORS = (RuntimeStateError, JSONConfigError, values.ValueSyntaxError)
 # The syntax of each value that lands in a file or on a command line, checked before anything is
-# read: the deb822 source's URIs and Signed-By words, the apt version of `name=version`, the
+# read: the deb822 source's URIs and Signed-By words, the .repo file's baseurl and gpgkey, the
+# package version of `name=version` (apt) and `name-version` (dnf), the
 # runtime binary in daemon.json and config.toml, the drop-in in config.toml's imports.
 VALUE_RULES = {
     "version": values.optional(values.debian_version),
     "repo_url": values.apt_uri,
     "keyring": values.word_path,
     "sources_path": values.path,
+    "rpm_repo_url": rpm_baseurl,
+    "rpm_keyring": values.word_path,
+    "rpm_repo_path": values.path,
     "binary": values.command,
     "docker_daemon_json": values.path,
     "containerd_config": values.path,

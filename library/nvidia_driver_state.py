@@ -94,6 +94,14 @@ options:
     description: Where the role stores the repository's key (the source line's C(signed-by)).
     type: path
     default: /etc/apt/keyrings/gpunode-nvidia-driver.asc
+  rpm_repository:
+    description: On RHEL, Rocky and AlmaLinux, the C(baseurl) of a mirror of NVIDIA's CUDA repository
+      to use instead of U(https://developer.download.nvidia.com/compute/cuda/repos/rhel<N>/<arch>/).
+    type: str
+  rpm_key_url:
+    description: The mirror's signing key URL (default the C(D42D0685.pub) under O(rpm_repository));
+      the repository is always added with C(gpgcheck).
+    type: str
   hold:
     description: Hold the driver packages (converged on every run - a false value releases them).
     type: bool
@@ -272,7 +280,19 @@ request:
       type: bool
       returned: always
     headers_package:
-      description: The kernel headers package of the running kernel.
+      description: The kernel headers package of the running kernel (C(linux-headers-<kernel>),
+        C(kernel-devel-<kernel>) on EL).
+      type: str
+      returned: always
+    build_prerequisites:
+      description: What a DKMS build needs besides the headers package (the compiler, DKMS; on EL also
+        C(kernel-headers)).
+      type: list
+      elements: str
+      returned: always except with the preinstalled method
+    package_manager:
+      description: C(apt) (Debian, Ubuntu) or C(dnf) (RHEL, Rocky, AlmaLinux); the role's package tasks
+        follow it.
       type: str
       returned: always
     warnings:
@@ -283,7 +303,9 @@ request:
     packages:
       description: The driver's packages - C(install) (names), C(pin) (a pinning package or null),
         C(hold) (names); with C(ubuntu-signed) also C(follow) (the flavour's metapackage), C(unversioned),
-        C(series) and C(provisional).
+        C(series) and C(provisional); on EL also C(stream) (EL 9 - the dnf module stream, e.g.
+        C(nvidia-driver:580-open), or null) and C(lock) (EL 10 - the C(dnf versionlock add) spec that pins
+        the branch before the install, e.g. C(*nvidia*580*), or null).
       type: dict
       returned: with the packages method
     fabricmanager_package:
@@ -292,7 +314,9 @@ request:
       returned: always
     repository:
       description: The apt source the role adds - C(line) (null - none to add), C(key_url) and
-        C(sources_text) (the line as the deb822 C(.sources) file the role writes).
+        C(sources_text) (the line as the deb822 C(.sources) file the role writes); on EL the dnf
+        repository - C(name), C(baseurl), C(key_url) (checked - C(gpgcheck)), C(line) and
+        C(sources_text) null.
       type: dict
       returned: with the packages method
     runfile:
@@ -366,6 +390,25 @@ plan:
         driver.
       type: list
       elements: str
+      returned: always
+    module_stream:
+      description: EL 9 - the dnf module stream the install enables first, or null (none to change).
+      type: dict
+      returned: always
+      contains:
+        stream:
+          description: The stream, e.g. C(nvidia-driver:580-open).
+          type: str
+        command:
+          description: C(enable) (no stream of the module enabled) or C(switch-to) (another one is).
+          type: str
+        enabled:
+          description: The stream enabled before, or null.
+          type: str
+    version_lock:
+      description: EL 10 - the C(dnf versionlock add) spec that pins the branch before the install
+        (e.g. C(*nvidia*580*)), or null.
+      type: str
       returned: always
     unhold:
       description: Packages to release before the install.
@@ -498,9 +541,18 @@ state:
       type: dict
       returned: when the host has an NVIDIA GPU
     initramfs_command:
-      description: The command that rebuilds the initramfs, or null.
+      description: The command that rebuilds the initramfs (C(update-initramfs -u); C(dracut --force) on
+        EL), or null.
       type: list
       elements: str
+      returned: when the host has an NVIDIA GPU
+    module_stream:
+      description: EL 9 - the enabled stream of the C(nvidia-driver) dnf module (e.g. C(580-open)), or null.
+      type: str
+      returned: when the host has an NVIDIA GPU
+    versionlock_plugin:
+      description: On dnf nodes, whether dnf's versionlock plugin (the holds) is installed; null elsewhere.
+      type: bool
       returned: when the host has an NVIDIA GPU
     location:
       description: Where the driver's tools are - C(smi) (nvidia-smi's path, on PATH or under an image's

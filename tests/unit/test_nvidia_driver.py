@@ -380,7 +380,7 @@ def test_fabric_manager_package_names(source, branch, package):
      "nvidia-open-<branch> starts"),
     (DEBIAN12, {"branch": "535", "fabricmanager": "always"},
      "Debian does not package the NVIDIA fabric manager"),
-    ({**DEBIAN12, "distribution": "RedHat", "distribution_version": "9.4"}, {"branch": "535"},
+    ({**DEBIAN12, "distribution": "Archlinux", "distribution_version": ""}, {"branch": "535"},
      "packages method supports Debian and Ubuntu"),
     ({**DEBIAN12, "distribution_version": "9"}, {"branch": "535"}, "older than the releases"),
     (DEBIAN12, {"branch": "570", "method": "runfile"}, "needs nvidia_driver_version"),

@@ -34,6 +34,11 @@ GPU_T4 = {"present": True, "devices": [{"device_id": "1eb8", "kind": "gpu"}], "n
 SMI = "nvidia-smi --query-gpu=driver_version,persistence_mode --format=csv,noheader"
 
 
+def owners_query(fake):
+    """The command key of ``dpkg-query -S PATH...`` on ``fake``'s database (who owns the driver's files)."""
+    return f"dpkg-query --admindir={fake.admindir} -S *"
+
+
 class FakeHost:
     """A host under tmp_path: sysfs/proc trees plus scripted commands."""
 
@@ -54,7 +59,7 @@ class FakeHost:
         self.packages("dkms 3.0.10-8", "gcc 4:12.2.0-3", "make 4.3-4.1")
         self.services()
         # the driver's files belong to a package (an image's driver is tested apart)
-        self.commands["dpkg-query -S *"] = (0, "nvidia-driver: /usr/bin/nvidia-smi\n", "")
+        self.commands[owners_query(self)] = (0, "nvidia-driver: /usr/bin/nvidia-smi\n", "")
 
     def load(self, version, *names, open_module=False):
         (self.proc / "modules").write_text(

@@ -9,9 +9,10 @@ import nvidia_driver_state
 import pytest
 from ansible.module_utils.gpunode.driver import roots
 from ansible.module_utils.gpunode.driver.preinstalled import describe
-from ansible.module_utils.gpunode.driver.roots import location, origin, parse_dpkg_search
+from ansible.module_utils.gpunode.driver.roots import location, origin
+from ansible.module_utils.gpunode.host.packages import parse_dpkg_search
 from conftest import shared_files
-from test_nvidia_driver_modules import SMI, FakeHost, converged
+from test_nvidia_driver_modules import SMI, FakeHost, converged, owners_query
 
 H100_VM = "real-hosts/h100-sxm5-80gb-vm"
 GPU_H100 = {"present": True, "devices": [{"device_id": "2330", "kind": "gpu"}], "nvswitch_count": 0,
@@ -36,7 +37,7 @@ def h100_image_host(fake, reading, tmp_path, monkeypatch):
     monkeypatch.setattr(roots, "RUNFILE_TRACES", ())
     monkeypatch.setattr(roots, "RUNFILE_RECORD", str(tmp_path / "no-record"))
     fake.bins = {"dpkg-query", "apt-cache"}  # no modinfo, no systemctl, nvidia-smi not on PATH
-    fake.commands["dpkg-query -S *"] = (1, "", "dpkg-query: no path found matching pattern\n")
+    fake.commands[owners_query(fake)] = (1, "", "dpkg-query: no path found matching pattern\n")
     fake.commands[SMI] = (0, (reading / "smi-driver.csv").read_text(), "")
     return version, str(prefix)
 
@@ -118,7 +119,7 @@ def test_the_install_methods_refuse_the_image_driver_before_any_change(image, ru
 
 def test_a_driver_a_package_owns_is_the_packages_methods_to_replace(image, run_module):
     fake, _version, _prefix = image
-    fake.commands["dpkg-query -S *"] = (0, "nvidia-utils-580-server: /usr/local/nvidia/bin/nvidia-smi\n", "")
+    fake.commands[owners_query(fake)] = (0, "nvidia-utils-580-server: /usr/local/nvidia/bin/nvidia-smi\n", "")
     fake.commands["apt-cache madison*"] = (0, "", "")
     args = fake.args(method="packages", gpu=GPU_H100, branch="580", distribution="Ubuntu",
                      distribution_version="24.04")
@@ -130,7 +131,8 @@ def test_a_driver_a_package_owns_is_the_packages_methods_to_replace(image, run_m
 
 def test_preinstalled_holds_the_packages_that_own_the_driver(image, run_module):
     fake, _version, _prefix = image
-    fake.commands["dpkg-query -S *"] = (0, "libnvidia-compute-580: /usr/lib/libnvidia-ml.so.580.159.04\n", "")
+    owned = "libnvidia-compute-580: /usr/lib/libnvidia-ml.so.580.159.04\n"
+    fake.commands[owners_query(fake)] = (0, owned, "")
     ok, result = run_module(nvidia_driver_state, adopting(fake), check_mode=True)
     assert ok, result
     assert result["plan"]["hold"] == ["libnvidia-compute-580"] and not result["plan"]["install"]

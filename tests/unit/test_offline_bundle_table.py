@@ -14,8 +14,8 @@ gets, read from the role's plan too.
 ``preinstalled`` rows are nodes whose image brings the driver (``image_driver``: loaded, owned
 by no package): the role adopts it and installs nothing, so the bundle carries nothing for them
 and names the driver as the inventory asks it (the image's version is the node's to tell).
-A method added later adds its rows here: dnf on the RHEL family (a ``BareNode`` with rpm
-instead of dpkg).
+A method added later adds its rows here. The RHEL family's rows are ``BareNode``s with rpm and
+dnf instead of dpkg and apt (its os-release says Rocky).
 """
 
 import pathlib
@@ -28,6 +28,7 @@ from ansible.module_utils.gpunode.driver import state_call
 from ansible.module_utils.gpunode.driver.driver import SECURE_BOOT_EFIVAR
 from ansible.module_utils.gpunode.driver.gpu import gather
 from ansible.module_utils.gpunode.driver.stages import evaluate
+from ansible.module_utils.gpunode.host import packages_rpm
 from ansible.module_utils.gpunode.host.commands import Host
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -41,6 +42,8 @@ NOBLE = {"distribution": "Ubuntu", "distribution_version": "24.04", "kernel": "6
 JAMMY = {"distribution": "Ubuntu", "distribution_version": "22.04", "kernel": "5.15.0-139-generic"}
 BOOKWORM = {"distribution": "Debian", "distribution_version": "12", "kernel": "6.1.0-37-amd64"}
 TRIXIE = {"distribution": "Debian", "distribution_version": "13", "kernel": "6.12.48+deb13-amd64"}
+ROCKY9 = {"distribution": "Rocky", "distribution_version": "9.5", "kernel": "5.14.0-503.14.1.el9_5.x86_64"}
+RHEL10 = {"distribution": "RedHat", "distribution_version": "10.0", "kernel": "6.12.0-55.9.1.el10_0.x86_64"}
 
 # (id, node, inventory values, expect: (method, branch, version, module type) or None)
 ROWS = [
@@ -93,6 +96,18 @@ ROWS = [
     ("jammy-v100-runfile-url", dict(JAMMY, gpus=[V100]),
      {"method": "runfile", "version": "570.172.08", "runfile_checksum": CHECKSUM,
       "runfile_url": "http://mirror.local/NVIDIA-Linux-x86_64-570.172.08.run"}, None),
+    # the RHEL family: NVIDIA's CUDA repository through dnf (EL 9's module streams, EL 10's version lock)
+    ("rocky9-t4-cuda-580", dict(ROCKY9, gpus=[T4]), {"package_source": "cuda", "branch": "580"},
+     ("packages", "580", None, "open")),
+    ("rocky9-v100-cuda-version", dict(ROCKY9, gpus=[V100]),
+     {"package_source": "cuda", "version": "580.95.05"}, ("packages", "580", "580.95.05", "proprietary")),
+    ("rocky9-h100-cuda-nvswitch", dict(ROCKY9, gpus=[H100] * 8, nvswitches=4),
+     {"package_source": "cuda", "version": "570.172.08"}, ("packages", "570", "570.172.08", "open")),
+    ("rhel10-b200-cuda-595", dict(RHEL10, gpus=[B200] * 8, nvswitches=2), {"package_source": "cuda",
+                                                                           "branch": "595"}, None),
+    ("rhel10-t4-runfile", dict(RHEL10, gpus=[T4]), {"method": "runfile", "version": "580.95.05",
+                                                     "runfile_checksum": CHECKSUM},
+     ("runfile", "580", "580.95.05", "open")),
     # the image's driver, adopted: nothing to carry
     ("noble-h100-preinstalled", dict(NOBLE, gpus=[H100], image_driver="580.159.04"),
      {"method": "preinstalled"}, ("preinstalled", "580", "580.159.04", "open")),
@@ -131,9 +146,15 @@ class BareNode:
             (self.sys / "firmware" / "efi" / "efivars").mkdir(parents=True)
             (self.sys / "firmware" / "efi" / "efivars" / SECURE_BOOT_EFIVAR).write_bytes(b"\x06\0\0\0\x01")
         self.warnings = []
+        # the RHEL family: rpm (nothing installed) and dnf, its os-release saying so
+        el = node["distribution"] in ("Rocky", "RedHat")
+        self.programs = ("modinfo", "rpm", "dnf", "systemctl") if el else \
+            ("modinfo", "dpkg-query", "apt-cache", "systemctl")
+        os_release = 'ID="rocky"\nID_LIKE="rhel centos fedora"\n' if el else "ID=debian\n"
+        (root / "os-release").write_text(os_release)
 
     def get_bin_path(self, name, opt_dirs=None):
-        return f"/usr/bin/{name}" if name in ("modinfo", "dpkg-query", "apt-cache", "systemctl") else None
+        return f"/usr/bin/{name}" if name in self.programs else None
 
     def run_command(self, argv, environ_update=None):
         if argv[0].endswith("modinfo"):
@@ -149,6 +170,8 @@ def role_plan(tmp_path, monkeypatch, node, values):
     bare = BareNode(tmp_path, node)
     monkeypatch.setattr(driver_host, "ADMINDIR", str(tmp_path / "dpkg"))
     monkeypatch.setattr(driver_host, "LIB_DIRS", [str(tmp_path / "lib")])
+    monkeypatch.setattr(packages_rpm, "OS_RELEASE", str(tmp_path / "os-release"))
+    monkeypatch.setattr(packages_rpm, "VERSIONLOCK_LIST", str(tmp_path / "versionlock.list"))
     params = {name: spec.get("default") for name, spec in state_call.ARGUMENT_SPEC.items()}
     params.update((name, ROLE_DEFAULTS[f"nvidia_driver_{name}"]) for name in params
                   if f"nvidia_driver_{name}" in ROLE_DEFAULTS and name not in ("sysfs_root", "proc_root"))
@@ -170,16 +193,18 @@ def role_plan(tmp_path, monkeypatch, node, values):
 
 
 def installed_by(request, steps):
-    """What the role's tasks install from its plan: prerequisites.yml, install_packages.yml,
-    converge.yml (the signed modules of the next kernels), fabricmanager.yml
-    (``package=VERSION-*`` at the driver's version), install_runfile.yml."""
+    """What the role's tasks install from its plan: prerequisites.yml, install_packages.yml
+    (install_packages_dnf.yml on EL), converge.yml (the signed modules of the next kernels),
+    fabricmanager.yml (``package=VERSION-*`` at the driver's version; dnf's ``package-VERSION``),
+    install_runfile.yml."""
     if steps is None:
         return set(), []
     packages = set(steps["prerequisites"]) | set(steps["install_packages"]) | set(steps["kernel_modules"])
     fabricmanager = steps["fabricmanager"]
     if fabricmanager and fabricmanager["install"]:
-        version = fabricmanager["version"]
-        packages.add(f"{fabricmanager['package']}={version}-*" if version else fabricmanager["package"])
+        version, name = fabricmanager["version"], fabricmanager["package"]
+        dnf = request["package_manager"] == "dnf"
+        packages.add((f"{name}-{version}" if dnf else f"{name}={version}-*") if version else name)
     runfiles = [{k: request["runfile"][k] for k in ("name", "url")}] if request["runfile"] else []
     return packages, runfiles
 

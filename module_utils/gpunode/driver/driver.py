@@ -47,6 +47,8 @@ PACKAGE_METHODS = ("packages", "ubuntu-signed")
 # the first lines of the deb822 source the role writes (/etc/apt/sources.list.d/gpunode-nvidia-driver.sources)
 SOURCES_HEADER = "# Written by gpunode (nvidia_driver): the source of the NVIDIA driver packages.\n"
 RUNFILE_URL = "https://us.download.nvidia.com/tesla/{version}/NVIDIA-Linux-{arch}-{version}.run"
+#: The dnf repository the role adds on EL (/etc/yum.repos.d/gpunode-nvidia-driver.repo).
+RPM_REPOSITORY_NAME = "gpunode-nvidia-driver"
 
 VERSION_RE = re.compile(r"^\d+(?:\.\d+){0,2}$")
 _SHA256_RE = re.compile(r"^(?:sha256:)?([0-9a-fA-F]{64})$")
@@ -221,7 +223,7 @@ def build_request(params, gpu, os_info):
     gpu_ids = [d["device_id"] for d in gpu.get("devices") or [] if d.get("kind") == "gpu"]
     method = params.get("method") or "packages"
     if method == "preinstalled":
-        return _preinstalled_request(params, gpu)
+        return _preinstalled_request(params, gpu, os_info)
     chosen = resolve_wanted(
         version=params.get("version"),
         branch=params.get("branch"),
@@ -232,6 +234,7 @@ def build_request(params, gpu, os_info):
     branch, version = chosen["branch"], chosen["version"]
     module_type = kernel_module_type(params.get("module_type") or "auto", branch, gpu_ids)
     fabricmanager = params.get("fabricmanager") or "auto"
+    family = nvidia_packages.family_of(os_info["distribution"])
     request = {
         "method": method,
         "branch": branch,
@@ -245,7 +248,9 @@ def build_request(params, gpu, os_info):
         "blacklist_nouveau": bool(params.get("blacklist_nouveau", True)),
         "install_prerequisites": bool(params.get("install_prerequisites", True)),
         "signing": bool(params.get("signing_key")),
-        "headers_package": nvidia_packages.headers_package(os_info["kernel"]),
+        "headers_package": nvidia_packages.headers_package(os_info["kernel"], family),
+        "build_prerequisites": list(nvidia_packages.build_prerequisites(family)),
+        "package_manager": "dnf" if family == "rhel" else "apt",
         "warnings": [],
         "packages": None,
         "fabricmanager_package": None,
@@ -279,7 +284,7 @@ def _runfile_request(params, version, module_type, arch):
     }
 
 
-def _preinstalled_request(params, gpu):
+def _preinstalled_request(params, gpu, os_info):
     """The request of ``preinstalled`` before the host is read: what the inventory asks of the
     loaded driver (``asked_*``); ``gpunode.driver.preinstalled.adopt`` completes it."""
     version, branch = params.get("version") or None, params.get("branch") or None
@@ -297,6 +302,7 @@ def _preinstalled_request(params, gpu):
         "fabricmanager": fabricmanager == "always"
         or (fabricmanager == "auto" and gpu.get("nvswitch_count", 0) > 0),
         "blacklist_nouveau": False, "install_prerequisites": False, "signing": False, "headers_package": None,
+        "package_manager": "dnf" if nvidia_packages.family_of(os_info["distribution"]) == "rhel" else "apt",
         "warnings": [], "packages": None, "fabricmanager_package": None, "repository": None, "runfile": None,
         "signed_fallback": False, "skipped": [],
     }
@@ -332,8 +338,11 @@ def _package_request(request, params, os_info):
 def _repository(params, family, key, source, arch):
     """``{"line", "key_url", "sources_text"}`` of the apt source the role adds (line None: none to add).
 
-    ``sources_text``: the line as the deb822 .sources file the role writes.
+    ``sources_text``: the line as the deb822 .sources file the role writes. On EL:
+    :func:`_rpm_repository`.
     """
+    if family == "rhel":
+        return _rpm_repository(params, key, arch)
     line, key_url = params.get("apt_repository") or None, params.get("apt_key_url") or None
     if source == "cuda":
         url, cuda_key = nvidia_packages.cuda_repository(family, key, arch)
@@ -346,3 +355,21 @@ def _repository(params, family, key, source, arch):
     except AptSourceError as exc:
         raise DriverError(f"nvidia_driver_apt_repository: {exc}") from exc
     return {"line": line, "key_url": key_url, "sources_text": sources_text}
+
+
+def _rpm_repository(params, key, arch):
+    """``{"name", "baseurl", "key_url", "line", "sources_text"}`` of the dnf repository the role adds on
+    EL (``ansible.builtin.yum_repository``, always ``gpgcheck``: NVIDIA's ``cuda-rhel<N>.repo`` sets
+    ``gpgcheck=1`` and ``gpgkey`` to the repository's key); ``nvidia_driver_rpm_repository`` and
+    ``nvidia_driver_rpm_key_url`` replace them with a mirror's (its key: the key file under the mirror
+    unless given). ``line`` and ``sources_text`` are apt's: None."""
+    url, cuda_key = nvidia_packages.cuda_repository("rhel", key, arch)
+    mirror = params.get("rpm_repository") or None
+    baseurl = mirror or url
+    key_url = params.get("rpm_key_url") or (baseurl.rstrip("/") + "/" + nvidia_packages.CUDA_RPM_KEY_NAME
+                                             if mirror else cuda_key)
+    if not baseurl.startswith(("https://", "http://", "file://")):
+        raise DriverError(f"nvidia_driver_rpm_repository: {baseurl!r} is not a URL (https://, http:// or "
+                          "file://): dnf's baseurl")
+    return {"name": RPM_REPOSITORY_NAME, "baseurl": baseurl, "key_url": key_url, "line": None,
+            "sources_text": None}

@@ -41,18 +41,18 @@ from ansible.module_utils.gpunode.driver.roots import (
     lib_dirs,
     location,
     origin,
-    parse_dpkg_search,
     runfile_traces,
 )
 from ansible.module_utils.gpunode.host import systemd
 from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.host.packages import (
     ADMINDIR,
+    DpkgError,
     installed,
-    interrupted,
-    parse_dpkg_query,
+    manager,
     parse_madison,
 )
+from ansible.module_utils.gpunode.host.packages_rpm import RpmError
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
 INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))
@@ -103,13 +103,10 @@ def read_userspace(lib_dirs):
 
 
 def read_owners(host, paths):
-    """The packages dpkg says own ``paths`` (none without dpkg)."""
-    query = host.which("dpkg-query")
-    paths = [p for p in paths if p]
-    if not query or not paths:
-        return []
-    _rc, out, _err = host.run([query, "-S", *paths])  # rc 1 when some path has no owner
-    return parse_dpkg_search(out)
+    """The packages the node's package manager (dpkg or rpm, ``gpunode.host.packages.manager``)
+    says own ``paths``; none without one."""
+    backend = manager(host, ADMINDIR)
+    return backend.owners(paths) if backend is not None else []
 
 
 def read_origin(host, place, files, packages, version):
@@ -125,16 +122,17 @@ def read_origin(host, place, files, packages, version):
 
 
 def read_packages(host, admindir):
-    """dpkg's packages and the reasons a ``dpkg --configure -a`` is needed; (None, []) without dpkg."""
-    query = host.which("dpkg-query")
-    if not query:
+    """The installed packages (dpkg's, or rpm's with dnf's version locks as holds; one shape,
+    ``gpunode.host.packages``) and the reasons a ``dpkg --configure -a`` is needed; (None, [])
+    without a package manager gpunode knows."""
+    backend = manager(host, admindir)
+    if backend is None:
         return None, []
-    fields = "${Package}\t${Version}\t${Status}\n"
-    rc, out, err = host.run([query, f"--admindir={admindir}", "-W", "-f", fields])
-    if rc != 0:
-        raise DriverError(f"dpkg-query -W failed (rc {rc}): {err.strip()}")
-    packages = parse_dpkg_query(out)
-    return packages, interrupted(packages, admindir)
+    try:
+        packages = backend.packages()
+    except (DpkgError, RpmError) as exc:
+        raise DriverError(str(exc)) from exc
+    return packages, backend.interrupted(packages)
 
 
 def read_services(host):
@@ -206,8 +204,27 @@ def read_signed_archive(host, request, state):
     return {"names": names, "drivers": drivers, "depends": depends}
 
 
-def initramfs_command(host):
-    for tool, args in INITRAMFS_TOOLS:
+def read_module_stream(host, request):
+    """The enabled stream of the dnf module the request's stream belongs to (EL 9), or None."""
+    stream = ((request.get("packages") or {}).get("stream") or "").partition(":")[0]
+    backend = manager(host, ADMINDIR) if stream else None
+    return backend.module_stream(stream) if backend is not None and backend.name == "dnf" else None
+
+
+def read_versionlock_plugin(host, request):
+    """On a dnf node: whether dnf's versionlock plugin (the holds) is installed; None elsewhere."""
+    if request.get("package_manager") != "dnf":
+        return None
+    backend = manager(host, ADMINDIR)
+    return backend.versionlock_plugin() if backend is not None and backend.name == "dnf" else None
+
+
+def initramfs_command(host, package_manager="apt"):
+    """The command that rebuilds the initramfs: ``update-initramfs -u`` on Debian and Ubuntu,
+    ``dracut --force`` on the RHEL family (RHEL 9, "Managing, monitoring and updating the kernel":
+    ``dracut -f`` regenerates the running kernel's initramfs); None without either."""
+    tools = INITRAMFS_TOOLS if package_manager != "dnf" else tuple(reversed(INITRAMFS_TOOLS))
+    for tool, args in tools:
         path = host.which(tool)
         if path:
             return [path, *args]
@@ -257,7 +274,9 @@ def read_state(host, params, os_info, request):
                                   if p and not os.path.exists(p)],
         "index": None,
         "smi": None,
-        "initramfs_command": initramfs_command(host),
+        "initramfs_command": initramfs_command(host, request.get("package_manager")),
+        "module_stream": read_module_stream(host, request),
+        "versionlock_plugin": read_versionlock_plugin(host, request),
     }
     if needs_dkms_status(state, request):
         state["dkms"] = read_dkms(host)

@@ -109,12 +109,13 @@ def _packages(result, params, request, steps, os_info):
     driver = list(steps["install_packages"])
     fabricmanager = steps["fabricmanager"]
     if fabricmanager and fabricmanager["install"]:
-        driver.append(nvidia_packages.version_spec(fabricmanager["package"], fabricmanager["version"]))
+        driver.append(nvidia_packages.version_spec(fabricmanager["package"], fabricmanager["version"],
+                                                   request.get("package_manager") or "apt"))
     distribution = [name for name in steps["prerequisites"] if os_info["kernel"]
                     or name != request["headers_package"]]
     if len(distribution) < len(steps["prerequisites"]):
-        result["warnings"].append("the kernel is not known: its headers (linux-headers-<kernel>) are "
-                                  "left out")
+        headers = request["headers_package"] + "<kernel>"
+        result["warnings"].append(f"the kernel is not known: its headers ({headers}) are left out")
     distribution += steps["kernel_modules"]
     # where the request's packages come from (driver._package_request: ubuntu-signed's, the distribution)
     source = "distro" if request["method"] == "ubuntu-signed" else params["package_source"]

@@ -75,12 +75,47 @@ UBUNTU_RELEASES = {
 #: What DKMS needs to build the module, on every Debian and Ubuntu release.
 BUILD_PREREQUISITES = ("dkms", "gcc", "make")
 
+#: The RHEL family (Ansible's ``distribution`` fact, lower case): served by NVIDIA's CUDA
+#: repository through dnf (``gpunode.host.packages_rpm``).
+EL_DISTRIBUTIONS = ("redhat", "rhel", "rocky", "almalinux", "centos")
+#: The EL releases gpunode serves, and how NVIDIA's CUDA repository packages the driver there
+#: (NVIDIA Driver Installation Guide, "Kernel Modules", tables "Open GPU kernel module
+#: installation" and "Proprietary GPU kernel module installation", and "Advanced Options",
+#: "Switching between Driver Module Flavors",
+#: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html):
+#: EL 8/9 choose a branch and the module flavour with a dnf module stream
+#: (``dnf module enable nvidia-driver:<branch>-open``, ``nvidia-driver:<branch>-dkms`` for the
+#: proprietary modules; ``open-dkms`` and ``latest-dkms`` follow the newest branch) and install
+#: ``nvidia-open`` or ``cuda-drivers``; EL 10 has no module streams: ``nvidia-open`` or
+#: ``cuda-drivers``, a branch pinned by ``dnf versionlock add '*nvidia*<branch>*'`` first.
+EL_RELEASES = {
+    "9": {"streams": True},
+    "10": {"streams": False},
+}
+#: EL releases refused, with why.
+EL_REFUSED = {
+    "8": "ansible-core 2.17 and later no longer run modules on Python 3.6 (ansible-core 2.17 porting "
+         "guide), and EL 8's dnf bindings exist only for its platform Python 3.6",
+}
+#: The key NVIDIA signs its RPM repositories with (the .repo file's ``gpgkey``): the CUDA
+#: repository's RPM distributions (rhel8/9, amzn2023, azl3, fedora42, kylin10) use D42D0685
+#: (NVIDIA/cuda-repo-management, README "GPG keys"; NVIDIA Technical Blog, "Updating the CUDA
+#: Linux GPG Repository Key", 2022-04).
+CUDA_RPM_KEY_NAME = "D42D0685.pub"
+#: The dnf module of NVIDIA's driver streams (EL 9).
+EL_DRIVER_MODULE = "nvidia-driver"
+#: What a DKMS build needs on EL (kernel-devel of the running kernel comes as the headers
+#: package; kernel-headers and DKMS, from EPEL, as NVIDIA's guide installs them, "Red Hat
+#: Enterprise Linux", "Preparation").
+EL_BUILD_PREREQUISITES = ("kernel-headers", "dkms", "gcc", "make")
+
 #: Installed packages that belong to the driver (released from their hold for a
 #: change, moved with a pinned version; Ubuntu's signed modules included). Never the
 #: container toolkit's libnvidia-container*.
 DRIVER_PACKAGE_RE = re.compile(
-    r"^(nvidia-(driver|headless|utils|dkms|kernel|compute-utils|tesla|fabricmanager|open|smi|persistenced)"
-    r"|libnvidia-(compute|ml|tesla|cfg)|libcuda1|cuda-drivers|linux-modules-nvidia-)"
+    r"^(nvidia-(driver|headless|utils|dkms|kernel|compute-utils|tesla|fabricmanager|open|smi|persistenced"
+    r"|fabric-manager|kmod-common|modprobe)"
+    r"|libnvidia-(compute|ml|tesla|cfg)|libcuda1|cuda-drivers|linux-modules-nvidia-|kmod-nvidia-)"
 )
 
 
@@ -100,6 +135,8 @@ def release_of(distribution, version):
     """
     name = str(distribution or "").lower()
     version = str(version or "")
+    if name in EL_DISTRIBUTIONS:
+        return "rhel", el_release(distribution, version), None
     if name == "debian":
         key = version.split(".", maxsplit=1)[0]
         table = DEBIAN_RELEASES
@@ -108,8 +145,8 @@ def release_of(distribution, version):
         table = UBUNTU_RELEASES
     else:
         raise PackageError(
-            f"{distribution} {version}: the packages method supports Debian and Ubuntu "
-            "(apt); use nvidia_driver_method: runfile on this distribution")
+            f"{distribution} {version}: the packages method supports Debian and Ubuntu (apt) and RHEL, "
+            "Rocky and AlmaLinux 9 and 10 (dnf); use nvidia_driver_method: runfile on this distribution")
     if key in table:
         return name, key, None
     newest = max(table, key=_release_number)
@@ -118,6 +155,26 @@ def release_of(distribution, version):
                            f"({', '.join(sorted(table, key=_release_number))})")
     return name, newest, (f"{distribution} {version} is newer than gpunode's package table; "
                           f"using the data of {distribution} {newest}")
+
+
+def family_of(distribution):
+    """``rhel`` for a RHEL-family distribution, else None (the apt families need a release too:
+    :func:`release_of`)."""
+    return "rhel" if str(distribution or "").lower() in EL_DISTRIBUTIONS else None
+
+
+def el_release(distribution, version):
+    """The EL major release (``"9"``, ``"10"``) of a RHEL-family node; refuses EL 8 and releases
+    gpunode does not know, naming them."""
+    major = str(version or "").split(".", maxsplit=1)[0]
+    if major in EL_REFUSED:
+        raise PackageError(f"{distribution} {version}: EL {major} is not served: {EL_REFUSED[major]}. "
+                           f"gpunode serves EL {' and '.join(EL_RELEASES)}")
+    if major not in EL_RELEASES:
+        raise PackageError(f"{distribution} {version}: gpunode knows the NVIDIA packages of EL "
+                           f"{' and '.join(EL_RELEASES)}, not of EL {major or '(no version)'}; use "
+                           "nvidia_driver_method: runfile, or a release gpunode knows")
+    return major
 
 
 def _release_number(key):
@@ -133,9 +190,10 @@ def cuda_repo_distro(family, key):
 
 
 def cuda_repository(family, key, arch):
-    """``(url, key_url)`` of NVIDIA's CUDA repository for a release and architecture."""
+    """``(url, key_url)`` of NVIDIA's CUDA repository for a release and architecture
+    (``rhel9``/``rhel10`` for the RHEL family, signed by :data:`CUDA_RPM_KEY_NAME`)."""
     url = CUDA_REPO_URL.format(distro=cuda_repo_distro(family, key), arch=CUDA_REPO_ARCH.get(arch, arch))
-    return url, url + CUDA_KEY_NAME
+    return url, url + (CUDA_RPM_KEY_NAME if family == "rhel" else CUDA_KEY_NAME)
 
 
 def debian_archive_source(codename):
@@ -154,6 +212,8 @@ def driver_packages(family, key, source, branch, *, module_type, version=None):
     pinning package (590 and later) or None; ``hold``: what the role holds.
     """
     major = int(branch)
+    if family == "rhel":
+        return el_driver_packages(key, source, branch, module_type=module_type, version=version)
     if source == "cuda":
         if major >= CUDA_UNVERSIONED_FROM:
             pin = f"nvidia-driver-pinning-{version or branch}"
@@ -192,8 +252,38 @@ def driver_packages(family, key, source, branch, *, module_type, version=None):
     return {"install": install, "pin": None, "hold": list(install)}
 
 
+def el_driver_packages(key, source, branch, *, module_type, version=None):
+    """The packages that install a driver branch on EL (NVIDIA's CUDA repository): ``install``
+    (``nvidia-open`` for the open modules, ``cuda-drivers`` for the proprietary ones, the same
+    names on EL 9 and 10), ``stream`` (EL 9: the dnf module stream that chooses the branch and
+    flavour, ``nvidia-driver:<branch>-open`` or ``nvidia-driver:<branch>-dkms``), ``lock``
+    (EL 10: the ``dnf versionlock add`` spec that pins the branch, or the version, before the
+    install), ``pin`` (None: no pinning package on EL) and ``hold``."""
+    if source != "cuda":
+        raise PackageError(
+            f"EL {key}: the distribution packages no NVIDIA driver; set nvidia_driver_package_source: cuda "
+            "(NVIDIA's CUDA repository, or a mirror of it in nvidia_driver_rpm_repository)")
+    install = ["nvidia-open" if module_type == "open" else "cuda-drivers"]
+    packages = {"install": install, "pin": None, "hold": list(install), "stream": None, "lock": None}
+    if EL_RELEASES[key]["streams"]:
+        flavour = "open" if module_type == "open" else "dkms"
+        packages["stream"] = f"{EL_DRIVER_MODULE}:{branch}-{flavour}"
+    else:
+        packages["lock"] = f"*nvidia*{version or branch}*"
+    return packages
+
+
+#: The fabric manager's RPM in NVIDIA's CUDA repository for EL: nvidia-fabric-manager (NVIDIA's
+#: spec names it so and provides nvidia-fabricmanager and nvidia-fabricmanager-<branch>:
+#: github.com/NVIDIA/yum-packaging-fabric-manager; installed on EL 8/9 by the streams' ``fm``
+#: profile, ``dnf module install nvidia-driver:<stream>/fm``).
+EL_FABRICMANAGER = "nvidia-fabric-manager"
+
+
 def fabricmanager_package(family, source, branch):
     """The fabric manager's package for a branch and source."""
+    if family == "rhel":
+        return EL_FABRICMANAGER
     if source == "cuda":
         return "nvidia-fabricmanager" if int(branch) >= CUDA_FABRICMANAGER_UNVERSIONED_FROM \
             else f"nvidia-fabricmanager-{branch}"
@@ -203,14 +293,25 @@ def fabricmanager_package(family, source, branch):
     return f"nvidia-fabricmanager-{branch}"
 
 
-def headers_package(kernel):
-    """The kernel headers package for a running kernel (Debian and Ubuntu name them alike)."""
-    return f"linux-headers-{kernel}"
+def headers_package(kernel, family=None):
+    """The kernel headers package for a running kernel: ``linux-headers-<kernel>`` (Debian and
+    Ubuntu name them alike), ``kernel-devel-<kernel>`` on EL (``uname -r`` is the kernel's
+    version-release.arch, so this is the package's NEVRA: NVIDIA's guide installs
+    ``kernel-devel-$(uname -r)``)."""
+    return f"kernel-devel-{kernel}" if family == "rhel" else f"linux-headers-{kernel}"
 
 
-def version_spec(name, version):
-    """An apt request for ``name`` at a driver version (any packaging revision)."""
-    return f"{name}={version}-*" if version else name
+def build_prerequisites(family=None):
+    """What a DKMS build needs besides the headers package, per family."""
+    return EL_BUILD_PREREQUISITES if family == "rhel" else BUILD_PREREQUISITES
+
+
+def version_spec(name, version, manager="apt"):
+    """A request for ``name`` at a driver version: apt's ``name=<version>-*`` (any packaging
+    revision), dnf's ``name-<version>`` (any epoch and release)."""
+    if not version:
+        return name
+    return f"{name}-{version}" if manager == "dnf" else f"{name}={version}-*"
 
 
 def is_driver_package(name):

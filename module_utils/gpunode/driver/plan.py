@@ -46,13 +46,14 @@ def index_lookups(plan_result, request):
 #: The keys of a plan's steps, in their order in the result (then ``converged``, ``disruptive``, ``reasons``).
 PLAN_KEYS = ("repair_dpkg", "install", "install_packages", "refresh_index", "prerequisites", "dkms_build",
              "dkms_version", "unhold", "hold", "remove", "kernel_modules", "blacklist_nouveau", "unload",
-             "load", "reboot_required", "persistence", "fabricmanager")
+             "load", "reboot_required", "persistence", "fabricmanager", "module_stream", "version_lock")
 
 
 #: A plan that changes nothing; ``preinstalled`` plans only :data:`PREINSTALLED_STEPS` over it.
 _LIST_STEPS = ("install_packages", "prerequisites", "unhold", "hold", "remove", "kernel_modules",
                "persistence")
-EMPTY_STEPS = {key: None if key in ("dkms_version", "fabricmanager") else [] if key in _LIST_STEPS else False
+_NONE_STEPS = ("dkms_version", "fabricmanager", "module_stream", "version_lock")
+EMPTY_STEPS = {key: None if key in _NONE_STEPS else [] if key in _LIST_STEPS else False
                for key in PLAN_KEYS}
 #: The methods whose driver packages the role holds (``preinstalled``: those dpkg says own the loaded driver).
 HOLDING_METHODS = (*PACKAGE_METHODS, "preinstalled")
@@ -94,7 +95,8 @@ def plan(state, request):
         reasons.extend(why)
     steps = {key: parts[key] for key in PLAN_KEYS}
     steps["converged"] = not any(value for key, value in steps.items()
-                                 if key not in ("dkms_version", "reboot_required", "install_packages"))
+                                 if key not in ("dkms_version", "reboot_required", "install_packages",
+                                                "version_lock"))
     steps["disruptive"] = steps["install"] or steps["unload"] or steps["reboot_required"]
     steps["reasons"] = reasons
     return steps
@@ -154,7 +156,8 @@ def plan_prerequisites(state, request, steps):
     if _builds(request, steps) and request["install_prerequisites"] and packages is not None:
         if not state.get("headers_present"):
             prerequisites.append(request["headers_package"])
-        prerequisites += [p for p in nvidia_packages.BUILD_PREREQUISITES if not installed(packages, p)]
+        tools = request.get("build_prerequisites") or nvidia_packages.BUILD_PREREQUISITES
+        prerequisites += [p for p in tools if not installed(packages, p)]
     return {"prerequisites": prerequisites}, []
 
 
@@ -234,7 +237,7 @@ def plan_fabricmanager(state, request, steps):
     fm_package = request["fabricmanager_package"]
     fm_version = installed(state.get("packages") or {}, fm_package)
     fm_install = install or not fm_version \
-        or not version_matches(fm_version.split("-")[0], userspace or "0")
+        or not version_matches(upstream_version(fm_version), userspace or "0")
     fabricmanager = {
         "package": fm_package,
         "version": request["version"] if install else userspace,
@@ -280,6 +283,24 @@ def plan_index(state, request, steps):
     return {"refresh_index": refresh_index or bool(unknown)}, reasons
 
 
+def plan_el_branch(state, request, steps):
+    """``module_stream`` and ``version_lock``: how an install on EL chooses the branch (NVIDIA's guide,
+    "Kernel Modules"). EL 9: the dnf module stream to enable (``dnf module enable``, none enabled
+    yet) or switch to (``dnf module switch-to``, another one enabled), None when it is enabled.
+    EL 10: the ``dnf versionlock add`` spec that pins the branch before the install."""
+    packages = request["packages"] or {}
+    if not steps["install"] or not (packages.get("stream") or packages.get("lock")):
+        return {}, []
+    stream, enabled = packages.get("stream"), state.get("module_stream")
+    module_stream = None
+    if stream and stream.partition(":")[2] != enabled:
+        command = "switch-to" if enabled else "enable"
+        module_stream = {"stream": stream, "command": command, "enabled": enabled}
+    reasons = [f"dnf module stream {stream} ({'from ' + enabled if enabled else 'not enabled'})"] \
+        if module_stream else []
+    return {"module_stream": module_stream, "version_lock": packages.get("lock")}, reasons
+
+
 def plan_preinstalled_persistence(state, request, steps):
     """``persistence`` of an adopted driver: only where persistence mode is off and systemd has
     nvidia-persistenced's unit to enable and start (the image may run it its own way)."""
@@ -291,7 +312,7 @@ def plan_preinstalled_persistence(state, request, steps):
 
 PREINSTALLED_STEPS = (plan_hold, plan_preinstalled_persistence)
 PLAN_STEPS = (plan_install, plan_signing, plan_dpkg, plan_prerequisites, plan_hold, plan_module,
-              plan_blacklist, plan_persistence, plan_fabricmanager, plan_switch, plan_index)
+              plan_blacklist, plan_persistence, plan_fabricmanager, plan_switch, plan_index, plan_el_branch)
 
 
 def install_step(state, request):
@@ -371,6 +392,12 @@ def signed_request(request, state, archive, refreshed=False):
     return result
 
 
+def upstream_version(package_version):
+    """The upstream part of a package version: ``580.95.05`` of dpkg's ``1:580.95.05-0ubuntu1`` and of
+    rpm's ``3:580.95.05-1.el9`` (no epoch, no packaging release)."""
+    return package_version.split(":")[-1].split("-")[0]
+
+
 def held_packages(packages):
     """The installed packages dpkg holds."""
     return {name for name, entry in (packages or {}).items()
@@ -391,13 +418,14 @@ def _install_specs(request, packages):
         prefix = request["branch"] + "."
         names += sorted(name for name, entry in (packages or {}).items()
                         if nvidia_packages.is_driver_package(name) and installed(packages, name)
-                        and (entry["version"] or "").startswith(prefix) and name != pin
+                        and upstream_version(entry["version"] or "").startswith(prefix) and name != pin
                         and not name.startswith("nvidia-driver-pinning-"))
         if request["method"] == "ubuntu-signed":  # the DKMS side goes (plan's remove)
             names = [name for name in names if not _DKMS_SIDE_RE.match(name)]
     unversioned = request["packages"].get("unversioned") or ()
     for name in names:
-        spec = name if name in unversioned else nvidia_packages.version_spec(name, version)
+        spec = name if name in unversioned else \
+            nvidia_packages.version_spec(name, version, request.get("package_manager") or "apt")
         if spec not in specs:
             specs.append(spec)
     return specs

@@ -17,7 +17,7 @@ under ``/home/kubernetes/bin/nvidia``, the GPU Operator's driver container under
   NVIDIA/nvidia-container-toolkit issue 209), ``/run/nvidia/driver`` for the
   Operator's.
 
-The origin of the loaded driver: a package (dpkg owns its files), a ``.run``
+The origin of the loaded driver: a package (dpkg or rpm owns its files), a ``.run``
 install (the installer's own traces, or the record gpunode writes after its own
 installs), the GPU Operator, or the image (nothing else claims it). Pure Python.
 """
@@ -89,8 +89,8 @@ def runfile_traces(exists, root="/"):
 def origin(place, owners, traces):
     """``{"kind", "where", "packages"}`` of the loaded driver.
 
-    ``kind``: ``operator`` (under :data:`OPERATOR_ROOT`), ``package`` (dpkg owns its
-    files: ``owners``), ``runfile`` (``traces`` of the installer), ``image`` (its files
+    ``kind``: ``operator`` (under :data:`OPERATOR_ROOT`), ``package`` (dpkg or rpm owns
+    its files: ``owners``), ``runfile`` (``traces`` of the installer), ``image`` (its files
     are there and nothing claims them) or None (no driver files to judge by).
     ``where``: the tools' prefix.
     """
@@ -107,13 +107,3 @@ def origin(place, owners, traces):
         kind = None
     return {"kind": kind, "where": where, "packages": sorted(set(owners)), "traces": list(traces)}
 
-
-def parse_dpkg_search(text):
-    """``dpkg-query -S PATH...``: the package names that own the paths (``pkg1, pkg2: /path``)."""
-    owners = []
-    for line in (text or "").splitlines():
-        names, sep, _path = line.partition(": ")
-        if not sep or names.startswith("diversion by") or " " in names.replace(", ", ","):
-            continue
-        owners.extend(name.split(":")[0].strip() for name in names.split(","))
-    return sorted(set(n for n in owners if n))

@@ -105,9 +105,10 @@ def read_request(host, params, gpu, os_info):
 
 
 def planned(host, state, request):
-    """The plan; planned again with the apt index when it depends on packages it names."""
+    """The plan; planned again with the apt index when it depends on packages it names (apt only:
+    dnf refreshes its repositories' metadata itself when it installs)."""
     steps = plan(state, request)
-    lookups = index_lookups(steps, request)
+    lookups = index_lookups(steps, request) if request.get("package_manager", "apt") == "apt" else []
     if lookups:
         state["index"] = read_index(host, lookups) or {}
         steps = plan(state, request)

@@ -19,6 +19,7 @@ from ansible.module_utils.gpunode.driver.stages import evaluate
 from ansible.module_utils.gpunode.formats import values
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.packages import DpkgError
+from ansible.module_utils.gpunode.host.packages_rpm import RpmError
 
 ARGUMENT_SPEC = {
     "gpu": {"type": "dict"},
@@ -36,6 +37,8 @@ ARGUMENT_SPEC = {
     "apt_repository": {"type": "str"},
     "apt_key_url": {"type": "str", "no_log": False},
     "keyring": {"type": "path", "default": "/etc/apt/keyrings/gpunode-nvidia-driver.asc"},
+    "rpm_repository": {"type": "str"},
+    "rpm_key_url": {"type": "str", "no_log": False},
     "hold": {"type": "bool", "default": True},
     "install_prerequisites": {"type": "bool", "default": True},
     "blacklist_nouveau": {"type": "bool", "default": True},
@@ -55,7 +58,7 @@ ARGUMENT_SPEC = {
     "proc_root": {"type": "path", "default": "/proc"},
     "modules_dir": {"type": "path", "default": "/lib/modules"},
 }
-ERRORS = (DriverError, GpuDetectError, DpkgError)
+ERRORS = (DriverError, GpuDetectError, DpkgError, RpmError)
 # The syntax of each value that lands in a file or on a command line, checked before anything is
 # read: the signing key and certificate are quoted values of DKMS's shell-sourced framework.conf and
 # --module-signing-*-key= flags of the installer; the keyring is the source line's signed-by; the
@@ -65,6 +68,8 @@ VALUE_RULES = {
     "signing_cert": values.optional(values.word_path),
     "keyring": values.word_path,
     "apt_repository": values.optional(values.one_line),
+    "rpm_repository": values.optional(values.one_line),
+    "rpm_key_url": values.optional(values.one_line),
     "blacklist_path": values.path,
 }
 

@@ -1,13 +1,14 @@
 # Copyright: (c) 2026, gpunode maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The node's package manager: one interface over apt/dpkg, built so that another backend
-(dnf/rpm) slots in beside it.
+"""The node's package manager: one interface over apt/dpkg and dnf/rpm.
 
-:func:`manager` gives the backend the node has (:class:`Apt` today, None without one);
+:func:`manager` gives the backend the node has (:class:`Apt`, or
+:class:`~ansible.module_utils.gpunode.host.packages_rpm.Dnf` on the RHEL family; None without one);
 a backend answers :meth:`~Apt.packages` (installed and held packages, with their
 states), :meth:`~Apt.owner` (which package owns a path) and :meth:`~Apt.held`
-(the packages held at their version). A backend is a class with these methods and a
+(the packages held at their version) and :meth:`~Apt.interrupted` (why the database needs a
+repair first). A backend is a class with these methods and a
 ``detect(host)`` class method, listed in :data:`BACKENDS`.
 
 apt/dpkg, the parsers (standard library only):
@@ -39,6 +40,8 @@ import fcntl
 import os
 import re
 import time
+
+from ansible.module_utils.gpunode.host.packages_rpm import Dnf
 
 ADMINDIR = "/var/lib/dpkg"
 #: dpkg states that a finished run never leaves (dpkg-query(1), "Package states").
@@ -214,6 +217,10 @@ class Apt:
         """The packages held at their version (``apt-mark hold``), sorted."""
         return sorted(name for name, entry in self.packages(names).items() if entry["want"] == "hold")
 
+    def interrupted(self, packages):
+        """Why ``dpkg --configure -a`` is needed first (:func:`interrupted`)."""
+        return interrupted(packages, self.admindir)
+
     def owner(self, path):
         """The package that owns ``path`` (``dpkg-query -S``), or None when none does."""
         rc, out, _err = self._query(["-S", path])
@@ -225,15 +232,37 @@ class Apt:
                 return owners.split(",")[0].strip().split(":")[0]
         return None
 
+    def owners(self, paths):
+        """The packages that own any of ``paths``, sorted (one ``dpkg-query -S``; rc 1 when a path
+        has no owner)."""
+        paths = [p for p in paths if p]
+        if not paths:
+            return []
+        _rc, out, _err = self._query(["-S", *paths])
+        return parse_dpkg_search(out)
 
-#: the backends, first found wins (a ``Dnf`` backend for rpm-based nodes goes here)
-BACKENDS = (Apt,)
+
+def parse_dpkg_search(text):
+    """``dpkg-query -S PATH...``: the package names that own the paths (``pkg1, pkg2: /path``)."""
+    owners = []
+    for line in (text or "").splitlines():
+        names, sep, _path = line.partition(": ")
+        if not sep or names.startswith("diversion by") or " " in names.replace(", ", ","):
+            continue
+        owners.extend(name.split(":")[0].strip() for name in names.split(","))
+    return sorted(set(n for n in owners if n))
 
 
-def manager(host):
-    """The node's package manager backend, or None when it has none gpunode knows."""
+#: the backends, first found wins: dnf/rpm (``host/packages_rpm.py``) on a node whose os-release
+#: says RHEL family, else apt/dpkg where dpkg-query is
+BACKENDS = (Dnf, Apt)
+
+
+def manager(host, admindir=ADMINDIR):
+    """The node's package manager backend, or None when it has none gpunode knows
+    (``admindir``: dpkg's database, where apt serves the node)."""
     for backend in BACKENDS:
-        found = backend.detect(host)
+        found = backend.detect(host, admindir=admindir)
         if found is not None:
             return found
     return None

@@ -1,0 +1,166 @@
+"""The driver concern on the RHEL family (module_utils/gpunode/driver/packages.py, driver.py), from
+NVIDIA's Driver Installation Guide ("Kernel Modules": EL 9 enables ``nvidia-driver:<branch>-open``
+or ``-dkms`` and installs ``nvidia-open`` or ``cuda-drivers``; EL 10 installs them after
+``dnf versionlock add '*nvidia*<branch>*'``; "Red Hat Enterprise Linux": ``kernel-devel-$(uname -r)``
+and ``kernel-headers``) and the CUDA repository's layout (``rhel9``/``rhel10``, ``sbsa`` for arm64,
+signed by D42D0685)."""
+
+import pytest
+from ansible.module_utils.gpunode.driver import packages as nvidia_packages
+from ansible.module_utils.gpunode.driver.driver import DriverError, build_request, kernel_module_type
+from ansible.module_utils.gpunode.driver.plan import plan
+
+ROCKY9 = {"distribution": "Rocky", "distribution_version": "9.5", "architecture": "x86_64",
+          "kernel": "5.14.0-503.14.1.el9_5.x86_64"}
+RHEL10 = {"distribution": "RedHat", "distribution_version": "10.0", "architecture": "aarch64",
+          "kernel": "6.12.0-55.9.1.el10_0.aarch64"}
+T4, V100, H100 = "1eb8", "1db4", "2330"
+CUDA = "https://developer.download.nvidia.com/compute/cuda/repos/"
+
+
+def gpu(*ids, nvswitches=0):
+    branches = ["620", "610", "595", "590", "580", "570", "550", "535"]
+    return {"devices": [{"device_id": i, "kind": "gpu"} for i in ids], "nvswitch_count": nvswitches,
+            "supported_branches": branches, "recommended_branch": "580"}
+
+
+def request(os_info=ROCKY9, gpus=None, **params):
+    params.setdefault("package_source", "cuda")
+    return build_request(params, gpus or gpu(T4), dict(os_info))
+
+
+@pytest.mark.parametrize(("os_info", "ids", "params", "install", "stream", "lock"), [
+    (ROCKY9, [T4], {"branch": "580"}, ["nvidia-open"], "nvidia-driver:580-open", None),
+    (ROCKY9, [V100], {"branch": "580"}, ["cuda-drivers"], "nvidia-driver:580-dkms", None),
+    (ROCKY9, [T4], {"version": "570.172.08", "module_type": "proprietary"}, ["cuda-drivers"],
+     "nvidia-driver:570-dkms", None),
+    (RHEL10, [H100], {"branch": "595"}, ["nvidia-open"], None, "*nvidia*595*"),
+    (RHEL10, [V100], {"version": "580.95.05"}, ["cuda-drivers"], None, "*nvidia*580.95.05*"),
+])
+def test_el_packages_follow_nvidias_guide_per_release(os_info, ids, params, install, stream, lock):  # noqa: PLR0917
+    req = request(os_info, gpu(*ids), **params)
+    assert req["packages"] == {"install": install, "pin": None, "hold": install, "stream": stream,
+                               "lock": lock}
+    assert req["package_manager"] == "dnf"
+
+
+@pytest.mark.parametrize("ids", [[T4], [V100], [H100, V100]])
+def test_open_or_proprietary_is_the_same_rule_as_on_debian(ids):
+    rocky = request(ROCKY9, gpu(*ids), branch="580")
+    bookworm = {**ROCKY9, "distribution": "Debian", "distribution_version": "12"}
+    debian = request(bookworm, gpu(*ids), branch="580", keyring="/etc/apt/keyrings/k.asc")
+    assert rocky["module_type"] == debian["module_type"] == kernel_module_type("auto", "580", ids)
+
+
+def test_the_repository_is_nvidias_per_release_and_arch_with_its_key_checked():
+    rocky = request(ROCKY9, branch="580")["repository"]
+    assert rocky["baseurl"] == CUDA + "rhel9/x86_64/"
+    assert rocky["key_url"] == CUDA + "rhel9/x86_64/D42D0685.pub"
+    rhel = request(RHEL10, branch="580")["repository"]
+    assert rhel["baseurl"] == CUDA + "rhel10/sbsa/" and rhel["name"] == "gpunode-nvidia-driver"
+    assert rhel["line"] is None and rhel["sources_text"] is None  # no apt source on EL
+
+
+def test_a_mirror_replaces_the_repository_and_brings_its_key():
+    mirrored = request(ROCKY9, branch="580", rpm_repository="https://mirror.local/cuda/rhel9/x86_64")["repository"]
+    assert mirrored["baseurl"] == "https://mirror.local/cuda/rhel9/x86_64"
+    assert mirrored["key_url"] == "https://mirror.local/cuda/rhel9/x86_64/D42D0685.pub"
+    keyed = request(ROCKY9, branch="580", rpm_repository="file:///srv/cuda", rpm_key_url="file:///srv/key.pub")
+    assert keyed["repository"]["key_url"] == "file:///srv/key.pub"
+    with pytest.raises(DriverError, match=r"^nvidia_driver_rpm_repository: 'mirror.local/cuda' is not a URL"):
+        request(ROCKY9, branch="580", rpm_repository="mirror.local/cuda")
+
+
+def test_the_build_needs_kernel_devel_of_the_running_kernel_and_kernel_headers():
+    req = request(ROCKY9, branch="580")
+    assert req["headers_package"] == "kernel-devel-5.14.0-503.14.1.el9_5.x86_64"
+    assert req["build_prerequisites"] == ["kernel-headers", "dkms", "gcc", "make"]
+
+
+def bare(os_info=ROCKY9):
+    return {"kernel": os_info["kernel"], "headers_present": False, "module_on_disk": None, "dkms": None,
+            "loaded": {"modules": [], "version": None, "module_type": None}, "userspace_version": None,
+            "packages": {}, "dpkg_interrupted": [], "services": {}, "persistenced_unit": False,
+            "blacklist_complete": False, "secure_boot": False, "signing_files_missing": [], "index": None}
+
+
+def test_a_bare_el_node_installs_the_version_as_dnf_asks_it_and_holds_with_versionlock():
+    req = request(ROCKY9, gpu(H100, nvswitches=4), version="580.95.05")
+    steps = plan(bare(), req)
+    assert steps["install_packages"] == ["nvidia-open-580.95.05"]  # dnf's name-version: any epoch, release
+    assert steps["prerequisites"] == ["kernel-devel-5.14.0-503.14.1.el9_5.x86_64", "kernel-headers", "dkms",
+                                      "gcc", "make"]
+    assert steps["hold"] == ["nvidia-open", "nvidia-fabric-manager"]
+    assert steps["fabricmanager"]["package"] == "nvidia-fabric-manager"
+    assert steps["blacklist_nouveau"]
+
+
+def test_a_held_el_driver_is_converged_on_holds():
+    req = request(ROCKY9, branch="580")
+    installed = dict(bare(), userspace_version="580.95.05", headers_present=True, blacklist_complete=True,
+                     module_on_disk={"version": "580.95.05", "flavor": "open"},
+                     loaded={"modules": ["nvidia"], "version": "580.95.05", "module_type": "open"},
+                     services={"nvidia-persistenced": {"load": "loaded", "unit_file": "enabled",
+                                                       "active": "active"}})
+    held = dict(installed, packages={"nvidia-open": {"version": "3:580.95.05-1.el9", "want": "hold",
+                                                     "status": "installed"}})
+    assert plan(held, req)["hold"] == []
+    loose = dict(held, packages={"nvidia-open": dict(held["packages"]["nvidia-open"], want="install")})
+    assert plan(loose, req)["hold"] == ["nvidia-open"]
+
+
+@pytest.mark.parametrize(("version", "message"), [
+    ("8.10", r"^Rocky 8.10: EL 8 is not served: ansible-core 2.17 and later no longer run modules on "
+             r"Python 3.6"),
+    ("11.0", r"^Rocky 11.0: gpunode knows the NVIDIA packages of EL 9 and 10, not of EL 11"),
+])
+def test_el_releases_gpunode_does_not_serve_are_refused_by_name(version, message):
+    with pytest.raises(DriverError, match=message):
+        request({**ROCKY9, "distribution_version": version}, branch="580")
+
+
+def test_the_distribution_source_is_refused_on_el_naming_the_setting():
+    with pytest.raises(DriverError, match=r"^EL 9: the distribution packages no NVIDIA driver; set "
+                                          r"nvidia_driver_package_source: cuda"):
+        request(ROCKY9, branch="580", package_source="distro")
+
+
+def test_the_family_is_the_rhel_family_by_distribution_fact():
+    assert [nvidia_packages.family_of(d) for d in ("RedHat", "Rocky", "AlmaLinux", "CentOS", "Ubuntu")] == [
+        "rhel", "rhel", "rhel", "rhel", None]
+    assert nvidia_packages.version_spec("nvidia-open", "580.95.05", "dnf") == "nvidia-open-580.95.05"
+    assert nvidia_packages.version_spec("nvidia-open", "580.95.05") == "nvidia-open=580.95.05-*"
+
+
+@pytest.mark.parametrize(("enabled", "expected"), [
+    (None, {"stream": "nvidia-driver:580-open", "command": "enable", "enabled": None}),
+    ("570-open", {"stream": "nvidia-driver:580-open", "command": "switch-to", "enabled": "570-open"}),
+    ("580-open", None),
+])
+def test_el9_enables_the_stream_or_switches_to_it_before_the_install(enabled, expected):
+    steps = plan(dict(bare(), module_stream=enabled), request(ROCKY9, branch="580"))
+    assert steps["module_stream"] == expected and steps["version_lock"] is None
+
+
+def test_el10_pins_the_branch_with_versionlock_before_the_install_and_only_then():
+    req = request(RHEL10, gpu(H100), branch="595")
+    assert plan(bare(RHEL10), req)["version_lock"] == "*nvidia*595*"
+    assert plan(bare(RHEL10), req)["module_stream"] is None
+    installed = dict(bare(RHEL10), userspace_version="595.71.05", headers_present=True,
+                     blacklist_complete=True, module_on_disk={"version": "595.71.05", "flavor": "open"},
+                     packages={"nvidia-open": {"version": "3:595.71.05-1.el10", "want": "hold",
+                                               "status": "installed"}})
+    assert plan(installed, req)["version_lock"] is None  # nothing to install: no pin to add
+
+
+def test_a_fabric_manager_with_an_epoch_at_the_drivers_version_is_converged():
+    req = request(ROCKY9, gpu(H100, nvswitches=4), branch="580")
+    running = {"load": "loaded", "enabled": "enabled", "active": "active"}
+    node = dict(bare(), userspace_version="580.95.05", headers_present=True, blacklist_complete=True,
+                module_on_disk={"version": "580.95.05", "flavor": "open"},
+                loaded={"modules": ["nvidia"], "version": "580.95.05", "module_type": "open"},
+                services={"nvidia-persistenced": running, "nvidia-fabricmanager": running},
+                packages={name: {"version": "3:580.95.05-1.el9", "want": "hold", "status": "installed"}
+                          for name in ("nvidia-open", "nvidia-fabric-manager")})
+    steps = plan(node, req)
+    assert steps["fabricmanager"] is None and steps["converged"], steps["reasons"]

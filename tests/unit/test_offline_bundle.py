@@ -137,6 +137,28 @@ def test_plan_per_node_source_and_method():
     assert "r: the kernel is not known: its headers (linux-headers-<kernel>) are left out" in plan["warnings"]
 
 
+def test_el_nodes_list_the_cuda_rpm_repository_its_requests_and_streams_not_apt_data():
+    rocky = {"distribution": "Rocky", "distribution_version": "9.5", "architecture": "x86_64",
+             "kernel": "5.14.0-503.14.1.el9_5.x86_64", "gpus": ["1eb8"], "package_source": "cuda"}
+    nodes = [ob.node_input("el9", {}, dict(rocky, host="el9", branch="580")),
+             ob.node_input("el9b", {}, dict(rocky, host="el9b", branch="580")),
+             ob.node_input("el10", {}, dict(rocky, host="el10", distribution="RedHat",
+                                            distribution_version="10.0", branch="580"))]
+    plan = ob.plan(nodes, "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)")
+    repositories = {r["name"]: r for r in plan["repositories"]}
+    # no apt repository for an EL node, the toolkit's included (its role serves apt nodes only)
+    assert sorted(repositories) == ["cuda-rhel-10-x86_64", "cuda-rhel-9-x86_64"]
+    el9 = repositories["cuda-rhel-9-x86_64"]
+    assert (el9["format"], el9["index"]) == (
+        "rpm", "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/repodata/repomd.xml")
+    assert el9["module_streams"] == ["nvidia-driver:580-open"]  # the T4 takes the open modules
+    assert el9["packages"] == ["nvidia-open"]
+    assert repositories["cuda-rhel-10-x86_64"]["module_streams"] == []  # EL 10: a version lock, no streams
+    assert "kernel-devel-5.14.0-503.14.1.el9_5.x86_64" in plan["distro_packages"]["rhel-9"]
+    listed = "el9: EL node: the bundle lists the RPMs of cuda-rhel-9-x86_64"
+    assert any(w.startswith(listed) for w in plan["warnings"])
+
+
 def test_the_inventory_decides_never_the_driver_a_node_runs_now():
     facts = {"distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "x86_64",
              "kernel": "6.8.0-60-generic", "nvidia_driver": {"method": "packages", "branch": "620"},

@@ -117,6 +117,7 @@ def driver_needs(node, cuda_repo_base=""):
     return {"driver": dict({k: install[k] for k in ("method", "branch", "version", "module_type")},
                            host=node["host"]),
             "release": install["release"], "repository": url, "packages": install["repository_packages"],
+            "package_manager": install["package_manager"], "module_streams": install["module_streams"],
             "distro_packages": install["distribution_packages"], "runfile": install["runfile"],
             "warnings": [f"{node['host']}: {warning}" for warning in install["warnings"]]}
 
@@ -126,9 +127,10 @@ def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addon_va
     """The whole bundle: ``{"nodes", "repositories", "distro_packages", "runfiles", "images", "warnings"}``.
 
     ``nodes``: per node the driver the role installs (``host``, ``method``, ``branch``, ``version``,
-    ``module_type``); ``repositories``: ``[{"name", "url", "index", "arch", "packages"}]`` (flat
-    repositories; ``index`` the Packages file's URL); ``distro_packages``: release -> sorted apt
-    requests (``name``, or ``name=VERSION-*`` for a pinned driver).
+    ``module_type``); ``repositories``: ``[{"name", "url", "index", "arch", "packages", "format"}]``
+    (``deb``: flat apt repositories, ``index`` the Packages file's URL; ``rpm``: NVIDIA's CUDA
+    repository of EL nodes, ``index`` its repomd.xml, with ``module_streams``); ``distro_packages``:
+    release -> sorted apt or dnf requests (``name``, or ``name=VERSION-*`` for a pinned driver).
     """
     drivers, repositories, distro, runfiles, warnings = [], {}, {}, {}, []
     for node in nodes:
@@ -137,13 +139,16 @@ def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addon_va
         warnings.extend(needs["warnings"])
         architecture = node["os_info"]["architecture"]
         arch = DEB_ARCH.get(architecture, architecture)
-        if needs["repository"]:
-            _want(repositories, "cuda-" + needs["release"] + "-" + arch, needs["repository"], arch,
-                  needs["packages"])
         if needs["distro_packages"]:
             distro.setdefault(needs["release"], set()).update(needs["distro_packages"])
         if needs["runfile"]:
             runfiles[needs["runfile"]["name"]] = needs["runfile"]
+        if needs["package_manager"] == "dnf":
+            _want_el(repositories, needs, architecture, warnings)
+            continue
+        if needs["repository"]:
+            _want(repositories, "cuda-" + needs["release"] + "-" + arch, needs["repository"], arch,
+                  needs["packages"])
         toolkit = toolkit_repo_url.replace("$(ARCH)", arch)
         _want(repositories, "toolkit-" + arch, toolkit.rstrip("/") + "/", arch,
               [TOOLKIT_PACKAGE + (f" (= {toolkit_version})" if toolkit_version else "")])
@@ -163,8 +168,29 @@ def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addon_va
 
 def _want(repositories, name, url, arch, packages):
     entry = repositories.setdefault(name, {"name": name, "url": url, "index": url + "Packages", "arch": arch,
-                                           "packages": []})
+                                           "packages": [], "format": "deb"})
     entry["packages"] = sorted(set(entry["packages"]) | set(packages))
+
+
+def _want_el(repositories, needs, architecture, warnings):
+    """An EL node's driver: NVIDIA's CUDA RPM repository (``format: rpm``; ``index`` its
+    repomd.xml), the dnf requests and the module streams enabled first. Listed only: the
+    playbook writes them into the bundle (``rpm-packages/<name>.txt``) and downloads no RPM yet;
+    nor the container toolkit, whose role serves apt nodes only."""
+    host = needs["driver"]["host"]
+    warnings.append(f"{host}: EL node: the container toolkit's RPMs are not in the bundle (its role "
+                    "installs from apt repositories only)")
+    if not needs["repository"]:
+        return
+    name = f"cuda-{needs['release']}-{architecture}"
+    entry = repositories.setdefault(name, {"name": name, "url": needs["repository"], "arch": architecture,
+                                           "index": needs["repository"] + "repodata/repomd.xml",
+                                           "packages": [], "module_streams": [], "format": "rpm"})
+    entry["packages"] = sorted(set(entry["packages"]) | set(needs["packages"]))
+    entry["module_streams"] = sorted(set(entry["module_streams"]) | set(needs["module_streams"]))
+    warnings.append(f"{host}: EL node: the bundle lists the RPMs of {name} and the module streams to "
+                    f"enable (rpm-packages/{name}.txt) but downloads none yet; fetch them on a machine of "
+                    "that release (dnf download --resolve)")
 
 
 def bundle_images(mode, addon_values, kubernetes_version, warnings):

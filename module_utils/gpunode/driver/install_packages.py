@@ -74,13 +74,14 @@ def role_install(values, gpu, os_info, secure_boot=False):
     Returns ``method`` (the role's, after its Secure Boot switch), ``branch``, ``version``,
     ``module_type``, ``release`` (``ubuntu-24.04``; None where apt does not serve the node),
     ``repository`` (NVIDIA's CUDA repository when the driver's packages come from it, else
-    None), ``repository_packages`` (the apt requests it serves), ``distribution_packages``
+    None), ``repository_packages`` (the apt or dnf requests it serves), ``distribution_packages``
     (those the distribution's archive serves), ``runfile`` (``name``, ``url``, ``checksum``
-    as given, or None) and ``warnings``.
+    as given, or None), ``package_manager`` (``apt``, ``dnf``), ``module_streams`` (the dnf
+    module streams the role enables first: EL 9) and ``warnings``.
     """
     result = {"method": None, "branch": None, "version": None, "module_type": None, "release": None,
               "repository": None, "repository_packages": [], "distribution_packages": [], "runfile": None,
-              "warnings": []}
+              "package_manager": None, "module_streams": [], "warnings": []}
     if not gpu.get("present"):
         return result  # nvidia_driver_state: "no NVIDIA GPU: nothing to do"
     params = role_params(values)
@@ -127,3 +128,6 @@ def _packages(result, params, request, steps, os_info):
             result["repository"] = nvidia_packages.cuda_repository(family, key, os_info["architecture"])[0]
             result["repository_packages"], driver = driver, []
     result["distribution_packages"] = distribution + driver
+    result["package_manager"] = request.get("package_manager") or "apt"
+    # EL 9: the dnf module stream the role enables before it installs (plan.module_stream)
+    result["module_streams"] = [steps["module_stream"]["stream"]] if steps.get("module_stream") else []

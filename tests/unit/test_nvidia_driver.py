@@ -524,6 +524,17 @@ def test_an_upgrade_releases_every_held_driver_package_and_moves_the_branch():
     assert steps["hold"] == ["nvidia-headless-570-server", "nvidia-utils-570-server"]
 
 
+def test_a_pinned_version_moves_only_the_packages_of_the_branch_at_another_version():
+    # libnvidia-compute-535 came with the node at the wanted version, from a source its apt
+    # no longer knows: requested again, apt would fail to locate it
+    packages = (*BASE, "nvidia-headless-535-server 535.104.05-0ubuntu1 hold",
+                "libnvidia-compute-535 535.129.03-0ubuntu1")
+    host = state("535.104.05", "535.104.05", "535.104.05", packages=packages)
+    steps = plan(host, request(UBUNTU2404, version="535.129.03", module_type="proprietary"))
+    assert "nvidia-headless-535-server=535.129.03-*" in steps["install_packages"]
+    assert not any(spec.startswith("libnvidia-compute-535") for spec in steps["install_packages"])
+
+
 def test_cuda_590_install_requests_the_pinning_package_first():
     steps = plan(state(), request(UBUNTU2404, version="590.48.01", package_source="cuda"))
     assert steps["install_packages"] == ["nvidia-driver-pinning-590.48.01", "nvidia-open=590.48.01-*"]

@@ -406,8 +406,10 @@ def held_packages(packages):
 
 def _install_specs(request, packages):
     """apt requests for an install: the top-level packages at the version, and with a
-    version, every installed package of that branch too (apt does not downgrade an
-    exact dependency on its own)."""
+    version, every installed package of that branch at another version too (apt does not
+    downgrade an exact dependency on its own). One already at the version needs no request,
+    and may come from a source the node no longer has (an image's package, a repository
+    since removed): apt could not locate it."""
     version = request["version"]
     specs = []
     pin = request["packages"]["pin"]
@@ -418,7 +420,8 @@ def _install_specs(request, packages):
         prefix = request["branch"] + "."
         names += sorted(name for name, entry in (packages or {}).items()
                         if nvidia_packages.is_driver_package(name) and installed(packages, name)
-                        and upstream_version(entry["version"] or "").startswith(prefix) and name != pin
+                        and upstream_version(entry["version"] or "").startswith(prefix)
+                        and upstream_version(entry["version"] or "") != version and name != pin
                         and not name.startswith("nvidia-driver-pinning-"))
         if request["method"] == "ubuntu-signed":  # the DKMS side goes (plan's remove)
             names = [name for name in names if not _DKMS_SIDE_RE.match(name)]

@@ -193,7 +193,7 @@ def _stream(spec, streams, arch, source):
 
 def _profile_packages(request, streams, arch, source):
     """The package names of ``@name:stream[/profile]`` (profile ``default`` when not named)."""
-    spec, _, profile = request[1:].partition("/")
+    spec, _slash, profile = request[1:].partition("/")
     stream = _stream(spec, streams, arch, source)
     profile = profile or "default"
     if profile not in stream["profiles"]:
@@ -255,7 +255,7 @@ def _pick(index, request, entry=None):
     for name, packages in by_name.items():
         if request.startswith(name + "-"):
             for package in packages:
-                _, version, release = package["evr"]
+                version, release = package["evr"][1:]
                 label = f"{name}-{version}-{release}"
                 if fnmatch.fnmatchcase(label, request) or fnmatch.fnmatchcase(label, request + "-*"):
                     return package

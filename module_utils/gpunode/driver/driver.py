@@ -366,8 +366,8 @@ def _rpm_repository(params, key, arch):
     url, cuda_key = nvidia_packages.cuda_repository("rhel", key, arch)
     mirror = params.get("rpm_repository") or None
     baseurl = mirror or url
-    key_url = params.get("rpm_key_url") or (baseurl.rstrip("/") + "/" + nvidia_packages.CUDA_RPM_KEY_NAME
-                                             if mirror else cuda_key)
+    mirror_key = baseurl.rstrip("/") + "/" + nvidia_packages.CUDA_RPM_KEY_NAME
+    key_url = params.get("rpm_key_url") or (mirror_key if mirror else cuda_key)
     if not baseurl.startswith(("https://", "http://", "file://")):
         raise DriverError(f"nvidia_driver_rpm_repository: {baseurl!r} is not a URL (https://, http:// or "
                           "file://): dnf's baseurl")

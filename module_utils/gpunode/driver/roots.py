@@ -106,4 +106,3 @@ def origin(place, owners, traces):
     else:
         kind = None
     return {"kind": kind, "where": where, "packages": sorted(set(owners)), "traces": list(traces)}
-

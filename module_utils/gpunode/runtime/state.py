@@ -45,7 +45,6 @@ from ansible.module_utils.gpunode.runtime.toolkit_source import (
 # --- the plan ---------------------------------------------------------------------
 
 
-
 #: What the run's table says of an engine whose configuration changed on a host where systemd does
 #: not run: the file is written, and its daemon must be restarted by whatever runs it there.
 NO_SERVICE_MANAGER = "restart needed: no service manager"
@@ -62,6 +61,7 @@ def engine_restart(active, outdated, changed, service_manager):
     if not service_manager:
         return False, (NO_SERVICE_MANAGER if changed else None)
     return bool(active and (changed or outdated)), None
+
 
 class Planner:
     """Decides the plan and the facts from what ``read_node`` observed and what is wanted.

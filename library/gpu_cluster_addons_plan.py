@@ -426,37 +426,39 @@ from ansible.module_utils.gpunode.addons.gpu_nodes import RUNTIME_CLASS_CHOICES
 from ansible.module_utils.gpunode.addons.inputs import ValueSyntaxError
 from ansible.module_utils.gpunode.addons.plan import plan
 
+ARGUMENT_SPEC = {
+    "mode": {"type": "str", "choices": list(MODES), "required": True},
+    "kubernetes_version": {"type": "str", "required": True},
+    "nodes": {"type": "list", "elements": "dict"},
+    "distribution": {"type": "str", "choices": list(DISTRIBUTIONS), "default": "auto"},
+    "control_plane_label": {"type": "str"},
+    "gpu_hosts": {"type": "list", "elements": "str", "default": []},
+    "host_facts": {"type": "dict", "default": {}},
+    "node_names": {"type": "dict", "default": {}},
+    "require_gpu_hosts": {"type": "bool", "default": False},
+    "extra_node_labels": {"type": "dict", "default": {}},
+    "runtime_class": {"type": "bool", "default": True},
+    "pod_runtime_class": {"type": "str", "choices": list(RUNTIME_CLASS_CHOICES), "default": "auto"},
+    "runtime_class_handler": {"type": "str", "default": "nvidia"},
+    "namespace": {"type": "str", "default": "kube-system"},
+    "device_plugin_config": {"type": "dict", "default": {}},
+    "device_plugin_configs": {"type": "dict", "default": {}},
+    "device_plugin_config_default": {"type": "str", "default": ""},
+    "device_plugin_config_names": {"type": "dict", "default": {}},
+    "hami": {"type": "dict", "default": {}},
+    "nvidia_mig_strategy": {"type": "str", "choices": ["none", "single", "mixed"], "default": "none"},
+    "nvidia_time_slicing_replicas": {"type": "int", "default": 0},
+    "nvidia_time_slicing_rename": {"type": "bool", "default": False},
+    "nvidia_time_slicing_fail_requests_greater_than_one": {"type": "bool", "default": False},
+    "role_values": {"type": "dict", "default": {}},
+    "allocations": {"type": "dict", "default": {}},
+    "dra": {"type": "dict", "default": {}},
+}
+
 
 def build_module():
     return AnsibleModule(
-        argument_spec={
-            "mode": {"type": "str", "choices": list(MODES), "required": True},
-            "kubernetes_version": {"type": "str", "required": True},
-            "nodes": {"type": "list", "elements": "dict"},
-            "distribution": {"type": "str", "choices": list(DISTRIBUTIONS), "default": "auto"},
-            "control_plane_label": {"type": "str"},
-            "gpu_hosts": {"type": "list", "elements": "str", "default": []},
-            "host_facts": {"type": "dict", "default": {}},
-            "node_names": {"type": "dict", "default": {}},
-            "require_gpu_hosts": {"type": "bool", "default": False},
-            "extra_node_labels": {"type": "dict", "default": {}},
-            "runtime_class": {"type": "bool", "default": True},
-            "pod_runtime_class": {"type": "str", "choices": list(RUNTIME_CLASS_CHOICES), "default": "auto"},
-            "runtime_class_handler": {"type": "str", "default": "nvidia"},
-            "namespace": {"type": "str", "default": "kube-system"},
-            "device_plugin_config": {"type": "dict", "default": {}},
-            "device_plugin_configs": {"type": "dict", "default": {}},
-            "device_plugin_config_default": {"type": "str", "default": ""},
-            "device_plugin_config_names": {"type": "dict", "default": {}},
-            "hami": {"type": "dict", "default": {}},
-            "nvidia_mig_strategy": {"type": "str", "choices": ["none", "single", "mixed"], "default": "none"},
-            "nvidia_time_slicing_replicas": {"type": "int", "default": 0},
-            "nvidia_time_slicing_rename": {"type": "bool", "default": False},
-            "nvidia_time_slicing_fail_requests_greater_than_one": {"type": "bool", "default": False},
-            "role_values": {"type": "dict", "default": {}},
-            "allocations": {"type": "dict", "default": {}},
-            "dra": {"type": "dict", "default": {}},
-        },
+        argument_spec=ARGUMENT_SPEC,
         supports_check_mode=True,
     )
 

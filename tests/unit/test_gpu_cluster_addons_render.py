@@ -23,7 +23,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import shared_path
+from conftest import load_file, shared_path
 
 try:  # a controller-side dependency Debian does not package: every test here is marked controller
     import kubernetes_validate
@@ -266,10 +266,15 @@ def by_kind(objs, kind):
 def decided(args, version):
     """What gpu_cluster_addons_plan decides to write with the run's ``args`` for ``version`` (the
     version itself written <version>; what it removes left out: REMOVALS)."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator  # noqa: PLC0415
     from ansible.module_utils.gpunode.addons.plan import plan  # noqa: PLC0415 (controller only)
 
+    # with the module's defaults, as it runs (2.21's callback sees only the arguments given)
+    module = load_file(ROOT / "library" / "gpu_cluster_addons_plan.py", "gpu_cluster_addons_plan_spec")
+    given = dict(copy.deepcopy(args), kubernetes_version=version)
+    params = ArgumentSpecValidator(module.ARGUMENT_SPEC).validate(given).validated_parameters
     warnings = []
-    result = plan(dict(copy.deepcopy(args), kubernetes_version=version), warnings.append)
+    result = plan(params, warnings.append)
     for key in REMOVALS:
         result["dra"].pop(key)
     text = json.dumps({"result": result, "warnings": warnings}, sort_keys=True)

@@ -16,9 +16,7 @@ What :mod:`.packages_index` is for a flat apt repository, for the repositories d
 - :func:`parse_modules` reads ``modules.yaml`` (modulemd v2 documents): each stream's
   profiles and the NEVRAs of its artifacts, so a request such as
   ``@nvidia-driver:580-open`` resolves to the packages of that stream only.
-- :func:`vercmp` and :func:`compare_evr` order versions as rpm does (rpm-version(7):
-  alphanumeric segments, numbers compared as numbers, ``~`` before anything, ``^`` after
-  the end; the test vectors of rpm's own ``tests/rpmvercmp.at``).
+- versions are ordered as rpm orders them (``host.packages_rpm.vercmp`` and ``compare_evr``).
 - :func:`resolve` picks the packages that install what is wanted and the dependencies the
   same repository has (versioned requires met), newest first, among the packages dnf would
   consider with the node's module streams enabled; :func:`downloads` lists them with their
@@ -31,7 +29,6 @@ Errors are :class:`~.packages_index.BundleError`, naming the metadata file.
 import fnmatch
 import functools
 import gzip
-import re
 import xml.etree.ElementTree as ET
 
 try:
@@ -40,54 +37,13 @@ except ImportError:  # the bundle is planned on the controller, which has PyYAML
     yaml = None
 
 from ansible.module_utils.gpunode.bundle.packages_index import BundleError
+from ansible.module_utils.gpunode.host.packages_rpm import compare_evr
 
 _REPO = "{http://linux.duke.edu/metadata/repo}"
 _COMMON = "{http://linux.duke.edu/metadata/common}"
 _RPM = "{http://linux.duke.edu/metadata/rpm}"
 #: arches a node of ``arch`` installs (noarch packages fit every node)
 _ARCHES = {"x86_64": ("x86_64", "noarch"), "aarch64": ("aarch64", "noarch")}
-_SEGMENT = re.compile(r"([0-9]+|[A-Za-z]+|~|\^)")
-
-
-def vercmp(a, b):
-    """-1, 0 or 1 as rpm orders the version (or release) strings ``a`` and ``b``."""
-    if a == b:
-        return 0
-    one, two = _segments(a), _segments(b)
-    for x, y in zip(one, two):
-        if x != y:
-            return _segment_order(x, y)
-    if len(one) == len(two):
-        return 0
-    # the longer one is newer, unless what it has more starts with '~'
-    rest, sign = (one[len(two)], 1) if len(one) > len(two) else (two[len(one)], -1)
-    return -sign if rest == "~" else sign
-
-
-def _segments(text):
-    return _SEGMENT.findall(text)
-
-
-def _segment_order(x, y):
-    # '~' sorts before anything, then '^' before any other segment (but after the end: vercmp)
-    for mark in ("~", "^"):
-        if mark in (x, y):
-            return -1 if x == mark else 1
-    if x.isdigit() and y.isdigit():
-        x, y = x.lstrip("0") or "0", y.lstrip("0") or "0"
-        if len(x) != len(y):
-            return 1 if len(x) > len(y) else -1
-    elif x.isdigit() != y.isdigit():
-        return 1 if x.isdigit() else -1  # a number is newer than letters
-    return (x > y) - (x < y)
-
-
-def compare_evr(a, b):
-    """Order two ``(epoch, version, release)`` triples (epoch as a string or int, "" or None for 0)."""
-    epochs = int(a[0] or 0), int(b[0] or 0)
-    if epochs[0] != epochs[1]:
-        return 1 if epochs[0] > epochs[1] else -1
-    return vercmp(a[1], b[1]) or vercmp(a[2] or "", b[2] or "")
 
 
 def _xml(data, source):

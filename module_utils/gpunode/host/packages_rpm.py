@@ -23,11 +23,17 @@ shape, so the concerns read one interface: :meth:`Dnf.packages` (``{name: {"vers
   own ``_match`` does: the spec, as an fnmatch pattern, against the package's NEVRA forms
   (``name``, ``name.arch``, ``name-version``, ... ``name-epoch:version-release.arch``).
 
+- :func:`vercmp` and :func:`compare_evr` order versions as rpm does (rpm-version(7):
+  alphanumeric segments, numbers compared as numbers, ``~`` before anything, ``^`` after
+  the end; the test vectors of rpm's own ``tests/rpmvercmp.at``): the runtime's candidate
+  versions and the offline bundle's RPM metadata both take this order.
+
 Python 3.8+ (this runs on target hosts); standard library only.
 """
 
 import fnmatch
 import os
+import re
 
 #: rpm's query format that :func:`parse_rpm_query` reads (one package a line, tab-separated)
 RPM_QUERY_FORMAT = "%{NAME}\t%{EPOCH}\t%{VERSION}\t%{RELEASE}\t%{ARCH}\n"
@@ -50,6 +56,51 @@ OS_RELEASE = "/etc/os-release"
 
 class RpmError(Exception):
     """The rpm database or the lock list cannot be read; the message names the command or file."""
+
+
+#: rpm's version segments: runs of digits, runs of letters, and the operators ``~`` and ``^``
+_SEGMENT = re.compile(r"([0-9]+|[A-Za-z]+|~|\^)")
+
+
+def vercmp(a, b):
+    """-1, 0 or 1 as rpm orders the version (or release) strings ``a`` and ``b``."""
+    if a == b:
+        return 0
+    one, two = _segments(a), _segments(b)
+    for x, y in zip(one, two):
+        if x != y:
+            return _segment_order(x, y)
+    if len(one) == len(two):
+        return 0
+    # the longer one is newer, unless what it has more starts with '~'
+    rest, sign = (one[len(two)], 1) if len(one) > len(two) else (two[len(one)], -1)
+    return -sign if rest == "~" else sign
+
+
+def _segments(text):
+    return _SEGMENT.findall(text)
+
+
+def _segment_order(x, y):
+    # '~' sorts before anything, then '^' before any other segment (but after the end: vercmp)
+    for mark in ("~", "^"):
+        if mark in (x, y):
+            return -1 if x == mark else 1
+    if x.isdigit() and y.isdigit():
+        x, y = x.lstrip("0") or "0", y.lstrip("0") or "0"
+        if len(x) != len(y):
+            return 1 if len(x) > len(y) else -1
+    elif x.isdigit() != y.isdigit():
+        return 1 if x.isdigit() else -1  # a number is newer than letters
+    return (x > y) - (x < y)
+
+
+def compare_evr(a, b):
+    """Order two ``(epoch, version, release)`` triples (epoch as a string or int, "" or None for 0)."""
+    epochs = int(a[0] or 0), int(b[0] or 0)
+    if epochs[0] != epochs[1]:
+        return 1 if epochs[0] > epochs[1] else -1
+    return vercmp(a[1], b[1]) or vercmp(a[2] or "", b[2] or "")
 
 
 def parse_rpm_query(text):

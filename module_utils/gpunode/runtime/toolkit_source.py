@@ -36,8 +36,8 @@ import functools
 import os
 import re
 
-from ansible.module_utils.gpunode.bundle.rpm_index import compare_evr
 from ansible.module_utils.gpunode.formats import values
+from ansible.module_utils.gpunode.host.packages_rpm import compare_evr
 from ansible.module_utils.gpunode.runtime.engines import TOOLKIT, RuntimeStateError, sources_text
 
 #: NVIDIA's RPM repository of the toolkit (``nvidia-container-toolkit.repo``, stable channel)

@@ -1,15 +1,20 @@
 """nvidia_mig: the config, nvidia-smi's answers (real captures from ../shared), and main() against the
 stand-in nvidia-smi of tests/simnode/fakes/mig (MIG state in a JSON file under tmp_path)."""
 
+import contextlib
 import csv
+import importlib.machinery
+import io
 import json
 import os
 import subprocess
 import sys
+import types
 
 import nvidia_mig
 import pytest
 import yaml
+from ansible.module_utils import basic
 from ansible.module_utils.gpunode.driver import mig
 from conftest import ROOT, shared_path
 
@@ -130,19 +135,53 @@ def test_instances_and_placements():
 # ---------------------------------------------------------------- main() against the stand-in
 
 
+def load_stand_in(state):
+    """The stand-in as a module of this process, keeping its MIG state in ``state``."""
+    loader = importlib.machinery.SourceFileLoader("gpunode_sim_nvidia_smi", str(STAND_IN))
+    fake = types.ModuleType(loader.name)
+    loader.exec_module(fake)
+    fake.STATE = str(state)
+    return fake
+
+
+def call_stand_in(fake, argv):
+    """``(rc, stdout, stderr)`` of the stand-in run with ``argv``, in this process: what the
+    executable prints and exits with (a process per call made this file the unit run's slowest)."""
+    out = io.StringIO()
+    rc = 0
+    with contextlib.redirect_stdout(out):
+        try:
+            fake.main([str(arg) for arg in argv])
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else 1
+    return rc, out.getvalue(), ""
+
+
 @pytest.fixture
 def node(tmp_path, monkeypatch):
-    """Two H100 and a T4 with MIG off; returns a function running the stand-in's test hooks."""
+    """Two H100 and a T4 with MIG off; returns a function running the stand-in's test hooks.
+
+    Modules run in the test call the stand-in in this process (AnsibleModule.run_command of its
+    path); processes the test starts itself (the boot script) run the executable, on the same
+    state file."""
     state = tmp_path / "nvidia-smi.json"
     monkeypatch.setenv("GPUNODE_SIM_NVIDIA_SMI_STATE", str(state))
+    fake = load_stand_in(state)
+    run_command = basic.AnsibleModule.run_command
+
+    def run_stand_in(module, args, *more, **options):
+        if isinstance(args, (list, tuple)) and args and str(args[0]) == str(STAND_IN):
+            return call_stand_in(fake, args[1:])
+        return run_command(module, args, *more, **options)
+
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_stand_in)
 
     def sim(*args):
-        out = subprocess.run([sys.executable, str(STAND_IN), *map(str, args)], capture_output=True, text=True,
-                             check=False)
-        return out.stdout
+        return call_stand_in(fake, args)[1]
 
     sim("gpunode-sim", "init", "h100", "h100", "t4")
     sim.state = state
+    sim.fake = fake
     return sim
 
 
@@ -310,8 +349,7 @@ def test_a_converged_host_costs_three_reads(node):
 
     def run(argv):
         calls.append(argv[1:])
-        out = subprocess.run([sys.executable, *argv], capture_output=True, text=True, check=False)
-        return out.returncode, out.stdout, out.stderr
+        return call_stand_in(node.fake, argv[1:])
 
     entries = mig.parse_config(CONFIG, "mixed")
     mig.converge(mig.Smi(run, str(STAND_IN)), entries, "mixed")

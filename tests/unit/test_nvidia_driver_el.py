@@ -164,3 +164,21 @@ def test_a_fabric_manager_with_an_epoch_at_the_drivers_version_is_converged():
                           for name in ("nvidia-open", "nvidia-fabric-manager")})
     steps = plan(node, req)
     assert steps["fabricmanager"] is None and steps["converged"], steps["reasons"]
+
+
+def test_secure_boot_on_el_signs_the_dkms_build_with_the_operators_key_or_refuses():
+    """EL builds the module with DKMS (EPEL's), as Debian does: under Secure Boot the build is refused
+    before any change without a key pair, and planned (DKMS signing it: role's framework.conf.d
+    drop-in) with one; a key named but missing on the node is refused naming it."""
+    secure = dict(bare(), secure_boot=True)
+    with pytest.raises(DriverError, match=r"^Secure Boot is on and the NVIDIA kernel module would be unsigned"):
+        plan(secure, request(ROCKY9, branch="580"))
+    keyed = request(ROCKY9, branch="580", signing_key="/root/mok.key", signing_cert="/root/mok.der")
+    assert keyed["signing"] and keyed["package_manager"] == "dnf"
+    steps = plan(secure, keyed)
+    assert steps["install"] and steps["install_packages"] == ["nvidia-open"]
+    assert "dkms" in steps["prerequisites"]
+    with pytest.raises(DriverError, match=r"^/root/mok.key \(module signing\) does not exist on this host"):
+        plan(dict(secure, signing_files_missing=["/root/mok.key"]), keyed)
+    with pytest.raises(DriverError, match="module signing needs both"):
+        request(ROCKY9, branch="580", signing_key="/root/mok.key")

@@ -19,7 +19,7 @@ IMAGE_FLAVORS ?= $(sort $(patsubst gpunode-%-systemd,%,$(shell grep -ohE 'gpunod
 TEST_JOBS ?= $(shell nproc)
 export TEST_JOBS
 
-.PHONY: help bootstrap bootstrap-newest image lint unit unit-lock molecule test demo demo-clean bench test-cluster
+.PHONY: help bootstrap bootstrap-newest image lint unit unit-lock molecule test ci demo demo-clean bench test-cluster
 
 help:
 	@echo "make demo          run site.yml (check, twice) on a simulated 3-node GPU cluster"
@@ -63,6 +63,13 @@ molecule: bootstrap
 # longest first, a log per step in .cache/test/, a summary with times)
 test: bootstrap bootstrap-newest
 	python scripts/run-tests.py lint unit $(addprefix molecule:,$(SCENARIOS))
+
+# what CI runs (.ci/run): make test's steps and, in the same schedule (TEST_JOBS at a time, the
+# longest first), the newest ansible-core's controller-side unit tests, make demo on it, and
+# make collection on the oldest and the newest (scripts/run-tests.py CI_STEPS)
+ci: bootstrap bootstrap-newest
+	python scripts/run-tests.py lint unit $(addprefix molecule:,$(SCENARIOS)) \
+	  unit:newest demo:newest collection collection:newest
 
 demo: image
 	@bash scripts/demo.sh

@@ -5,7 +5,11 @@ Steps: `lint` (`make lint`: ruff, scripts/check_function_length.py, yamllint,
 ansible-lint), `unit` (scripts/unit-tests.py: every target Python and the
 controller), `molecule:SCENARIO` (`molecule test
 -s SCENARIO`) and `image:FLAVOR` (tests/simnode/build-image.sh FLAVOR, which
-does nothing when the image is up to date). A scenario starts once the images
+does nothing when the image is up to date); and, for `make ci`, the newest
+ansible-core's (.venv-newest) `unit:newest` (its controller-side unit tests),
+`demo:newest` (`make demo`, then `make demo-clean`), and `collection` and
+`collection:newest` (`make collection` on each; never both at once: they build the
+same tarball). A scenario starts once the images
 its platforms use are built; image builds start at once and take no slot (they
 mostly wait on the archive). At most --jobs other steps run at once (default: the
 CPU count; TEST_JOBS overrides), the longest first, by the durations of the
@@ -18,6 +22,7 @@ for molecule the time of each action (create, prepare, converge, ...).
 
 Usage: run-tests.py [--jobs N] [STEP ...]
   STEP: lint | unit | molecule (every scenario) | molecule:NAME | image:FLAVOR
+        | unit:newest | demo:newest | collection | collection:newest
   default: lint unit molecule
 """
 
@@ -41,7 +46,22 @@ SEED_DURATIONS = ROOT / "scripts" / "test-durations.json"
 BASE_CONFIG = ROOT / ".config" / "molecule" / "config.yml"
 IMAGE = re.compile(r"^\s*image:\s*[\"']?gpunode-([a-z0-9-]+)-systemd(?::latest)?[\"']?\s*$", re.M)
 ACTION = re.compile(r"\[(?P<scenario>[^\]>]+?) > (?P<action>[a-z_]+)\] (?P<what>Executing|Executed)")
-GUESS = {"lint": 150, "unit": 200, "image": 20, "molecule": 400}
+GUESS = {"lint": 150, "unit": 200, "image": 20, "molecule": 400, "demo": 450, "collection": 250}
+NEWEST = "VENV=.venv-newest"
+#: the steps `make ci` adds to `make test`'s, on the newest ansible-core (and the oldest's collection)
+CI_STEPS = {
+    "unit:newest": ["make", "--no-print-directory", "unit", NEWEST, "UNIT_ARGS=--controller-only"],
+    "demo:newest": ["bash", "-c", "make --no-print-directory demo VENV=.venv-newest IMAGE_FLAVORS=bookworm "
+                    "DEMO_LOG_DIR=.cache/demo-newest; status=$?; make --no-print-directory demo-clean; "
+                    "exit $status"],
+    "collection": ["make", "--no-print-directory", "collection"],
+    # ansible-core 2.21's sanity also wants Python 3.14, which pyenv lacks: its compile and import
+    # tests run on 3.9-3.13 (the unit tests run on Debian sid's 3.14)
+    "collection:newest": ["make", "--no-print-directory", "collection", NEWEST,
+                          "COLLECTION_TEST_ARGS=-- --allow-missing-pythons"],
+}
+#: the images a CI step's nodes run
+CI_NEEDS = {"demo:newest": ["image:bookworm"]}
 #: --timeout times this for a kind of step: `unit` runs eight interpreters one after another
 TIMEOUT_FACTOR = {"unit": 2}
 
@@ -113,8 +133,13 @@ def plan(requested):
                 add(Step(f"molecule:{name}", ["molecule", "test", "-s", name], needs))
         elif item.startswith("image:"):
             add(Step(item, ["bash", str(ROOT / "tests" / "simnode" / "build-image.sh"), item[6:]]))
+        elif item in CI_STEPS:
+            for need in CI_NEEDS.get(item, []):
+                add(Step(need, ["bash", str(ROOT / "tests" / "simnode" / "build-image.sh"), need[6:]]))
+            add(Step(item, CI_STEPS[item], CI_NEEDS.get(item, [])))
         else:
-            sys.exit(f"run-tests: unknown step {item!r} (lint, unit, molecule, molecule:NAME, image:FLAVOR)")
+            sys.exit(f"run-tests: unknown step {item!r} (lint, unit, molecule, molecule:NAME, image:FLAVOR, "
+                     f"{', '.join(CI_STEPS)})")
     return list(steps.values())
 
 
@@ -218,7 +243,10 @@ def run(steps, jobs, timeout, verbose):
                     step.note = f"not run: {', '.join(blocked)} failed"
                     print(f"[{clock(t0)}] FAIL {step.name} ({step.note})", flush=True)
                     done[step.name] = step
-            ready = [s for s in pending if s.needs <= {n for n, d in done.items() if d.rc == 0}]
+            # the collection steps build the same tarball: one at a time
+            building = any(s.kind == "collection" for s in running)
+            ready = [s for s in pending if s.needs <= {n for n, d in done.items() if d.rc == 0}
+                     and not (building and s.kind == "collection")]
             # images first and all at once, beside the --jobs steps: they gate scenarios and
             # mostly wait on the archive (build-image.sh makes flavors of a suite wait for
             # its base image); then the longest expected step
@@ -228,6 +256,8 @@ def run(steps, jobs, timeout, verbose):
                 pending.remove(step)
                 launch(step, env, t0)
                 running.append(step)
+                if step.kind == "collection":
+                    ready = [s for s in ready if s.kind != "collection"]
             if pending and not running and not ready:
                 sys.exit("run-tests: steps wait on something that will never finish: "
                          + ", ".join(s.name for s in pending))

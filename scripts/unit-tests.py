@@ -418,7 +418,8 @@ def main(argv=None):
 
     runs = []
     if not args.no_controller:
-        runs.append(Run("controller", "controller", pathlib.Path(sys.executable)))
+        # named by ansible-core version: make ci runs the oldest's and the newest's side by side
+        runs.append(Run(f"controller-{ansible_version}", "controller", pathlib.Path(sys.executable)))
     for minor in minors:
         if minor in CONTAINER_PYTHONS:
             image = f"gpunode-{CONTAINER_PYTHONS[minor]}-unit:latest"
@@ -426,7 +427,7 @@ def main(argv=None):
         else:
             runs.append(Run(f"py{minor}", "target", find_interpreter(minor)))
     container = container_context(minors)
-    pythonpath = target_path(module_utils)
+    pythonpath = target_path(module_utils, f"target-{ansible_version}")
     order_args = ["--random-order-bucket=module", f"--random-order-seed={args.seed}"]
     print(f"unit: {len(runs)} runs, {args.jobs} at a time: controller {platform_version()} and target "
           f"Pythons {' '.join(minors) or 'none'} with ansible-core {ansible_version}'s module_utils only"

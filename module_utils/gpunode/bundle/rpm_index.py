@@ -170,6 +170,28 @@ def _visible(packages, arch, streams, enabled, source):
     return [p for p in packages if p["arch"] in arches and (nevra(p) not in modular or nevra(p) in shown)]
 
 
+def _lock_matches(package, lock):
+    """Whether a ``dnf versionlock add`` spec (globs allowed, ``*nvidia*580*``) names ``package``: the
+    forms dnf matches a spec against (dnf's ``Subject``: name, name-version, name-version-release,
+    name-epoch:version-release, each with or without .arch)."""
+    name, (epoch, version, release), arch = package["name"], package["evr"], package["arch"]
+    forms = (name, f"{name}-{version}", f"{name}-{version}-{release}",
+             f"{name}-{epoch or 0}:{version}-{release}")
+    return any(fnmatch.fnmatchcase(form, lock) or fnmatch.fnmatchcase(f"{form}.{arch}", lock)
+               for form in forms)
+
+
+def _locked(packages, locks):
+    """The packages dnf considers under version locks: the versionlock plugin (dnf-plugins-core,
+    ``dnf versionlock add SPEC``) locks every package the spec names to those versions, excluding
+    every other version of the same names; names no lock names are not filtered."""
+    if not locks:
+        return packages
+    kept = {id(p): p for p in packages if any(_lock_matches(p, lock) for lock in locks)}
+    names = {p["name"] for p in kept.values()}
+    return [p for p in packages if p["name"] not in names or id(p) in kept]
+
+
 def _index(packages):
     by_name, provides = {}, {}
     for package in _newest_first(packages):
@@ -218,18 +240,19 @@ def _pick(index, request, entry=None):
     return None
 
 
-def resolve(packages, wanted, arch, *, streams=None, enabled=(), source="primary.xml"):
+def resolve(packages, wanted, arch, *, streams=None, enabled=(), locks=(), source="primary.xml"):
     """The packages of one repository that install ``wanted`` on an ``arch`` node, with the
     dependencies the same repository provides (those it does not are the distribution's).
 
     ``wanted``: dnf requests as the driver concern gives them: ``name``,
     ``name-VERSION[-RELEASE]`` (globs allowed), ``@module:stream[/profile]``; ``enabled``: the
     module streams enabled first (``dnf module enable nvidia-driver:580-open``), as a
-    ``@`` request enables its own. ``streams``: :func:`parse_modules` of the repository.
+    ``@`` request enables its own; ``locks``: the ``dnf versionlock add`` specs added first (EL 10
+    pins the driver's branch so). ``streams``: :func:`parse_modules` of the repository.
     """
     streams = streams or {}
     enabled = set(enabled) | {w[1:].partition("/")[0] for w in wanted if w.startswith("@")}
-    index = _index(_visible(packages, arch, streams, enabled, source))
+    index = _index(_locked(_visible(packages, arch, streams, enabled, source), locks))
     chosen, queue = {}, []
     for request in wanted:
         names = _profile_packages(request, streams, arch, source) if request.startswith("@") else [request]
@@ -237,6 +260,7 @@ def resolve(packages, wanted, arch, *, streams=None, enabled=(), source="primary
             package = _pick(index, name)
             if package is None:
                 where = f" with {', '.join(sorted(enabled))} enabled" if enabled else ""
+                where += f" under the version lock {', '.join(locks)}" if locks else ""
                 raise BundleError(f"{source}: no package for {arch} matches {name!r}{where}")
             queue.append(package)
     while queue:

@@ -269,10 +269,18 @@ def resolve(packages, wanted, arch, *, streams=None, enabled=(), locks=(), sourc
             continue
         chosen[package["name"]] = package
         for entry in package["requires"]:
+            if _met(entry, list(chosen.values()) + queue):
+                continue  # dnf keeps a provider it installs already (nvidia-kmod: the kmod asked for)
             found = _pick(index, entry["name"], entry)
             if found is not None and found["name"] not in chosen:
                 queue.append(found)
     return sorted(chosen.values(), key=lambda p: p["name"])
+
+
+def _met(entry, packages):
+    """Whether one of ``packages`` meets a requires ``entry`` (by its name or a provide)."""
+    return any((p["name"] == entry["name"] or any(e["name"] == entry["name"] for e in p["provides"]))
+               and _satisfies(p, entry) for p in packages)
 
 
 def downloads(repository, packages, dest):

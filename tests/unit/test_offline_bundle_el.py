@@ -54,8 +54,8 @@ TOOLS = ("rpmbuild", "createrepo_c", "modifyrepo_c")
 def needs(*tools):
     missing = [tool for tool in tools if not shutil.which(tool)]
     if missing:
-        pytest.skip(f"{', '.join(missing)} not on this machine (Debian: apt-get install rpm createrepo-c dnf; "
-                    "scripts/bootstrap.sh installs them)")
+        pytest.skip(f"{', '.join(missing)} not on this machine (Debian: apt-get install rpm createrepo-c "
+                    "dnf; scripts/bootstrap.sh installs them)")
 
 
 def driver(version, major, fabricmanager=False):
@@ -100,9 +100,9 @@ def served(tmp_path_factory):
     server.shutdown()
 
 
-def bundle(tmp_path, served, *args, nodes=NODES, path=None, check=True):
+def bundle(tmp_path, served, *args, path=None, check=True):
     url = served["url"]
-    extra = {"offline_bundle_dir": str(tmp_path / "bundle"), "offline_bundle_nodes": nodes,
+    extra = {"offline_bundle_dir": str(tmp_path / "bundle"), "offline_bundle_nodes": NODES,
              "offline_bundle_cuda_repo_base": f"{url}/cuda",
              "offline_bundle_toolkit_repo_url": f"{url}/toolkit/deb/$(ARCH)",
              "offline_bundle_toolkit_rpm_repo_url": f"{url}/toolkit/rpm/$basearch",
@@ -110,11 +110,13 @@ def bundle(tmp_path, served, *args, nodes=NODES, path=None, check=True):
     inventory = tmp_path / "inventory.json"
     inventory.write_text(json.dumps({"all": {"hosts": {"localhost": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", no_proxy="127.0.0.1",
-               PATH=path or os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    path = path or os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               no_proxy="127.0.0.1", PATH=path)
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
                str(PLAYBOOK), "-e", json.dumps(extra), *args]
-    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
     if check and proc.returncode != 0:
         raise AssertionError(
             f"ansible-playbook failed ({proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr[-2000:]}")
@@ -123,8 +125,7 @@ def bundle(tmp_path, served, *args, nodes=NODES, path=None, check=True):
 
 def rpms(folder):
     """``name-version-release`` of each .rpm in ``folder`` (the stand-ins' files are named so)."""
-    return sorted(p.name[: -len(".x86_64.rpm")] if p.name.endswith(".x86_64.rpm") else p.name[: -len(".noarch.rpm")]
-                  for p in folder.glob("*.rpm"))
+    return sorted(p.name.rsplit(".", 2)[0] for p in folder.glob("*.rpm"))
 
 
 def test_check_mode_lists_the_el_repositories_and_fetches_nothing(tmp_path, served):

@@ -181,12 +181,15 @@ def _lock_matches(package, lock):
                for form in forms)
 
 
-def _locked(packages, locks):
+def _locked(packages, locks, arch, source):
     """The packages dnf considers under version locks: the versionlock plugin (dnf-plugins-core,
     ``dnf versionlock add SPEC``) locks every package the spec names to those versions, excluding
-    every other version of the same names; names no lock names are not filtered."""
-    if not locks:
-        return packages
+    every other version of the same names; names no lock names are not filtered. A spec that
+    names no package is refused, as ``dnf versionlock add`` finds nothing to lock."""
+    for lock in locks:
+        if not any(_lock_matches(p, lock) for p in packages):
+            raise BundleError(f"{source}: no package for {arch} matches the version lock {lock!r} "
+                              "(the driver role's dnf versionlock add)")
     kept = {id(p): p for p in packages if any(_lock_matches(p, lock) for lock in locks)}
     names = {p["name"] for p in kept.values()}
     return [p for p in packages if p["name"] not in names or id(p) in kept]
@@ -252,7 +255,7 @@ def resolve(packages, wanted, arch, *, streams=None, enabled=(), locks=(), sourc
     """
     streams = streams or {}
     enabled = set(enabled) | {w[1:].partition("/")[0] for w in wanted if w.startswith("@")}
-    index = _index(_locked(_visible(packages, arch, streams, enabled, source), locks))
+    index = _index(_locked(_visible(packages, arch, streams, enabled, source), locks, arch, source))
     chosen, queue = {}, []
     for request in wanted:
         names = _profile_packages(request, streams, arch, source) if request.startswith("@") else [request]

@@ -99,3 +99,10 @@ def test_missing_metadata_and_zstd_are_refused_saying_what_to_do(tmp_path):
     with pytest.raises(BundleError, match=r"^x: zstd-compressed metadata.*createrepo_c --compress-type=gz"):
         rpm_repos.decompress(b"\x28\xb5\x2f\xfd" + b"\0" * 8, "x")
     assert rpm_repos.decompress(b"<metadata/>", "x") == b"<metadata/>"
+
+
+@pytest.mark.parametrize("data", [gzip.compress(b"<metadata/>")[:-6], lzma.compress(b"<metadata/>")[:-6]],
+                         ids=["gzip", "xz"])
+def test_a_broken_compressed_file_is_refused_naming_it(data):
+    with pytest.raises(BundleError, match=r"^cuda/primary\.xml\.gz: a broken (gzip|xz) file"):
+        rpm_repos.decompress(data, "cuda/primary.xml.gz")

@@ -17,11 +17,18 @@ Errors are :class:`~.packages_index.BundleError`, naming the repository and the 
 Standard library only (and PyYAML for modules.yaml, as :mod:`.rpm_index`); Python 3.8+.
 """
 
-import bz2
 import gzip
 import hashlib
-import lzma
 import posixpath
+
+try:  # optional in a Python built without liblzma or libbz2
+    import lzma
+except ImportError:
+    lzma = None
+try:
+    import bz2
+except ImportError:
+    bz2 = None
 
 from ansible.module_utils.gpunode.bundle import rpm_index
 from ansible.module_utils.gpunode.bundle.packages_index import BundleError
@@ -34,9 +41,10 @@ METADATA = ("primary", "modules")
 CHECKSUM_TYPES = {"sha": "sha1", "sha1": "sha1", "sha224": "sha224", "sha256": "sha256", "sha384": "sha384",
                   "sha512": "sha512", "md5": "md5"}
 #: the compressions createrepo_c writes metadata in, by their magic bytes
-_MAGIC = ((b"\x1f\x8b", "gzip", gzip.decompress), (b"\xfd7zXZ\x00", "xz", lzma.decompress),
-          (b"BZh", "bzip2", bz2.decompress))
+_MAGIC = ((b"\x1f\x8b", "gzip", gzip), (b"\xfd7zXZ\x00", "xz", lzma), (b"BZh", "bzip2", bz2))
 _ZSTD = b"\x28\xb5\x2f\xfd"
+#: what a broken compressed file raises (gzip: OSError, EOFError; bz2: OSError, ValueError)
+_BROKEN = (OSError, EOFError, ValueError) + ((lzma.LZMAError,) if lzma else ())
 
 
 def _source(repository):
@@ -82,11 +90,13 @@ def metadata_files(repository, folder):
 
 def decompress(data, source):
     """The bytes of a metadata file, uncompressed as its magic bytes say (gzip, xz, bzip2, none)."""
-    for magic, name, function in _MAGIC:
+    for magic, name, library in _MAGIC:
         if data.startswith(magic):
+            if library is None:
+                raise BundleError(f"{source}: {name}-compressed metadata, and this Python lacks its module")
             try:
-                return function(data)
-            except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+                return library.decompress(data)
+            except _BROKEN as exc:
                 raise BundleError(f"{source}: a broken {name} file: {exc}") from None
     if data.startswith(_ZSTD):
         raise BundleError(f"{source}: zstd-compressed metadata, which Python's standard library cannot "

@@ -10,8 +10,10 @@ then what :func:`metadata_files` names (``primary`` and, where the repository ha
 :func:`rpm_downloads` resolves from them (:mod:`.rpm_index`: each node's dnf request with its module
 streams and version locks, the requires the same repository provides), each checked against
 primary's checksum. The playbook then writes the folder's own metadata with ``createrepo_c`` and
-adds the module streams back with ``modifyrepo_c --mdtype=modules`` (createrepo_c's own tool), so
-that ``dnf module enable nvidia-driver:<branch>-open`` works from the bundle.
+adds the module streams back with ``modifyrepo_c --mdtype=modules`` (the two steps of a modular
+repository: Fedora's "Hosting modules", https://docs.fedoraproject.org/en-US/modularity/hosting-modules/;
+without the modules metadata dnf takes the streams' packages as non-modular), so that
+``dnf module enable nvidia-driver:<branch>-open`` works from the bundle.
 
 Errors are :class:`~.packages_index.BundleError`, naming the repository and the file or package.
 Standard library only (and PyYAML for modules.yaml, as :mod:`.rpm_index`); Python 3.8+.

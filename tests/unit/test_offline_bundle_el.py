@@ -133,6 +133,8 @@ def test_check_mode_lists_the_el_repositories_and_fetches_nothing(tmp_path, serv
     for index in ("cuda/rhel9/x86_64/repodata/repomd.xml", "cuda/rhel10/x86_64/repodata/repomd.xml",
                   "toolkit/rpm/x86_64/repodata/repomd.xml"):
         assert f"{served['url']}/{index}" in proc.stdout
+    for chosen in ("nvidia-driver:580-open", "nvidia-driver:570-open", "*nvidia*580*"):
+        assert chosen in proc.stdout  # the streams and locks each node's request resolves under
     assert not (tmp_path / "bundle").exists() or not list((tmp_path / "bundle").rglob("*.rpm"))
 
 
@@ -140,6 +142,9 @@ def test_check_mode_lists_the_el_repositories_and_fetches_nothing(tmp_path, serv
 def gathered(tmp_path_factory, served):
     """The bundle of the real run (one run, several tests read it)."""
     tmp_path = tmp_path_factory.mktemp("gathered")
+    earlier = tmp_path / "bundle" / "rpms" / "cuda-rhel-9-x86_64"
+    earlier.mkdir(parents=True)
+    (earlier / "nvidia-open-560.35.03-1.x86_64.rpm").write_bytes(b"an earlier run's, no node needs it now")
     bundle(tmp_path, served)
     return tmp_path / "bundle"
 
@@ -148,7 +153,7 @@ def test_a_real_run_carries_what_each_el_node_installs_as_dnf_repositories(gathe
     out = gathered / "rpms"
     assert sorted(p.name for p in out.iterdir()) == ["cuda-rhel-10-x86_64", "cuda-rhel-9-x86_64",
                                                      "toolkit-rpm-x86_64"]
-    # EL 9: each node's stream apart (580-open for the T4, 570-open with the fabric manager for the HGX)
+    # EL 9: each node's stream apart (an earlier run's file that no node needs now is gone) (580-open for the T4, 570-open with the fabric manager for the HGX)
     assert rpms(out / "cuda-rhel-9-x86_64") == sorted(driver("580.95.05", 9)
                                                       + driver("570.172.08", 9, fabricmanager=True))
     # EL 10: the version lock keeps the branch's packages only
@@ -159,6 +164,9 @@ def test_a_real_run_carries_what_each_el_node_installs_as_dnf_repositories(gathe
     modules = list((out / "cuda-rhel-9-x86_64" / "repodata").glob("*modules.yaml*"))
     assert len(modules) == 1 and not list((out / "cuda-rhel-10-x86_64" / "repodata").glob("*modules*"))
     assert not (gathered / "rpm-packages").exists()
+    readme = (gathered / "README.txt").read_text()
+    assert "nvidia_driver_rpm_repository: http://MIRROR:8080/rpms/cuda-rhel-MAJOR-ARCH/" in readme
+    assert "cuda-rhel-10-x86_64: nvidia-fabric-manager, nvidia-open (locks *nvidia*580*)" in readme
     sums = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=out.parent, capture_output=True, text=True,
                           check=False)
     assert sums.returncode == 0, sums.stdout + sums.stderr

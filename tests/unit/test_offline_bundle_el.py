@@ -153,7 +153,8 @@ def test_a_real_run_carries_what_each_el_node_installs_as_dnf_repositories(gathe
     out = gathered / "rpms"
     assert sorted(p.name for p in out.iterdir()) == ["cuda-rhel-10-x86_64", "cuda-rhel-9-x86_64",
                                                      "toolkit-rpm-x86_64"]
-    # EL 9: each node's stream apart (an earlier run's file that no node needs now is gone) (580-open for the T4, 570-open with the fabric manager for the HGX)
+    # EL 9: each node's stream apart (580-open for the T4, 570-open with the fabric manager for the
+    # HGX); an earlier run's file that no node needs now is gone
     assert rpms(out / "cuda-rhel-9-x86_64") == sorted(driver("580.95.05", 9)
                                                       + driver("570.172.08", 9, fabricmanager=True))
     # EL 10: the version lock keeps the branch's packages only

@@ -246,22 +246,8 @@ def run(module):
             found, external[repository["name"]] = packages_index.downloads(repository, text, params["dest"])
             debs.extend(found)
     return dict(result, changed=False, debs=debs, external=external, warnings_found=result.pop("warnings"),
-                **rpm_results(params, result["repositories"]))
-
-
-def rpm_results(params, repositories):
-    """``rpm_metadata``, ``rpms`` and ``rpm_modules`` of the RPM repositories in ``rpm_repodata``."""
-    metadata, rpms, modules = [], [], {}
-    for repository in repositories:
-        folder = params["rpm_repodata"].get(repository["name"])
-        if repository["format"] != "rpm" or not folder:
-            continue
-        metadata.extend(rpm_repos.metadata_files(repository, folder))
-        if params["rpm_resolve"]:
-            found, modules[repository["name"]] = rpm_repos.rpm_downloads(
-                repository, folder, f"{params['dest']}/rpms/{repository['name']}")
-            rpms.extend(found)
-    return {"rpm_metadata": metadata, "rpms": rpms, "rpm_modules": {k: v for k, v in modules.items() if v}}
+                **rpm_repos.gather(result["repositories"], params["rpm_repodata"], params["dest"],
+                                   resolve=params["rpm_resolve"]))
 
 
 def main():

@@ -106,3 +106,17 @@ def test_missing_metadata_and_zstd_are_refused_saying_what_to_do(tmp_path):
 def test_a_broken_compressed_file_is_refused_naming_it(data):
     with pytest.raises(BundleError, match=r"^cuda/primary\.xml\.gz: a broken (gzip|xz) file"):
         rpm_repos.decompress(data, "cuda/primary.xml.gz")
+
+
+def test_gather_reads_the_rpm_repositories_it_is_given_folders_for(repodata):
+    repo = repository(packages=["nvidia-open"], module_streams=["nvidia-driver:580-open"])
+    deb = {"name": "toolkit-amd64", "format": "deb", "url": "http://mirror.example/deb/"}
+    other = dict(repo, name="cuda-rhel-10-x86_64")  # no folder given: not read
+    folders = {"cuda-rhel-9-x86_64": str(repodata), "toolkit-amd64": str(repodata)}
+    listed = rpm_repos.gather([deb, repo, other], folders, "/b")
+    assert [f["type"] for f in listed["rpm_metadata"]] == ["primary", "modules"]
+    assert (listed["rpms"], listed["rpm_modules"]) == ([], {})  # without resolve: the metadata only
+    resolved = rpm_repos.gather([deb, repo, other], folders, "/b", resolve=True)
+    assert [(r["package"], r["dest"].rsplit("/", 2)[-2]) for r in resolved["rpms"]] == [
+        ("nvidia-driver", "cuda-rhel-9-x86_64"), ("nvidia-open", "cuda-rhel-9-x86_64")]
+    assert list(resolved["rpm_modules"]) == ["cuda-rhel-9-x86_64"]

@@ -149,3 +149,20 @@ def rpm_downloads(repository, folder, dest):
         what = f"{source}: primary: package {rpm_index.nevra(package)}"
         rpm["checksum"] = f"{_algorithm(package, what)}:{package['checksum']}"
     return rpms, modules
+
+
+def gather(repositories, folders, dest, resolve=False):
+    """``{"rpm_metadata", "rpms", "rpm_modules"}`` of the ``rpm`` repositories that ``folders`` (name ->
+    the folder its repomd.xml was fetched to) names: the metadata to fetch and, with ``resolve``, the
+    ``.rpm`` files (into ``dest``/rpms/<name>) and each repository's modules metadata, where it has one."""
+    metadata, rpms, modules = [], [], {}
+    for repository in repositories:
+        folder = folders.get(repository["name"])
+        if repository["format"] != "rpm" or not folder:
+            continue
+        metadata.extend(metadata_files(repository, folder))
+        if resolve:
+            found, modules[repository["name"]] = rpm_downloads(repository, folder,
+                                                               f"{dest}/rpms/{repository['name']}")
+            rpms.extend(found)
+    return {"rpm_metadata": metadata, "rpms": rpms, "rpm_modules": {k: v for k, v in modules.items() if v}}

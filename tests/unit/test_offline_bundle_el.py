@@ -8,9 +8,10 @@ modifyrepo_c as build-repo.sh does), and served on 127.0.0.1 as NVIDIA's CUDA
 repositories (rhel9, rhel10) and the toolkit's RPM repository. The bundle's EL path
 runs against them: check mode fetches nothing; a real run carries exactly what each
 node's dnf installs (its module stream on EL 9, its version lock on EL 10, the fabric
-manager on NVSwitch systems, the toolkit), and what it writes is a repository dnf
-reads, streams included: ``dnf module enable nvidia-driver:580-open`` then offers the
-branch's ``nvidia-open``. Needs rpmbuild, createrepo_c and modifyrepo_c (Debian:
+manager on NVSwitch systems, the toolkit), an .rpm that differs from its checksum
+fails the run naming it, and what it writes is a repository dnf reads, streams
+included: ``dnf module enable nvidia-driver:580-open`` then offers the branch's
+``nvidia-open``. Needs rpmbuild, createrepo_c and modifyrepo_c (Debian:
 rpm, createrepo-c; scripts/bootstrap.sh installs them), and dnf for the last check;
 each test that lacks one is skipped, naming it.
 """
@@ -100,9 +101,9 @@ def served(tmp_path_factory):
     server.shutdown()
 
 
-def bundle(tmp_path, served, *args, path=None, check=True):
-    url = served["url"]
-    extra = {"offline_bundle_dir": str(tmp_path / "bundle"), "offline_bundle_nodes": NODES,
+def bundle(tmp_path, served, *args, path=None, check=True, nodes=NODES, url=None):
+    url = url or served["url"]
+    extra = {"offline_bundle_dir": str(tmp_path / "bundle"), "offline_bundle_nodes": nodes,
              "offline_bundle_cuda_repo_base": f"{url}/cuda",
              "offline_bundle_toolkit_repo_url": f"{url}/toolkit/deb/$(ARCH)",
              "offline_bundle_toolkit_rpm_repo_url": f"{url}/toolkit/rpm/$basearch",
@@ -204,3 +205,22 @@ def test_a_bundle_machine_without_createrepo_c_is_refused_naming_the_package(tmp
     assert proc.returncode != 0
     assert "apt-get install createrepo-c (Debian, Ubuntu), or dnf install createrepo_c" in proc.stdout
     assert "cuda-rhel-9-x86_64" in proc.stdout
+
+
+def test_an_rpm_that_differs_from_primarys_checksum_fails_naming_repository_and_package(tmp_path, served):
+    www = tmp_path / "www"
+    shutil.copytree(served["www"] / "cuda" / "rhel10", www / "cuda" / "rhel10")
+    shutil.copytree(served["www"] / "toolkit", www / "toolkit")
+    (tampered,) = (www / "cuda" / "rhel10" / "x86_64").glob("nvidia-open-580.95.05-*.rpm")
+    tampered.write_bytes(tampered.read_bytes() + b"changed on the way")
+    handler = functools.partial(QuietHandler, directory=str(www))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        proc = bundle(tmp_path, served, nodes=NODES[2:], url=f"http://127.0.0.1:{server.server_address[1]}",
+                      check=False)
+    finally:
+        server.shutdown()
+    assert proc.returncode != 0
+    assert "nvidia-open-580.95.05-1" in proc.stdout and "did not match" in proc.stdout
+    assert f"rpms/cuda-rhel-10-x86_64/{tampered.name}" in proc.stdout

@@ -191,6 +191,8 @@ def test_dnf_enables_the_driver_stream_from_the_bundle_and_finds_its_packages(tm
     repository = gathered / "rpms" / "cuda-rhel-9-x86_64"
     streams = dnf(tmp_path, repository, "module", "list", "nvidia-driver")
     assert "580-open" in streams and "570-open" in streams
+    if os.geteuid() != 0:
+        pytest.skip("dnf module enable runs as root only (even in an install root of its own)")
     dnf(tmp_path, repository, "module", "enable", "nvidia-driver:580-open")
     found = dnf(tmp_path, repository, "repoquery", "--queryformat", "%{name}-%{evr}\n", "nvidia-open",
                 "kmod-nvidia-open-dkms")

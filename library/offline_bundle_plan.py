@@ -17,6 +17,11 @@ description:
     the container toolkit's repository and package and the add-on images of the add-on mode.
   - Given the downloaded C(Packages) indexes (O(indexes)), it also picks the exact C(.deb) files, with
     the dependencies found in the same index and the SHA256 the index gives for each.
+  - For EL nodes (dnf), given the folders where each RPM repository's C(repodata/repomd.xml) was
+    downloaded (O(rpm_repodata)), it names the metadata to fetch (primary, modules) with the checksums
+    repomd.xml gives; with O(rpm_resolve), from that metadata, the exact C(.rpm) files each node's dnf
+    request installs (its module streams enabled, its version locks added), with the requires the same
+    repository provides and the checksum primary gives for each.
   - Changes nothing; the playbook downloads.
 options:
   nodes:
@@ -48,6 +53,10 @@ options:
     description: The container toolkit's repository (C($(ARCH)) is the Debian architecture).
     type: str
     default: "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"
+  toolkit_rpm_repo_url:
+    description: The container toolkit's RPM repository for EL nodes (C($basearch) - the node's architecture).
+    type: str
+    default: "https://nvidia.github.io/libnvidia-container/stable/rpm/$basearch"
   toolkit_version:
     description: The toolkit package's version (empty - the newest in the index).
     type: str
@@ -78,6 +87,17 @@ options:
       C(Packages) index.
     type: dict
     default: {}
+  rpm_repodata:
+    description: Repository name (the C(name) of an entry of RV(repositories) whose C(format) is C(rpm)) to
+      the folder where its C(repodata/repomd.xml) was downloaded (as C(repomd.xml)), and where the metadata
+      files of RV(rpm_metadata) are downloaded.
+    type: dict
+    default: {}
+  rpm_resolve:
+    description: Read the metadata files of RV(rpm_metadata) (downloaded, each checked again against
+      repomd.xml) and return RV(rpms); without it only RV(rpm_metadata) is returned.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -110,7 +130,9 @@ nodes:
   type: list
   elements: dict
 repositories:
-  description: The flat apt repositories to read - name, url, index (the Packages file's URL), arch, packages.
+  description: The repositories to read - name, url, index (the C(Packages) file's or C(repomd.xml)'s URL),
+    arch, packages, format (C(deb) - a flat apt repository; C(rpm) - a dnf repository, with module_streams,
+    version_locks, keys - the key files to carry, and requests - each node's packages, streams and locks).
   returned: always
   type: list
   elements: dict
@@ -139,6 +161,22 @@ external:
   description: Per repository, the dependencies its index lacks (the distribution's archive has them).
   returned: always
   type: dict
+rpm_metadata:
+  description: The metadata files of each RPM repository of O(rpm_repodata) to download - repository, type
+    (C(primary), C(modules)), url, dest, checksum (C(algorithm:hex), as repomd.xml gives it).
+  returned: always
+  type: list
+  elements: dict
+rpms:
+  description: With O(rpm_resolve), the C(.rpm) files to download (package, version, url, dest, checksum).
+  returned: always
+  type: list
+  elements: dict
+rpm_modules:
+  description: With O(rpm_resolve), per RPM repository with module streams, the downloaded modules metadata
+    (for C(modifyrepo_c --mdtype=modules)).
+  returned: always
+  type: dict
 warnings_found:
   description: What the bundle leaves out or cannot verify.
   returned: always
@@ -147,7 +185,7 @@ warnings_found:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.gpunode.bundle import packages_index
+from ansible.module_utils.gpunode.bundle import packages_index, rpm_repos
 from ansible.module_utils.gpunode.bundle import plan as offline_bundle
 from ansible.module_utils.gpunode.formats.values import ValueSyntaxError
 from ansible.module_utils.gpunode.host.files import read_text
@@ -157,6 +195,7 @@ ARGUMENT_SPEC = {
     "host_facts": {"type": "dict", "default": {}},
     "host_vars": {"type": "dict", "default": {}},
     "toolkit_repo_url": {"type": "str", "default": "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"},
+    "toolkit_rpm_repo_url": {"type": "str", "default": "https://nvidia.github.io/libnvidia-container/stable/rpm/$basearch"},
     "toolkit_version": {"type": "str", "default": ""},
     "cuda_repo_base": {"type": "str", "default": ""},
     "mode": {"type": "str", "choices": ["nvidia", "gpushare", "hami", "dra", "none"], "default": "nvidia"},
@@ -164,6 +203,8 @@ ARGUMENT_SPEC = {
     "kubernetes_version": {"type": "str", "default": ""},
     "dest": {"type": "path", "required": True},
     "indexes": {"type": "dict", "default": {}},
+    "rpm_repodata": {"type": "dict", "default": {}},
+    "rpm_resolve": {"type": "bool", "default": False},
 }
 
 
@@ -193,7 +234,8 @@ def run(module):
     result = offline_bundle.plan(
         nodes_of(params), params["toolkit_repo_url"], toolkit_version=params["toolkit_version"],
         mode=params["mode"], addon_values=params["addon_values"],
-        kubernetes_version=params["kubernetes_version"], cuda_repo_base=params["cuda_repo_base"])
+        kubernetes_version=params["kubernetes_version"], cuda_repo_base=params["cuda_repo_base"],
+        toolkit_rpm_repo_url=params["toolkit_rpm_repo_url"])
     debs, external = [], {}
     for repository in result["repositories"]:
         path = params["indexes"].get(repository["name"])
@@ -203,8 +245,9 @@ def run(module):
                 raise offline_bundle.BundleError(f"{path}: the index of {repository['name']} is missing")
             found, external[repository["name"]] = packages_index.downloads(repository, text, params["dest"])
             debs.extend(found)
-    return dict(result, changed=False, debs=debs, external=external,
-                warnings_found=result.pop("warnings"))
+    return dict(result, changed=False, debs=debs, external=external, warnings_found=result.pop("warnings"),
+                **rpm_repos.gather(result["repositories"], params["rpm_repodata"], params["dest"],
+                                   resolve=params["rpm_resolve"]))
 
 
 def main():

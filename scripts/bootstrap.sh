@@ -24,8 +24,9 @@ REQUIREMENTS=${REQUIREMENTS:-requirements-dev.txt}
 PYTHON=${PYTHON:-python3}
 
 need_apt=()
+# rpmbuild, createrepo_c and dnf: the offline bundle's EL test builds and reads RPM repositories
 for pair in dockerd:docker.io runc:runc debootstrap:debootstrap dpkg-scanpackages:dpkg-dev \
-            gpg:gpg rsync:rsync; do
+            gpg:gpg rsync:rsync rpmbuild:rpm createrepo_c:createrepo-c dnf:dnf; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need_apt+=("${pair#*:}")
 done
 "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)

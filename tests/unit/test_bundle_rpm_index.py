@@ -267,3 +267,47 @@ def test_downloads_carry_the_metadatas_checksum():
         "dest": "/b/rpms/cuda/nvidia-fabric-manager-580.95.05-1.el9.x86_64.rpm",
         "checksum": "sha256:" + f"{7:064x}", "package": "nvidia-fabric-manager", "version": "580.95.05-1.el9",
     }]
+
+
+# ---------------------------------------------------------------- dnf's versionlock (EL 10) and providers
+
+EL10 = [
+    rpm("nvidia-open", "570.133.20", release="1.el10", requires=["kmod-nvidia-open-dkms"]),
+    rpm("nvidia-open", "580.95.05", release="1.el10", requires=["kmod-nvidia-open-dkms"]),
+    rpm("kmod-nvidia-open-dkms", "570.133.20", release="1.el10", epoch="3",
+        provides=["nvidia-kmod = 3:570.133.20-1.el10"], requires=["nvidia-kmod-common"]),
+    rpm("kmod-nvidia-open-dkms", "580.95.05", release="1.el10", epoch="3",
+        provides=["nvidia-kmod = 3:580.95.05-1.el10"], requires=["nvidia-kmod-common"]),
+    rpm("kmod-nvidia-latest-dkms", "580.95.05", release="1.el10", epoch="3",
+        provides=["nvidia-kmod = 3:580.95.05-1.el10"], requires=["nvidia-kmod-common"]),
+    rpm("nvidia-kmod-common", "580.95.05", release="1.el10", epoch="3", arch="noarch",
+        requires=["nvidia-kmod = 3:580.95.05"]),
+    rpm("nvidia-kmod-common", "570.133.20", release="1.el10", epoch="3", arch="noarch",
+        requires=["nvidia-kmod = 3:570.133.20"]),
+    rpm("nvidia-container-toolkit", "1.17.8", release="1"),  # no lock names it
+]
+
+
+def test_a_version_lock_keeps_the_versions_it_names_of_the_names_it_names():
+    # EL 10: the role runs `dnf versionlock add '*nvidia*570*'`, then installs nvidia-open
+    packages = rpm_index.parse_primary(primary_xml(EL10).encode())
+    chosen = rpm_index.resolve(packages, ["nvidia-open", "nvidia-container-toolkit"], "x86_64",
+                               locks=["*nvidia*570*"])
+    assert {p["name"]: p["evr"][1] for p in chosen} == {
+        "nvidia-open": "570.133.20", "kmod-nvidia-open-dkms": "570.133.20",
+        "nvidia-kmod-common": "570.133.20", "nvidia-container-toolkit": "1.17.8"}
+    with pytest.raises(BundleError, match=r"^cuda-rhel10: no package for x86_64 matches the version lock "
+                                          r"'\*nvidia\*999\*'"):
+        rpm_index.resolve(packages, ["nvidia-open"], "x86_64", locks=["*nvidia*999*"], source="cuda-rhel10")
+    # a lock written as versionlock.list writes it (name-epoch:version-release.arch)
+    lock = "nvidia-open-0:580.95.05-1.el10.*"
+    listed = rpm_index.resolve(packages, ["nvidia-open"], "x86_64", locks=[lock])
+    assert [(p["name"], p["evr"][1]) for p in listed][-1] == ("nvidia-open", "580.95.05")
+
+
+def test_a_requirement_met_by_a_package_already_chosen_takes_no_other_provider():
+    # nvidia-kmod-common requires nvidia-kmod, which both kmods provide: dnf keeps the one the
+    # meta package asked for, and never adds the proprietary kmod beside the open one
+    packages = rpm_index.parse_primary(primary_xml(EL10).encode())
+    chosen = rpm_index.resolve(packages, ["nvidia-open"], "x86_64")
+    assert [p["name"] for p in chosen] == ["kmod-nvidia-open-dkms", "nvidia-kmod-common", "nvidia-open"]

@@ -137,26 +137,37 @@ def test_plan_per_node_source_and_method():
     assert "r: the kernel is not known: its headers (linux-headers-<kernel>) are left out" in plan["warnings"]
 
 
-def test_el_nodes_list_the_cuda_rpm_repository_its_requests_and_streams_not_apt_data():
+def test_el_nodes_get_dnf_repositories_each_nodes_request_apart_and_no_apt_data():
     rocky = {"distribution": "Rocky", "distribution_version": "9.5", "architecture": "x86_64",
              "kernel": "5.14.0-503.14.1.el9_5.x86_64", "gpus": ["1eb8"], "package_source": "cuda"}
     nodes = [ob.node_input("el9", {}, dict(rocky, host="el9", branch="580")),
              ob.node_input("el9b", {}, dict(rocky, host="el9b", branch="580")),
+             ob.node_input("el9c", {}, dict(rocky, host="el9c", branch="570")),
              ob.node_input("el10", {}, dict(rocky, host="el10", distribution="RedHat",
                                             distribution_version="10.0", branch="580"))]
-    plan = ob.plan(nodes, "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)")
+    plan = ob.plan(nodes, "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)",
+                   toolkit_version="1.17.8-1")
     repositories = {r["name"]: r for r in plan["repositories"]}
-    # no apt repository for an EL node, the toolkit's included (its role serves apt nodes only)
-    assert sorted(repositories) == ["cuda-rhel-10-x86_64", "cuda-rhel-9-x86_64"]
+    # no apt repository for an EL node: the toolkit comes from its RPM repository ($basearch expanded)
+    assert sorted(repositories) == ["cuda-rhel-10-x86_64", "cuda-rhel-9-x86_64", "toolkit-rpm-x86_64"]
     el9 = repositories["cuda-rhel-9-x86_64"]
-    assert (el9["format"], el9["index"]) == (
-        "rpm", "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/repodata/repomd.xml")
-    assert el9["module_streams"] == ["nvidia-driver:580-open"]  # the T4 takes the open modules
-    assert el9["packages"] == ["nvidia-open"]
-    assert repositories["cuda-rhel-10-x86_64"]["module_streams"] == []  # EL 10: a version lock, no streams
+    cuda9 = "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/"
+    assert (el9["format"], el9["index"], el9["keys"]) == ("rpm", cuda9 + "repodata/repomd.xml",
+                                                          [cuda9 + "D42D0685.pub"])
+    # the T4 takes the open modules; two nodes of one stream are one request, another branch its own
+    assert el9["requests"] == [
+        {"packages": ["nvidia-open"], "module_streams": ["nvidia-driver:580-open"], "version_locks": []},
+        {"packages": ["nvidia-open"], "module_streams": ["nvidia-driver:570-open"], "version_locks": []}]
+    el10 = repositories["cuda-rhel-10-x86_64"]
+    assert el10["requests"] == [{"packages": ["nvidia-open"], "module_streams": [],
+                                 "version_locks": ["*nvidia*580*"]}]  # EL 10: a version lock, no streams
+    toolkit = repositories["toolkit-rpm-x86_64"]
+    assert toolkit["index"] == "https://nvidia.github.io/libnvidia-container/stable/rpm/x86_64/repodata/repomd.xml"
+    assert toolkit["packages"] == [  # a pinned toolkit pins its companions, as the role's dnf request
+        "libnvidia-container-tools-1.17.8-1", "libnvidia-container1-1.17.8-1",
+        "nvidia-container-toolkit-1.17.8-1", "nvidia-container-toolkit-base-1.17.8-1"]
     assert "kernel-devel-5.14.0-503.14.1.el9_5.x86_64" in plan["distro_packages"]["rhel-9"]
-    listed = "el9: EL node: the bundle lists the RPMs of cuda-rhel-9-x86_64"
-    assert any(w.startswith(listed) for w in plan["warnings"])
+    assert not [w for w in plan["warnings"] if "EL node" in w]
 
 
 def test_the_inventory_decides_never_the_driver_a_node_runs_now():

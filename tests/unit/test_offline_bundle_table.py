@@ -15,7 +15,9 @@ gets, read from the role's plan too.
 by no package): the role adopts it and installs nothing, so the bundle carries nothing for them
 and names the driver as the inventory asks it (the image's version is the node's to tell).
 A method added later adds its rows here. The RHEL family's rows are ``BareNode``s with rpm and
-dnf instead of dpkg and apt (its os-release says Rocky).
+dnf instead of dpkg and apt (its os-release says Rocky); for them the dnf module stream the
+role enables first (EL 9) and the version lock it adds first (EL 10) are the ones the bundle
+resolves the node's RPMs under.
 """
 
 import pathlib
@@ -108,6 +110,23 @@ ROWS = [
     ("rhel10-t4-runfile", dict(RHEL10, gpus=[T4]), {"method": "runfile", "version": "580.95.05",
                                                      "runfile_checksum": CHECKSUM},
      ("runfile", "580", "580.95.05", "open")),
+    ("rocky9-v100-cuda-570", dict(ROCKY9, gpus=[V100]), {"package_source": "cuda", "branch": "570"},
+     ("packages", "570", None, "proprietary")),
+    ("rocky9-t4-cuda-proprietary", dict(ROCKY9, gpus=[T4]),
+     {"package_source": "cuda", "branch": "580", "module_type": "proprietary"},
+     ("packages", "580", None, "proprietary")),
+    ("rocky9-a100-fabricmanager-never", dict(ROCKY9, gpus=[A100] * 8, nvswitches=6),
+     {"package_source": "cuda", "branch": "580", "fabricmanager": "never"}, None),
+    ("rocky9-t4-no-prerequisites", dict(ROCKY9, gpus=[T4]),
+     {"package_source": "cuda", "branch": "580", "install_prerequisites": False}, None),
+    ("rhel10-t4-cuda-version", dict(RHEL10, gpus=[T4]), {"package_source": "cuda", "version": "580.95.05"},
+     ("packages", "580", "580.95.05", "open")),
+    ("rhel10-h100-cuda-570-nvswitch", dict(RHEL10, gpus=[H100] * 8, nvswitches=4),
+     {"package_source": "cuda", "branch": "570"}, ("packages", "570", None, "open")),
+    ("rhel10-v100-cuda-proprietary", dict(RHEL10, gpus=[V100]), {"package_source": "cuda"},
+     ("packages", "580", None, "proprietary")),
+    ("rocky9-h100-preinstalled", dict(ROCKY9, gpus=[H100], image_driver="580.95.05"),
+     {"method": "preinstalled"}, ("preinstalled", "580", "580.95.05", "open")),
     # the image's driver, adopted: nothing to carry
     ("noble-h100-preinstalled", dict(NOBLE, gpus=[H100], image_driver="580.159.04"),
      {"method": "preinstalled"}, ("preinstalled", "580", "580.159.04", "open")),
@@ -199,7 +218,7 @@ def installed_by(request, steps):
     fabricmanager.yml (``package=VERSION-*`` at the driver's version; dnf's ``package-VERSION``),
     install_runfile.yml."""
     if steps is None:
-        return set(), []
+        return set(), [], set()
     packages = set(steps["prerequisites"]) | set(steps["install_packages"]) | set(steps["kernel_modules"])
     fabricmanager = steps["fabricmanager"]
     if fabricmanager and fabricmanager["install"]:
@@ -207,11 +226,15 @@ def installed_by(request, steps):
         dnf = request["package_manager"] == "dnf"
         packages.add((f"{name}-{version}" if dnf else f"{name}={version}-*") if version else name)
     runfiles = [{k: request["runfile"][k] for k in ("name", "url")}] if request["runfile"] else []
-    return packages, runfiles
+    # EL: the stream the role enables (dnf module enable, EL 9) and the lock it adds (EL 10) first
+    chosen = {f"module {steps['module_stream']['stream']}"} if steps.get("module_stream") else set()
+    chosen |= {f"lock {steps['version_lock']}"} if steps.get("version_lock") else set()
+    return packages, runfiles, chosen
 
 
 def bundled(host, node, values):
-    """What the bundle lists for one node: ``(driver, packages, runfiles)`` without the toolkit."""
+    """What the bundle lists for one node: ``(driver, packages, runfiles, streams and locks)`` without
+    the toolkit."""
     given = dict({k: v for k, v in node.items() if k != "image_driver"}, host=host, architecture="x86_64",
                  **values)
     result = ob.plan([ob.node_input(host, {}, given)], TOOLKIT, mode="none")
@@ -219,15 +242,21 @@ def bundled(host, node, values):
                 for name in repository["packages"]}
     packages |= {name for names in result["distro_packages"].values() for name in names}
     runfiles = [{k: r[k] for k in ("name", "url")} for r in result["runfiles"]]
-    return result["nodes"][0], packages, runfiles
+    requests = [r for repository in result["repositories"] if repository["format"] == "rpm"
+                for r in repository["requests"]]
+    kinds = (("module", "module_streams"), ("lock", "version_locks"))
+    chosen = {f"{kind} {value}" for request in requests for kind, key in kinds for value in request[key]}
+    return result["nodes"][0], packages, runfiles, chosen
 
 
 @pytest.mark.parametrize(("node", "values", "expect"), [row[1:] for row in ROWS],
                          ids=[row[0] for row in ROWS])
 def test_the_bundle_lists_what_the_roles_own_plan_installs(tmp_path, monkeypatch, node, values, expect):
     request, steps = role_plan(tmp_path, monkeypatch, node, values)
-    driver, packages, runfiles = bundled("gpu-01", node, values)
-    assert (packages, runfiles) == installed_by(request, steps)
+    driver, packages, runfiles, chosen = bundled("gpu-01", node, values)
+    assert (packages, runfiles, chosen) == installed_by(request, steps)
+    if request is not None and request["package_manager"] == "dnf" and request["method"] == "packages":
+        assert chosen, "an EL install chooses its branch by a module stream (EL 9) or a version lock (EL 10)"
     if request is not None and request["method"] == "preinstalled":
         assert not steps["install"] and packages == set() and runfiles == []
         assert driver == {"method": "preinstalled", "branch": values.get("branch"),

@@ -10,9 +10,10 @@ Runs on the machine with access (the playbook's localhost) and decides nothing i
   plan, from the node's distribution, release, architecture, kernel, GPUs and
   ``nvidia_driver_*`` values) and lists it: the packages NVIDIA's CUDA repository serves
   (a flat apt repository whose ``Packages`` index :mod:`.packages_index` resolves to
-  exact ``.deb`` files), those the distribution's own archive serves (listed per
+  exact ``.deb`` files; on EL nodes a dnf repository whose metadata :mod:`.rpm_index`
+  resolves to exact ``.rpm`` files), those the distribution's own archive serves (listed per
   release), the ``.run`` installer;
-- the container toolkit's repository and package;
+- the container toolkit's repository and packages (apt's, or the RPM repository on EL nodes);
 - the add-on images (``addons.images``) of the add-on mode.
 
 Errors are raised as :class:`BundleError`, naming the host or the index. Standard
@@ -28,6 +29,7 @@ from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver.driver import DriverError
 from ansible.module_utils.gpunode.driver.gpu import choose_branches
 from ansible.module_utils.gpunode.driver.install_packages import role_install
+from ansible.module_utils.gpunode.runtime.toolkit_source import RPM_REPO_URL, package_specs
 
 TOOLKIT_PACKAGE = "nvidia-container-toolkit"
 #: dpkg's architecture names ($(ARCH) in the toolkit's repository URL)
@@ -118,18 +120,20 @@ def driver_needs(node, cuda_repo_base=""):
                            host=node["host"]),
             "release": install["release"], "repository": url, "packages": install["repository_packages"],
             "package_manager": install["package_manager"], "module_streams": install["module_streams"],
+            "version_locks": install["version_locks"],
             "distro_packages": install["distribution_packages"], "runfile": install["runfile"],
             "warnings": [f"{node['host']}: {warning}" for warning in install["warnings"]]}
 
 
 def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addon_values=None,
-         kubernetes_version="", cuda_repo_base=""):
+         kubernetes_version="", cuda_repo_base="", toolkit_rpm_repo_url=RPM_REPO_URL):
     """The whole bundle: ``{"nodes", "repositories", "distro_packages", "runfiles", "images", "warnings"}``.
 
     ``nodes``: per node the driver the role installs (``host``, ``method``, ``branch``, ``version``,
     ``module_type``); ``repositories``: ``[{"name", "url", "index", "arch", "packages", "format"}]``
-    (``deb``: flat apt repositories, ``index`` the Packages file's URL; ``rpm``: NVIDIA's CUDA
-    repository of EL nodes, ``index`` its repomd.xml, with ``module_streams``); ``distro_packages``:
+    (``deb``: flat apt repositories, ``index`` the Packages file's URL; ``rpm``: the dnf repositories
+    of EL nodes, NVIDIA's CUDA repository and the toolkit's, ``index`` their repomd.xml, with
+    ``module_streams``, ``version_locks`` and ``keys``); ``distro_packages``:
     release -> sorted apt or dnf requests (``name``, or ``name=VERSION-*`` for a pinned driver).
     """
     drivers, repositories, distro, runfiles, warnings = [], {}, {}, {}, []
@@ -143,8 +147,10 @@ def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addon_va
             distro.setdefault(needs["release"], set()).update(needs["distro_packages"])
         if needs["runfile"]:
             runfiles[needs["runfile"]["name"]] = needs["runfile"]
-        if needs["package_manager"] == "dnf":
-            _want_el(repositories, needs, architecture, warnings)
+        if needs["package_manager"] == "dnf" or \
+                str(node["os_info"]["distribution"]).lower() in nvidia_packages.EL_DISTRIBUTIONS:
+            _want_el(repositories, needs, architecture, toolkit_rpm_repo_url,
+                     package_specs("dnf", {TOOLKIT_PACKAGE: toolkit_version or None}))
             continue
         if needs["repository"]:
             _want(repositories, "cuda-" + needs["release"] + "-" + arch, needs["repository"], arch,
@@ -172,25 +178,34 @@ def _want(repositories, name, url, arch, packages):
     entry["packages"] = sorted(set(entry["packages"]) | set(packages))
 
 
-def _want_el(repositories, needs, architecture, warnings):
-    """An EL node's driver: NVIDIA's CUDA RPM repository (``format: rpm``; ``index`` its
-    repomd.xml), the dnf requests and the module streams enabled first. Listed only: the
-    playbook writes them into the bundle (``rpm-packages/<name>.txt``) and downloads no RPM yet;
-    nor the container toolkit, whose role serves apt nodes only."""
-    host = needs["driver"]["host"]
-    warnings.append(f"{host}: EL node: the container toolkit's RPMs are not in the bundle (its role "
-                    "installs from apt repositories only)")
-    if not needs["repository"]:
-        return
-    name = f"cuda-{needs['release']}-{architecture}"
-    entry = repositories.setdefault(name, {"name": name, "url": needs["repository"], "arch": architecture,
-                                           "index": needs["repository"] + "repodata/repomd.xml",
-                                           "packages": [], "module_streams": [], "format": "rpm"})
-    entry["packages"] = sorted(set(entry["packages"]) | set(needs["packages"]))
-    entry["module_streams"] = sorted(set(entry["module_streams"]) | set(needs["module_streams"]))
-    warnings.append(f"{host}: EL node: the bundle lists the RPMs of {name} and the module streams to "
-                    f"enable (rpm-packages/{name}.txt) but downloads none yet; fetch them on a machine of "
-                    "that release (dnf download --resolve)")
+def _want_el(repositories, needs, architecture, toolkit_rpm_repo_url, toolkit_packages):
+    """An EL node's RPM repositories (``format: rpm``, ``index`` the repository's repomd.xml):
+    NVIDIA's CUDA repository of its release with the driver's dnf requests, the module streams
+    the role enables first (EL 9) and the version locks it adds first (EL 10), the key the role
+    finds under a mirror (``D42D0685.pub``); the container toolkit's RPM repository
+    (``$basearch`` expanded) with the toolkit's requests (``runtime.toolkit_source``)."""
+    if needs["repository"]:
+        _want_rpm(repositories, f"cuda-{needs['release']}-{architecture}", needs["repository"], architecture,
+                  needs["packages"], streams=needs["module_streams"], locks=needs["version_locks"],
+                  keys=[needs["repository"] + nvidia_packages.CUDA_RPM_KEY_NAME])
+    url = toolkit_rpm_repo_url.replace("$basearch", architecture).rstrip("/") + "/"
+    _want_rpm(repositories, "toolkit-rpm-" + architecture, url, architecture, toolkit_packages)
+
+
+def _want_rpm(repositories, name, url, arch, packages, *, streams=(), locks=(), keys=()):
+    """One dnf repository; ``requests``: each node's own (its packages with the streams it enables
+    and the locks it adds: two nodes on other branches are resolved apart, as each node's dnf
+    sees only its own stream), ``packages``, ``module_streams`` and ``version_locks`` all of them."""
+    entry = repositories.setdefault(name, {"name": name, "url": url, "arch": arch, "format": "rpm",
+                                           "index": url + "repodata/repomd.xml", "packages": [],
+                                           "module_streams": [], "version_locks": [], "keys": list(keys),
+                                           "requests": []})
+    request = {"packages": sorted(packages), "module_streams": sorted(streams),
+               "version_locks": sorted(locks)}
+    if request not in entry["requests"]:
+        entry["requests"].append(request)
+    for key, values in request.items():
+        entry[key] = sorted(set(entry[key]) | set(values))
 
 
 def bundle_images(mode, addon_values, kubernetes_version, warnings):

@@ -170,6 +170,31 @@ def _visible(packages, arch, streams, enabled, source):
     return [p for p in packages if p["arch"] in arches and (nevra(p) not in modular or nevra(p) in shown)]
 
 
+def _lock_matches(package, lock):
+    """Whether a ``dnf versionlock add`` spec (globs allowed, ``*nvidia*580*``) names ``package``: the
+    forms dnf matches a spec against (dnf's ``Subject``: name, name-version, name-version-release,
+    name-epoch:version-release, each with or without .arch)."""
+    name, (epoch, version, release), arch = package["name"], package["evr"], package["arch"]
+    forms = (name, f"{name}-{version}", f"{name}-{version}-{release}",
+             f"{name}-{epoch or 0}:{version}-{release}")
+    return any(fnmatch.fnmatchcase(form, lock) or fnmatch.fnmatchcase(f"{form}.{arch}", lock)
+               for form in forms)
+
+
+def _locked(packages, locks, arch, source):
+    """The packages dnf considers under version locks: the versionlock plugin (dnf-plugins-core,
+    ``dnf versionlock add SPEC``) locks every package the spec names to those versions, excluding
+    every other version of the same names; names no lock names are not filtered. A spec that
+    names no package is refused, as ``dnf versionlock add`` finds nothing to lock."""
+    for lock in locks:
+        if not any(_lock_matches(p, lock) for p in packages):
+            raise BundleError(f"{source}: no package for {arch} matches the version lock {lock!r} "
+                              "(the driver role's dnf versionlock add)")
+    kept = {id(p): p for p in packages if any(_lock_matches(p, lock) for lock in locks)}
+    names = {p["name"] for p in kept.values()}
+    return [p for p in packages if p["name"] not in names or id(p) in kept]
+
+
 def _index(packages):
     by_name, provides = {}, {}
     for package in _newest_first(packages):
@@ -218,18 +243,19 @@ def _pick(index, request, entry=None):
     return None
 
 
-def resolve(packages, wanted, arch, *, streams=None, enabled=(), source="primary.xml"):
+def resolve(packages, wanted, arch, *, streams=None, enabled=(), locks=(), source="primary.xml"):
     """The packages of one repository that install ``wanted`` on an ``arch`` node, with the
     dependencies the same repository provides (those it does not are the distribution's).
 
     ``wanted``: dnf requests as the driver concern gives them: ``name``,
     ``name-VERSION[-RELEASE]`` (globs allowed), ``@module:stream[/profile]``; ``enabled``: the
     module streams enabled first (``dnf module enable nvidia-driver:580-open``), as a
-    ``@`` request enables its own. ``streams``: :func:`parse_modules` of the repository.
+    ``@`` request enables its own; ``locks``: the ``dnf versionlock add`` specs added first (EL 10
+    pins the driver's branch so). ``streams``: :func:`parse_modules` of the repository.
     """
     streams = streams or {}
     enabled = set(enabled) | {w[1:].partition("/")[0] for w in wanted if w.startswith("@")}
-    index = _index(_visible(packages, arch, streams, enabled, source))
+    index = _index(_locked(_visible(packages, arch, streams, enabled, source), locks, arch, source))
     chosen, queue = {}, []
     for request in wanted:
         names = _profile_packages(request, streams, arch, source) if request.startswith("@") else [request]
@@ -237,6 +263,7 @@ def resolve(packages, wanted, arch, *, streams=None, enabled=(), source="primary
             package = _pick(index, name)
             if package is None:
                 where = f" with {', '.join(sorted(enabled))} enabled" if enabled else ""
+                where += f" under the version lock {', '.join(locks)}" if locks else ""
                 raise BundleError(f"{source}: no package for {arch} matches {name!r}{where}")
             queue.append(package)
     while queue:
@@ -245,10 +272,18 @@ def resolve(packages, wanted, arch, *, streams=None, enabled=(), source="primary
             continue
         chosen[package["name"]] = package
         for entry in package["requires"]:
+            if _met(entry, list(chosen.values()) + queue):
+                continue  # dnf keeps a provider it installs already (nvidia-kmod: the kmod asked for)
             found = _pick(index, entry["name"], entry)
             if found is not None and found["name"] not in chosen:
                 queue.append(found)
     return sorted(chosen.values(), key=lambda p: p["name"])
+
+
+def _met(entry, packages):
+    """Whether one of ``packages`` meets a requires ``entry`` (by its name or a provide)."""
+    return any((p["name"] == entry["name"] or any(e["name"] == entry["name"] for e in p["provides"]))
+               and _satisfies(p, entry) for p in packages)
 
 
 def downloads(repository, packages, dest):

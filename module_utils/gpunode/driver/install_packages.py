@@ -77,11 +77,13 @@ def role_install(values, gpu, os_info, secure_boot=False):
     None), ``repository_packages`` (the apt or dnf requests it serves), ``distribution_packages``
     (those the distribution's archive serves), ``runfile`` (``name``, ``url``, ``checksum``
     as given, or None), ``package_manager`` (``apt``, ``dnf``), ``module_streams`` (the dnf
-    module streams the role enables first: EL 9) and ``warnings``.
+    module streams the role enables first: EL 9), ``version_locks`` (the ``dnf versionlock add``
+    specs it adds first: EL 10) and ``warnings``.
     """
     result = {"method": None, "branch": None, "version": None, "module_type": None, "release": None,
               "repository": None, "repository_packages": [], "distribution_packages": [], "runfile": None,
-              "package_manager": None, "module_streams": [], "warnings": []}
+              "package_manager": None, "module_streams": [], "version_locks": [],
+              "warnings": []}
     if not gpu.get("present"):
         return result  # nvidia_driver_state: "no NVIDIA GPU: nothing to do"
     params = role_params(values)
@@ -131,3 +133,5 @@ def _packages(result, params, request, steps, os_info):
     result["package_manager"] = request.get("package_manager") or "apt"
     # EL 9: the dnf module stream the role enables before it installs (plan.module_stream)
     result["module_streams"] = [steps["module_stream"]["stream"]] if steps.get("module_stream") else []
+    # EL 10: the dnf versionlock spec that pins the branch before the install (plan.version_lock)
+    result["version_locks"] = [steps["version_lock"]] if steps.get("version_lock") else []

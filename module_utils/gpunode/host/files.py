@@ -124,6 +124,17 @@ def read_text(path, error=OSError):
 
     Anything but a regular file (or a link to one) is refused before it is opened.
     """
+    data = read_bytes(path, error)
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: byte {exc.start}: not UTF-8 text") from exc
+
+
+def read_bytes(path, error=OSError):
+    """The bytes of ``path``, or None when it does not exist, as :func:`read_text` reads it."""
     check_regular(path, error)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -136,13 +147,9 @@ def read_text(path, error=OSError):
         if not stat.S_ISREG(mode):  # replaced between the stat and the open
             raise error(f"{path}: is {file_kind(mode)}, not a regular file")
         try:
-            data = handle.read()
+            return handle.read()
         except OSError as exc:
             raise error(f"{path}: cannot read: {exc.strerror}") from exc
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise error(f"{path}: byte {exc.start}: not UTF-8 text") from exc
 
 
 def resolved_path(path, error=OSError):

@@ -48,12 +48,8 @@ rpmb() {  # OUTDIR SPEC [--define ...]
     --define "dist $dist" "$@" "$src/el/specs/$spec" >/dev/null
 }
 
-# the sources: the Debian stand-ins' fakes, the os-release, Debian's dkms
-cp "$src/fakes/driver/bin/nvidia-smi" "$src/fakes/driver/bin/nvidia-persistenced" \
-   "$src/fakes/driver/src/dkms.conf" "$src/fakes/driver/src/fake-build.sh" "$work/SOURCES/"
+# the sources: the os-release, Debian's dkms
 cp "$src/el/release/$flavor" "$work/SOURCES/os-release"
-tar -C "$src/fakes/container-toolkit" --exclude=DEBIAN --exclude=nvidia-docker2 -cf "$work/SOURCES/container-toolkit.tar" \
-  --transform 's,^[^/]*/,,' --show-transformed-names $(cd "$src/fakes/container-toolkit" && ls -d */ | grep -v nvidia-docker2)
 dkms_version=$(dpkg-query -W -f '${Version}' dkms | sed 's/-.*//')
 dpkg-query -L dkms | while read -r path; do if [[ -f $path && ! -L $path ]] || [[ -L $path ]]; then echo "$path"; fi; done >"$work/dkms.files"
 tar -cf "$work/dkms.tar" -T "$work/dkms.files" 2>/dev/null
@@ -74,15 +70,8 @@ rpmb "$base" python3-dnf-plugin-versionlock.spec --define "plugin_version $plugi
   --define "plugin_tar $work/versionlock.tar"
 rpmb "$epel" dkms.spec --define "dkms_version $dkms_version" --define "dkms_tar $work/dkms.tar" \
   --define "dkms_files $work/dkms.files"
-# 3. NVIDIA's repository
-for version in "${versions[@]}"; do
-  rpmb "$repo" nvidia-driver.spec --define "driver_version $version"
-  for kmod in latest open; do
-    rpmb "$repo" kmod-nvidia-dkms.spec --define "driver_version $version" --define "flavor $kmod"
-  done
-  rpmb "$repo" cuda-drivers.spec --define "driver_version $version"
-done
-rpmb "$repo" container-toolkit.spec
+# 3. NVIDIA's repository (nvidia-rpms.sh: also built by the offline bundle's EL test)
+TMPDIR=$work bash "$src/el/nvidia-rpms.sh" "$src" "$repo" "$el_major" "${versions[@]}"
 
 # 4. a throw-away key signs every package and every repository's metadata
 gpg --batch --quiet --pinentry-mode loopback --passphrase '' \

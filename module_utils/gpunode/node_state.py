@@ -9,6 +9,12 @@ is changed. A concern counts as converged only when every concern before it is t
 (the driver decides what the runtime's CDI spec holds; a concern after a change is
 read again by its role). A concern whose read fails is simply not converged: its
 role reads it again and fails there, with the message of its own module.
+
+The driver's read is what ``nvidia_driver_state`` returns for the same arguments (the
+check-mode plan: it changes nothing either way). When it plans a change, the result is
+handed over whole (``plans.driver``, its facts and warnings published as that module
+would publish them): the driver role, in the same run, carries out that plan instead of
+reading the node a second time (roles/nvidia_driver/tasks/plan.yml).
 """
 
 from ansible.module_utils.gpunode.common.arguments import ArgumentsError, validated
@@ -46,10 +52,13 @@ class ConcernModule:
         return getattr(self._module, name)
 
 
-def read_driver(module, params):
+def read_driver(module, params, plans):
     reader = ConcernModule(module, validated(driver.ARGUMENT_SPEC, params, "driver"))
     result = driver.read(reader)
-    return driver.converged(result), result["ansible_facts"], reader.warnings
+    done = driver.converged(result)
+    if not done:  # the driver role carries this plan out without reading again
+        plans["driver"] = result
+    return done, result["ansible_facts"], reader.warnings
 
 
 def read_container_runtime(module, params, facts):
@@ -85,13 +94,13 @@ ERRORS = (ConcernFailed, ArgumentsError, MissingRequirement,
 
 
 def read(module, concerns):
-    """``{"converged": {concern: bool}, "reasons": {concern: why not}, "ansible_facts": {...},
-    "warnings": [...]}`` for the concerns given (name -> that state module's arguments). The
-    facts and warnings are those of the converged concerns: a role that still runs reads and
-    publishes its own."""
-    converged, reasons, facts, published, warnings = {}, {}, {}, {}, []
+    """``{"converged": {concern: bool}, "reasons": {concern: why not}, "plans": {concern: result},
+    "ansible_facts": {...}, "warnings": [...]}`` for the concerns given (name -> that state
+    module's arguments). The facts and warnings are those of the converged concerns and of the
+    plans handed over (``plans``: the driver's); a role that still runs reads and publishes its own."""
+    converged, reasons, facts, published, warnings, plans = {}, {}, {}, {}, [], {}
     readers = {
-        "driver": lambda params: read_driver(module, params),
+        "driver": lambda params: read_driver(module, params, plans),
         "container_runtime": lambda params: read_container_runtime(module, params, facts),
         "kubelet": lambda params: read_kubelet(module, params),
         "validated": lambda params: read_validated(params, facts),
@@ -109,9 +118,12 @@ def read(module, concerns):
         facts.update(concern_facts)
         chain = chain and done
         converged[name] = chain
-        if chain:  # its play leaves the host out: its facts and warnings are published here
+        # its play leaves the host out, or its role carries out the plan handed over: its facts
+        # and warnings are published here
+        if chain or name in plans:
             published.update(concern_facts)
             warnings.extend(concern_warnings)
-        else:
+        if not chain:
             reasons[name] = "changes planned" if not done else "a concern before it changes"
-    return {"converged": converged, "reasons": reasons, "ansible_facts": published, "warnings": warnings}
+    return {"converged": converged, "reasons": reasons, "plans": plans, "ansible_facts": published,
+            "warnings": warnings}

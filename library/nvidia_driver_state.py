@@ -64,6 +64,14 @@ EXAMPLES = r"""
 - name: Change only when needed
   ansible.builtin.include_tasks: converge.yml
   when: not driver.plan.converged
+
+- name: Plan Ubuntu's signed modules from a fresh index (refused when the archive has none for the kernel)
+  nvidia_driver_state:
+    method: ubuntu-signed
+    branch: "580"
+    update_cache: true
+  register: driver
+  when: not ansible_check_mode
 """
 
 RETURN = r"""

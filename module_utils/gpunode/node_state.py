@@ -10,11 +10,13 @@ is changed. A concern counts as converged only when every concern before it is t
 read again by its role). A concern whose read fails is simply not converged: its
 role reads it again and fails there, with the message of its own module.
 
-The driver's read is what ``nvidia_driver_state`` returns for the same arguments (the
-check-mode plan: it changes nothing either way). When it plans a change, the result is
-handed over whole (``plans.driver``, its facts and warnings published as that module
-would publish them): the driver role, in the same run, carries out that plan instead of
-reading the node a second time (roles/nvidia_driver/tasks/plan.yml).
+Each read is what the concern's state module returns for the same arguments (the
+check-mode plan: neither changes anything). When the driver, or the container runtime
+after a converged driver, plans a change, the result is handed over whole
+(``plans.<concern>``, its facts and warnings published as that module would publish
+them): the role, in the same run, carries out that plan instead of reading the node a
+second time (roles/nvidia_driver/tasks/plan.yml, roles/nvidia_container_runtime/tasks/state.yml).
+The kubelet's module reads and writes in one call: nothing to hand over.
 """
 
 from ansible.module_utils.gpunode.common.arguments import ArgumentsError, validated
@@ -26,6 +28,8 @@ from ansible.module_utils.gpunode.validate import marker
 
 # in the order site.yml converges them
 CONCERNS = ("driver", "container_runtime", "kubelet", "validated")
+# the concerns whose role carries out a plan handed over (the result of its own state module)
+HANDED = ("driver", "container_runtime")
 
 
 class ConcernFailed(Exception):
@@ -52,13 +56,10 @@ class ConcernModule:
         return getattr(self._module, name)
 
 
-def read_driver(module, params, plans):
+def read_driver(module, params):
     reader = ConcernModule(module, validated(driver.ARGUMENT_SPEC, params, "driver"))
     result = driver.read(reader)
-    done = driver.converged(result)
-    if not done:  # the driver role carries this plan out without reading again
-        plans["driver"] = result
-    return done, result["ansible_facts"], reader.warnings
+    return driver.converged(result), result, reader.warnings
 
 
 def read_container_runtime(module, params, facts):
@@ -68,14 +69,14 @@ def read_container_runtime(module, params, facts):
                                     or facts.get("nvidia_gpu", {}).get("loaded_driver_version") or "")
     reader = ConcernModule(module, validated(container_runtime.ARGUMENT_SPEC, params, "container_runtime"))
     result = container_runtime.read(reader)
-    return container_runtime.converged(result), result["ansible_facts"], reader.warnings
+    return container_runtime.converged(result), result, reader.warnings
 
 
 def read_kubelet(module, params):
     reader = ConcernModule(module, validated(kubelet.ARGUMENT_SPEC, params, "kubelet",
                                              kubelet.MUTUALLY_EXCLUSIVE))
     outcome = kubelet.read(reader)
-    return kubelet.converged(outcome), outcome.result["ansible_facts"], reader.warnings + outcome.warnings
+    return kubelet.converged(outcome), outcome.result, reader.warnings + outcome.warnings
 
 
 def read_validated(params, facts):
@@ -86,7 +87,7 @@ def read_validated(params, facts):
     done, concern_facts, why = marker.read(params["marker"], loaded)
     if not done:  # the validation play runs on this host: "read again by its role: <why>"
         raise ConcernFailed(why)
-    return done, concern_facts, []
+    return done, {"ansible_facts": concern_facts}, []
 
 
 ERRORS = (ConcernFailed, ArgumentsError, MissingRequirement,
@@ -97,10 +98,11 @@ def read(module, concerns):
     """``{"converged": {concern: bool}, "reasons": {concern: why not}, "plans": {concern: result},
     "ansible_facts": {...}, "warnings": [...]}`` for the concerns given (name -> that state
     module's arguments). The facts and warnings are those of the converged concerns and of the
-    plans handed over (``plans``: the driver's); a role that still runs reads and publishes its own."""
+    plans handed over (``plans``, see :data:`HANDED`); a role that still runs reads and publishes
+    its own."""
     converged, reasons, facts, published, warnings, plans = {}, {}, {}, {}, [], {}
     readers = {
-        "driver": lambda params: read_driver(module, params, plans),
+        "driver": lambda params: read_driver(module, params),
         "container_runtime": lambda params: read_container_runtime(module, params, facts),
         "kubelet": lambda params: read_kubelet(module, params),
         "validated": lambda params: read_validated(params, facts),
@@ -110,18 +112,20 @@ def read(module, concerns):
         if concerns.get(name) is None:
             continue
         try:
-            done, concern_facts, concern_warnings = readers[name](concerns[name])
+            done, result, concern_warnings = readers[name](concerns[name])
         except ERRORS as exc:
             converged[name], reasons[name] = False, f"read again by its role: {exc}"
             chain = False
             continue
-        facts.update(concern_facts)
+        facts.update(result["ansible_facts"])
+        if chain and not done and name in HANDED:  # its role carries this plan out, reading nothing
+            plans[name] = result
         chain = chain and done
         converged[name] = chain
         # its play leaves the host out, or its role carries out the plan handed over: its facts
         # and warnings are published here
         if chain or name in plans:
-            published.update(concern_facts)
+            published.update(result["ansible_facts"])
             warnings.extend(concern_warnings)
         if not chain:
             reasons[name] = "changes planned" if not done else "a concern before it changes"

@@ -152,3 +152,27 @@ def test_a_driver_with_changes_is_handed_to_its_role_as_its_own_module_plans_it(
 def test_a_converged_driver_hands_nothing_over(node, run_module):
     ok, result = run_module(gpunode_node_state, concerns(node), check_mode=True)
     assert ok and result["plans"] == {}
+
+
+def test_a_runtime_with_changes_after_a_converged_driver_is_handed_to_its_role(node, run_module):
+    args = concerns(node, container_runtime={"version": "1.18.0-1"})
+    ok, own = run_module(nvidia_container_runtime_state, args["container_runtime"], check_mode=True)
+    assert ok and own["plan"]["changes"], own
+    ok, result = run_module(gpunode_node_state, args, check_mode=True)
+    assert ok, result
+    assert result["converged"] == {"driver": True, "container_runtime": False, "kubelet": False}
+    assert set(result["plans"]) == {"container_runtime"}  # the driver is converged: nothing to carry out
+    # the runtime role carries this plan out without reading the node again (its tasks/state.yml)
+    assert result["plans"]["container_runtime"]["plan"] == own["plan"]
+    published = result["ansible_facts"]["nvidia_container_runtime"]
+    assert published == own["ansible_facts"]["nvidia_container_runtime"]
+
+
+def test_a_runtime_read_before_a_driver_change_is_not_handed_over(node, run_module):
+    args = concerns(node, driver={"version": "535.183.01"},
+                    container_runtime={"version": "1.18.0-1"})
+    ok, result = run_module(gpunode_node_state, args, check_mode=True)
+    assert ok, result
+    # the driver's change may change what the runtime needs: its role reads it after the driver's
+    assert set(result["plans"]) == {"driver"}
+    assert "nvidia_container_runtime" not in result["ansible_facts"]

@@ -18,9 +18,13 @@ description:
     kubelet, in that order) is converged too - a change to one may change what the next one needs.
   - A concern whose read fails (a bad value, a missing library) is not converged - its role reads it
     again and fails there with its own module's message.
+  - A driver with changes planned, or a container runtime with changes planned after a converged driver,
+    is handed over - RV(plans) holds what its state module returns for the same arguments, so that its role
+    in the same run carries out that plan without reading the node again (the kubelet's module reads and
+    writes in one call - nothing to hand over).
   - Publishes the facts of the converged concerns (C(nvidia_gpu), C(nvidia_driver),
-    C(nvidia_container_runtime), C(kubelet_gpu)) and shows their warnings; the roles that go on
-    publish their own. Changes nothing.
+    C(nvidia_container_runtime), C(kubelet_gpu)) and of the plan handed over, and shows their warnings;
+    the roles that go on publish their own. Changes nothing.
 version_added: "1.0.0"
 requirements:
   - What each concern's module needs (PyYAML for a YAML kubelet configuration, tomli on Python 3.10 and
@@ -101,19 +105,39 @@ reasons:
   type: dict
   returned: always
   sample: {kubelet: changes planned}
+plans:
+  description: The reads handed over to the roles, by concern.
+  type: dict
+  returned: always
+  contains:
+    driver:
+      description: When the driver has changes planned, the result of C(nvidia_driver_state) for O(driver) -
+        C(request), C(plan), C(before), C(state), C(ansible_facts) (its RETURN).
+      type: dict
+      returned: when O(driver) was given, its read succeeded and it has changes planned
+    container_runtime:
+      description: When the driver is converged and the container runtime has changes planned, the result of
+        C(nvidia_container_runtime_state) for O(container_runtime) - C(plan), C(ansible_facts) (its RETURN).
+      type: dict
+      returned: when O(container_runtime) was given, the driver is converged, and the runtime has changes planned
+  sample: {}
 ansible_facts:
-  description: The facts of the converged concerns, as their own modules publish them.
+  description: The facts of the converged concerns and of the plans handed over, as their own modules
+    publish them.
   type: dict
   returned: always
   contains:
     nvidia_gpu:
-      description: The GPUs (C(nvidia_gpu_facts)), when the driver is converged and no C(gpu) was given.
+      description: The GPUs (C(nvidia_gpu_facts)), when the driver is converged or its plan handed over and
+        no C(gpu) was given.
       type: dict
     nvidia_driver:
-      description: The driver (C(nvidia_driver_state)), when it is converged.
+      description: The driver (C(nvidia_driver_state)), when it is converged or its plan is handed over
+        (then as that plan will leave it).
       type: dict
     nvidia_container_runtime:
-      description: The container runtime (C(nvidia_container_runtime_state)), when it is converged.
+      description: The container runtime (C(nvidia_container_runtime_state)), when it is converged or its
+        plan is handed over.
       type: dict
     kubelet_gpu:
       description: The kubelet (C(kubelet_feature_gates)), when it is converged.

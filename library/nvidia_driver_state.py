@@ -26,136 +26,23 @@ description:
   - Needs no gathered facts - the distribution, its version, the machine and the running kernel are read
     on the host (Ansible's own C(get_distribution) and C(get_distribution_version), the ones fact gathering
     uses), the kernel's headers under C(/lib/modules).
-  - C(nvidia_driver_verify) checks, with the same arguments, what the run left.
+  - C(nvidia_driver_verify) checks, with the same request, what the run left; the C(nvidia_driver_changes)
+    filter tells what it changed from RV(plan), RV(before) and the facts after.
 options:
-  gpu:
-    description: The C(nvidia_gpu) facts; detected here when omitted.
-    type: dict
-  pci_ids_path:
-    description: Without O(gpu) - the C(pci.ids) file to name devices from (as C(nvidia_gpu_facts));
-      default the system's, if any.
-    type: path
-  require_gpu:
-    description: Without O(gpu) - fail on a host where no NVIDIA GPU is found (as C(nvidia_gpu_facts)).
-    type: bool
-    default: false
-  require_branch:
-    description: Without O(gpu) - fail on a host with GPUs that no single driver branch drives (as
-      C(nvidia_gpu_facts)).
-    type: bool
-    default: false
-  method:
+  update_cache:
     description:
-      - V(packages), V(runfile) or V(ubuntu-signed) (Canonical's prebuilt modules signed with its key,
-        C(linux-modules-nvidia-<branch>[-server][-open]-<kernel>), with the userspace without DKMS; Ubuntu
-        only). V(packages) on Ubuntu from the distribution under Secure Boot without O(signing_key), where it
-        would build an unsigned module, becomes V(ubuntu-signed) (with a warning).
-      - V(preinstalled) adopts the driver the host runs (an image's, a vendor's) and never installs, removes,
-        replaces or reloads it; it verifies that its branch drives every GPU, that it is O(version) and on
-        O(branch) exactly when they are set, and O(module_type); it holds the packages that own it, if any.
-      - V(packages), V(runfile) and V(ubuntu-signed) refuse, before any change, a loaded driver that no
-        package and no C(.run) install owns (an image's); every method refuses one the GPU Operator manages
-        (C(/run/nvidia/driver)).
-    type: str
-    choices: [packages, runfile, ubuntu-signed, preinstalled]
-    default: packages
-  refreshed:
-    description: The package index was refreshed just before this call - with V(ubuntu-signed), a signed
-      module the index lacks is missing from the archive (refused, naming what it has), not merely unknown.
+      - Refresh the package index (C(apt-get update), C(dnf makecache)) before reading it, as
+        M(ansible.builtin.apt)'s C(update_cache) does - so that a package the
+        index still lacks is missing from the archive, not merely unknown (with V(ubuntu-signed), a signed
+        module for the kernel that the archive lacks is then refused, naming what it has).
+      - Never in check mode (the index is read as it is). The rest of the call changes nothing.
     type: bool
     default: false
-  version:
-    description: A full driver version the user asked for.
-    type: str
-  branch:
-    description: A driver branch the user asked for.
-    type: str
-  check_branch:
-    description: Refuse a O(branch) or O(version) that cannot drive every GPU.
-    type: bool
-    default: true
-  module_type:
-    description: Kernel module type wanted.
-    type: str
-    choices: [auto, open, proprietary]
-    default: auto
-  package_source:
-    description: V(distro) (the distribution's archive) or V(cuda) (NVIDIA's CUDA repository).
-    type: str
-    choices: [distro, cuda]
-    default: distro
-  apt_repository:
-    description: An apt source line to use instead of the default for the source.
-    type: str
-  apt_key_url:
-    description: The repository's signing key URL.
-    type: str
-  keyring:
-    description: Where the role stores the repository's key (the source line's C(signed-by)).
-    type: path
-    default: /etc/apt/keyrings/gpunode-nvidia-driver.asc
-  rpm_repository:
-    description: On RHEL, Rocky and AlmaLinux, the C(baseurl) of a mirror of NVIDIA's CUDA repository
-      to use instead of U(https://developer.download.nvidia.com/compute/cuda/repos/rhel<N>/<arch>/).
-    type: str
-  rpm_key_url:
-    description: The mirror's signing key URL (default the C(D42D0685.pub) under O(rpm_repository));
-      the repository is always added with C(gpgcheck).
-    type: str
-  hold:
-    description: Hold the driver packages (converged on every run - a false value releases them).
-    type: bool
-    default: true
-  install_prerequisites:
-    description: Plan kernel headers, DKMS and a compiler when a build needs them.
-    type: bool
-    default: true
-  blacklist_nouveau:
-    description: Want nouveau blacklisted in O(blacklist_path).
-    type: bool
-    default: true
-  blacklist_path:
-    description: The modprobe.d file of the nouveau blacklist.
-    type: path
-    default: /etc/modprobe.d/blacklist-nouveau.conf
-  persistence:
-    description: Want C(nvidia-persistenced) enabled and running.
-    type: bool
-    default: true
-  fabricmanager:
-    description: The fabric manager at the driver's version - V(auto) (with NVSwitches), V(always), V(never).
-    type: str
-    choices: [auto, always, never]
-    default: auto
-  signing_key:
-    description: Module signing secret key on the host.
-    type: path
-  signing_cert:
-    description: Module signing public key (DER certificate) on the host.
-    type: path
-  runfile_url:
-    description: Where the installer comes from (default NVIDIA's server for the version).
-    type: str
-  runfile_checksum:
-    description: The installer's sha256 (V(sha256:<hex>) or V(<hex>)); required by the runfile method.
-    type: str
-  runfile_extra_flags:
-    description: Further installer options.
-    type: list
-    elements: str
-    default: []
-  sysfs_root:
-    description: Where sysfs is mounted (a fake tree in tests).
-    type: path
-    default: /sys
-  proc_root:
-    description: Where procfs is mounted (a fake tree in tests).
-    type: path
-    default: /proc
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
   - node_lock
+  - nvidia_driver_request
 attributes:
   platform:
     platforms: posix
@@ -177,6 +64,14 @@ EXAMPLES = r"""
 - name: Change only when needed
   ansible.builtin.include_tasks: converge.yml
   when: not driver.plan.converged
+
+- name: Plan Ubuntu's signed modules from a fresh index (refused when the archive has none for the kernel)
+  nvidia_driver_state:
+    method: ubuntu-signed
+    branch: "580"
+    update_cache: true
+  register: driver
+  when: not ansible_check_mode
 """
 
 RETURN = r"""
@@ -436,14 +331,64 @@ plan:
       returned: always
 before:
   description: C(nvidia_driver) facts of the host as read, before the run (keys as in
-    RV(ansible_facts.nvidia_driver)).
+    RV(ansible_facts.nvidia_driver)); with RV(plan) and the facts after the run, the
+    C(nvidia_driver_changes) filter tells what the run changed.
   returned: when the host has an NVIDIA GPU
   type: dict
-changes:
-  description: One line per change the plan will make (as far as they can be predicted).
-  returned: when the host has an NVIDIA GPU
-  type: list
-  elements: str
+  contains:
+    method:
+      description: The method (C(packages), C(runfile), C(ubuntu-signed), C(preinstalled)).
+      type: str
+      returned: always
+    branch:
+      description: The driver branch.
+      type: str
+      returned: always
+    wanted:
+      description: The version the loaded driver must match (the full version, or the branch).
+      type: str
+      returned: always
+    installed_version:
+      description: The version of the installed userspace driver, or null.
+      type: str
+      returned: always
+    loaded_version:
+      description: The version of the loaded kernel module, or null.
+      type: str
+      returned: always
+    module_type:
+      description: C(open) or C(proprietary) (of the loaded module, else of the one on disk), or null.
+      type: str
+      returned: always
+    held:
+      description: Whether the driver packages are held (null where the method holds none).
+      type: bool
+      returned: always
+    reboot_required:
+      description: Whether the driver on disk waits for a reboot to run.
+      type: bool
+      returned: always
+    origin:
+      description: Who installed the loaded driver (C(package), C(runfile), C(image), C(operator)), or null.
+      type: str
+      returned: always
+    driver_root:
+      description: The driver's root for C(nvidia-ctk cdi generate --driver-root), or null.
+      type: str
+      returned: always
+    tools_prefix:
+      description: Where the driver's tools are (an image's prefix), or null.
+      type: str
+      returned: always
+    skipped:
+      description: What the role leaves alone on this host, with the reason.
+      type: list
+      returned: always
+      elements: str
+cache_updated:
+  description: Whether the package index was refreshed (O(update_cache), not in check mode).
+  returned: always
+  type: bool
 state:
   description: What was read on the host.
   returned: always

@@ -3,7 +3,7 @@
 
     python scripts/check_function_length.py [--max N] [PATH...]
 
-PATH: files or folders (default: library/, module_utils/, action_plugins/). A
+PATH: files or folders (default: library/, module_utils/, action_plugins/, filter_plugins/). A
 function's length runs from its ``def`` line to its last line, docstring and
 comments included (decorators not); nested functions count on their own and
 inside the function that holds them. Ruff has no line-count rule (``PLR0915``
@@ -18,7 +18,7 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-DEFAULT_PATHS = ("library", "module_utils", "action_plugins")
+DEFAULT_PATHS = ("library", "module_utils", "action_plugins", "filter_plugins")
 MAX_LINES = 60
 
 

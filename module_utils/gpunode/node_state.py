@@ -9,6 +9,14 @@ is changed. A concern counts as converged only when every concern before it is t
 (the driver decides what the runtime's CDI spec holds; a concern after a change is
 read again by its role). A concern whose read fails is simply not converged: its
 role reads it again and fails there, with the message of its own module.
+
+Each read is what the concern's state module returns for the same arguments (the
+check-mode plan: neither changes anything). When the driver, or the container runtime
+after a converged driver, plans a change, the result is handed over whole
+(``plans.<concern>``, its facts and warnings published as that module would publish
+them): the role, in the same run, carries out that plan instead of reading the node a
+second time (roles/nvidia_driver/tasks/plan.yml, roles/nvidia_container_runtime/tasks/state.yml).
+The kubelet's module reads and writes in one call: nothing to hand over.
 """
 
 from ansible.module_utils.gpunode.common.arguments import ArgumentsError, validated
@@ -20,6 +28,8 @@ from ansible.module_utils.gpunode.validate import marker
 
 # in the order site.yml converges them
 CONCERNS = ("driver", "container_runtime", "kubelet", "validated")
+# the concerns whose role carries out a plan handed over (the result of its own state module)
+HANDED = ("driver", "container_runtime")
 
 
 class ConcernFailed(Exception):
@@ -49,7 +59,7 @@ class ConcernModule:
 def read_driver(module, params):
     reader = ConcernModule(module, validated(driver.ARGUMENT_SPEC, params, "driver"))
     result = driver.read(reader)
-    return driver.converged(result), result["ansible_facts"], reader.warnings
+    return driver.converged(result), result, reader.warnings
 
 
 def read_container_runtime(module, params, facts):
@@ -59,14 +69,14 @@ def read_container_runtime(module, params, facts):
                                     or facts.get("nvidia_gpu", {}).get("loaded_driver_version") or "")
     reader = ConcernModule(module, validated(container_runtime.ARGUMENT_SPEC, params, "container_runtime"))
     result = container_runtime.read(reader)
-    return container_runtime.converged(result), result["ansible_facts"], reader.warnings
+    return container_runtime.converged(result), result, reader.warnings
 
 
 def read_kubelet(module, params):
     reader = ConcernModule(module, validated(kubelet.ARGUMENT_SPEC, params, "kubelet",
                                              kubelet.MUTUALLY_EXCLUSIVE))
     outcome = kubelet.read(reader)
-    return kubelet.converged(outcome), outcome.result["ansible_facts"], reader.warnings + outcome.warnings
+    return kubelet.converged(outcome), outcome.result, reader.warnings + outcome.warnings
 
 
 def read_validated(params, facts):
@@ -77,7 +87,7 @@ def read_validated(params, facts):
     done, concern_facts, why = marker.read(params["marker"], loaded)
     if not done:  # the validation play runs on this host: "read again by its role: <why>"
         raise ConcernFailed(why)
-    return done, concern_facts, []
+    return done, {"ansible_facts": concern_facts}, []
 
 
 ERRORS = (ConcernFailed, ArgumentsError, MissingRequirement,
@@ -85,11 +95,12 @@ ERRORS = (ConcernFailed, ArgumentsError, MissingRequirement,
 
 
 def read(module, concerns):
-    """``{"converged": {concern: bool}, "reasons": {concern: why not}, "ansible_facts": {...},
-    "warnings": [...]}`` for the concerns given (name -> that state module's arguments). The
-    facts and warnings are those of the converged concerns: a role that still runs reads and
-    publishes its own."""
-    converged, reasons, facts, published, warnings = {}, {}, {}, {}, []
+    """``{"converged": {concern: bool}, "reasons": {concern: why not}, "plans": {concern: result},
+    "ansible_facts": {...}, "warnings": [...]}`` for the concerns given (name -> that state
+    module's arguments). The facts and warnings are those of the converged concerns and of the
+    plans handed over (``plans``, see :data:`HANDED`); a role that still runs reads and publishes
+    its own."""
+    converged, reasons, facts, published, warnings, plans = {}, {}, {}, {}, [], {}
     readers = {
         "driver": lambda params: read_driver(module, params),
         "container_runtime": lambda params: read_container_runtime(module, params, facts),
@@ -101,17 +112,22 @@ def read(module, concerns):
         if concerns.get(name) is None:
             continue
         try:
-            done, concern_facts, concern_warnings = readers[name](concerns[name])
+            done, result, concern_warnings = readers[name](concerns[name])
         except ERRORS as exc:
             converged[name], reasons[name] = False, f"read again by its role: {exc}"
             chain = False
             continue
-        facts.update(concern_facts)
+        facts.update(result["ansible_facts"])
+        if chain and not done and name in HANDED:  # its role carries this plan out, reading nothing
+            plans[name] = result
         chain = chain and done
         converged[name] = chain
-        if chain:  # its play leaves the host out: its facts and warnings are published here
-            published.update(concern_facts)
+        # its play leaves the host out, or its role carries out the plan handed over: its facts
+        # and warnings are published here
+        if chain or name in plans:
+            published.update(result["ansible_facts"])
             warnings.extend(concern_warnings)
-        else:
+        if not chain:
             reasons[name] = "changes planned" if not done else "a concern before it changes"
-    return {"converged": converged, "reasons": reasons, "ansible_facts": published, "warnings": warnings}
+    return {"converged": converged, "reasons": reasons, "plans": plans, "ansible_facts": published,
+            "warnings": warnings}

@@ -540,17 +540,11 @@ def test_gpushare_memory_quantity_counts():
 # --- role interface -------------------------------------------------------------------
 
 
-def test_every_default_is_declared_in_argument_specs_with_the_same_value():
+def test_every_option_has_a_default():
+    # each default against its declaration: test_role_interfaces.py, over every role
     defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
     specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())
-    options = specs["argument_specs"]["main"]["options"]
-    assert set(defaults) == set(options)
-    for name, option in options.items():
-        assert name.startswith("gpu_cluster_addons_")
-        assert option["default"] == defaults[name], name
-        assert option.get("description"), name
-        if "choices" in option:
-            assert defaults[name] in option["choices"], name
+    assert set(defaults) == set(specs["argument_specs"]["main"]["options"])
 
 
 # --------------------------------------------------------------------------

@@ -98,7 +98,7 @@ def test_after_a_driver_change_nothing_later_counts_as_converged(node, run_modul
     assert result["reasons"] == {"driver": "changes planned",
                                  "container_runtime": "a concern before it changes",
                                  "kubelet": "a concern before it changes"}
-    assert result["ansible_facts"] == {}
+    assert set(result["ansible_facts"]) == {"nvidia_driver"}  # of the plan handed to the driver role
 
 
 def test_the_runtime_is_read_with_the_driver_the_driver_read_found(node, run_module, monkeypatch):
@@ -133,3 +133,46 @@ def test_concerns_not_given_are_not_read(node, run_module, monkeypatch):
     monkeypatch.setattr(crr.NodeReader, "read", lambda self: pytest.fail("runtime read"))
     ok, result = run_module(gpunode_node_state, {"driver": node["driver"]}, check_mode=True)
     assert ok and result["converged"] == {"driver": True}
+
+
+def test_a_driver_with_changes_is_handed_to_its_role_as_its_own_module_plans_it(node, run_module):
+    args = concerns(node, driver={"version": "535.183.01"})
+    ok, own = run_module(nvidia_driver_state, args["driver"], check_mode=True)
+    assert ok and not own["plan"]["converged"], own
+    ok, result = run_module(gpunode_node_state, args, check_mode=True)
+    assert ok, result
+    handed = result["plans"]["driver"]
+    # the driver role carries this plan out without reading the node again (its tasks/plan.yml)
+    for key in ("request", "plan", "before", "state", "ansible_facts"):
+        assert handed[key] == own[key], key
+    assert result["ansible_facts"]["nvidia_driver"] == own["ansible_facts"]["nvidia_driver"]
+    assert "nvidia_container_runtime" not in result["ansible_facts"]  # read again after the driver's change
+
+
+def test_a_converged_driver_hands_nothing_over(node, run_module):
+    ok, result = run_module(gpunode_node_state, concerns(node), check_mode=True)
+    assert ok and result["plans"] == {}
+
+
+def test_a_runtime_with_changes_after_a_converged_driver_is_handed_to_its_role(node, run_module):
+    args = concerns(node, container_runtime={"version": "1.18.0-1"})
+    ok, own = run_module(nvidia_container_runtime_state, args["container_runtime"], check_mode=True)
+    assert ok and own["plan"]["changes"], own
+    ok, result = run_module(gpunode_node_state, args, check_mode=True)
+    assert ok, result
+    assert result["converged"] == {"driver": True, "container_runtime": False, "kubelet": False}
+    assert set(result["plans"]) == {"container_runtime"}  # the driver is converged: nothing to carry out
+    # the runtime role carries this plan out without reading the node again (its tasks/state.yml)
+    assert result["plans"]["container_runtime"]["plan"] == own["plan"]
+    published = result["ansible_facts"]["nvidia_container_runtime"]
+    assert published == own["ansible_facts"]["nvidia_container_runtime"]
+
+
+def test_a_runtime_read_before_a_driver_change_is_not_handed_over(node, run_module):
+    args = concerns(node, driver={"version": "535.183.01"},
+                    container_runtime={"version": "1.18.0-1"})
+    ok, result = run_module(gpunode_node_state, args, check_mode=True)
+    assert ok, result
+    # the driver's change may change what the runtime needs: its role reads it after the driver's
+    assert set(result["plans"]) == {"driver"}
+    assert "nvidia_container_runtime" not in result["ansible_facts"]

@@ -17,11 +17,7 @@ from ansible.module_utils.gpunode.driver.driver import (
     runfile_flags,
     version_matches,
 )
-from ansible.module_utils.gpunode.driver.facts import (
-    change_lines,
-    driver_facts,
-    pending_reboot,
-)
+from ansible.module_utils.gpunode.driver.facts import driver_facts, pending_reboot
 from ansible.module_utils.gpunode.driver.parsers import (
     blacklist_complete,
     module_from_modinfo,
@@ -38,7 +34,7 @@ from ansible.module_utils.gpunode.driver.plan import (
 )
 from ansible.module_utils.gpunode.host.packages import parse_dpkg_query
 from ansible.module_utils.gpunode.host.systemd import by_service, parse_show
-from conftest import FIXTURES, shared_files
+from conftest import FIXTURES, ROOT, load_file, shared_files
 
 DRIVER_FIXTURES = FIXTURES / "driver"
 
@@ -631,6 +627,10 @@ def test_runfile_plans_the_unit_and_no_holds():
 
 # ------------------------------------------------------------------ facts and changes
 
+# what a run changed is told on the controller (filter_plugins/nvidia_driver.py, standard library only)
+FILTERS = load_file(ROOT / "filter_plugins" / "nvidia_driver.py", "nvidia_driver_filters")
+change_lines = FILTERS.FilterModule().filters()["nvidia_driver_changes"]
+
 
 def test_facts_before_and_predicted_after_and_the_change_lines():
     host = state(packages=BASE, services={})
@@ -664,3 +664,17 @@ def test_facts_of_a_runfile_host_have_no_holds_and_a_busy_module_means_a_reboot(
     facts = driver_facts(busy, req)
     assert facts["held"] is None and facts["reboot_required"] and facts["loaded_version"] == "570.133.20"
     assert "reboot pending to load the driver" in change_lines(plan(busy, req), facts, facts)
+
+
+def test_the_change_lines_tell_what_the_check_after_read_not_what_the_plan_predicted():
+    host = state("535.129.03", "535.129.03", "470.256.02", packages=BASE)
+    req = debian_535()
+    steps = plan(host, req)
+    before = driver_facts(host, req)
+    assert steps["unload"] or steps["load"]
+    # the old module stayed busy: the check after the change reads it still loaded, a reboot pending
+    after = dict(driver_facts(host, req, steps), loaded_version="470.256.02", reboot_required=True)
+    lines = change_lines(steps, before, after)
+    assert "reboot pending to load the driver" in lines
+    assert not any(line.startswith("driver loaded:") for line in lines)
+    assert change_lines(dict(steps, converged=True), before, after) == []

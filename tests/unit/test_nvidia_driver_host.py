@@ -108,10 +108,9 @@ GPUS = {"devices": [{"kind": "gpu"}, {"kind": "audio"}]}
 
 
 def test_verify_raises_with_the_public_state():
-    verify(STATE, {"wanted": "535"}, "final", GPUS)
+    verify(STATE, {"wanted": "535"}, GPUS)
     with pytest.raises(VerifyError, match=r"is 535.129.03 .userspace 535.129.03., wanted 550$") as raised:
-        verify(STATE, {"wanted": "550"}, "installed", GPUS)
+        verify(STATE, {"wanted": "550"}, GPUS)
     assert raised.value.result == {"state": public(STATE)} and "packages" not in raised.value.result["state"]
     with pytest.raises(VerifyError, match=r"^nvidia-smi: \['535.129.03'\]; wanted 535.129.03 on 2 GPU"):
-        verify(STATE, {"wanted": "535"}, "final", {"devices": [{"kind": "gpu"}] * 2})
-    verify(STATE, {"wanted": "535"}, "installed", {"devices": [{"kind": "gpu"}] * 2})  # smi: final only
+        verify(STATE, {"wanted": "535"}, {"devices": [{"kind": "gpu"}] * 2})

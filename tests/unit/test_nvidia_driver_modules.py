@@ -165,15 +165,14 @@ def test_state_of_a_bare_host_plans_everything_and_predicts_the_facts(fake, run_
     assert steps["prerequisites"] == [f"linux-headers-{KERNEL}"]
     facts = result["ansible_facts"]["nvidia_driver"]
     assert facts["installed_version"] == facts["loaded_version"] == "535.129.03" and facts["held"] is True
-    assert result["before"]["installed_version"] is None
-    assert result["changes"][0] == "driver none -> 535.129.03 (proprietary)"
+    assert result["before"]["installed_version"] is None and result["cache_updated"] is False
 
 
 def test_a_converged_host_costs_four_commands_and_plans_nothing(fake, run_module):
     converged(fake)
     ok, result = run_module(nvidia_driver_state, fake.args(version="535.129.03", module_type="proprietary"))
     assert ok, result
-    assert result["plan"]["converged"] and result["changes"] == []
+    assert result["plan"]["converged"]
     assert result["state"]["smi"]["driver_versions"] == ["535.129.03"]
     assert result["ansible_facts"]["nvidia_driver"] == result["before"]
     assert result["before"] == {"method": "packages", "branch": "535", "wanted": "535.129.03",
@@ -273,31 +272,33 @@ def test_strings_from_the_command_line_are_booleans(fake, run_module):
     assert result["plan"]["unhold"] == ["nvidia-driver"] and result["request"]["persistence"] is False
 
 
-def test_final_stage_verifies_and_says_what_changed(fake, run_module):
+def test_verify_reads_the_same_request_and_fails_on_what_the_run_did_not_leave(fake, run_module):
     converged(fake)
     args = fake.args(version="535.129.03", module_type="proprietary")
-    ok, planned = run_module(nvidia_driver_state, args)
-    before = dict(planned["before"], installed_version=None, loaded_version=None, held=False)
-    ran = dict(planned["plan"], install=True, load=True, hold=["nvidia-driver"])
-    verify = {"stage": "final", "driver": args, "before": before, "ran": ran}
-    ok, result = run_module(nvidia_driver_verify, verify)
+    ok, result = run_module(nvidia_driver_verify, args)
     assert ok, result
-    assert result["changes"][:2] == ["driver none -> 535.129.03 (proprietary)",
-                                     "driver packages held: nvidia-driver"]
+    assert result["ansible_facts"]["nvidia_driver"]["loaded_version"] == "535.129.03"
+    assert "changes" not in result  # told on the controller (filter_plugins/nvidia_driver.py)
     fake.commands[SMI] = (18, "Failed to initialize NVML: Driver/library version mismatch\n", "")
-    ok, result = run_module(nvidia_driver_verify, {"stage": "final", "driver": args})
+    ok, result = run_module(nvidia_driver_verify, args)
     assert not ok and "nvidia-smi: Failed to initialize NVML" in result["msg"]
-    installed = {"stage": "installed", "driver": dict(args, version="535.261.03")}
-    ok, result = run_module(nvidia_driver_verify, installed)
+    ok, result = run_module(nvidia_driver_verify, dict(args, version="535.261.03"))
     assert not ok and "after installing, the driver for kernel" in result["msg"]
     # the arguments are those of nvidia_driver_state, checked as it checks them
-    ok, result = run_module(nvidia_driver_verify, {"stage": "final", "driver": dict(args, method="apt")})
-    assert not ok and result["msg"].startswith("driver: value of method must be one of")
+    ok, result = run_module(nvidia_driver_verify, dict(args, method="apt"))
+    assert not ok and "value of method must be one of" in result["msg"]
 
 
-def test_the_plan_call_takes_no_verification_protocol(fake, run_module):
-    ok, result = run_module(nvidia_driver_state, fake.args(stage="final"))
-    assert not ok and "Unsupported parameters" in result["msg"] and "stage" in result["msg"]
+@pytest.mark.parametrize("option", ["stage", "driver", "before", "ran", "update_cache"])
+def test_verify_takes_no_protocol_from_the_role(fake, run_module, option):
+    ok, result = run_module(nvidia_driver_verify, fake.args(**{option: {}}))
+    assert not ok and "Unsupported parameters" in result["msg"] and option in result["msg"]
+
+
+@pytest.mark.parametrize("option", ["stage", "refreshed", "ran", "before"])
+def test_the_plan_call_takes_no_protocol_from_the_role(fake, run_module, option):
+    ok, result = run_module(nvidia_driver_state, fake.args(**{option: True}))
+    assert not ok and "Unsupported parameters" in result["msg"] and option in result["msg"]
 
 
 @pytest.mark.parametrize(("byte", "expected"), [(1, True), (0, False)])
@@ -633,11 +634,34 @@ def test_secure_boot_on_ubuntu_plans_the_signed_modules_the_archive_has(fake, ru
     assert any("Canonical's signed NVIDIA modules" in reason for reason in result["plan"]["reasons"])
 
 
+def commands_run(fake):
+    """The commands ``fake`` ran, as their keys (the program's name, then its arguments)."""
+    return [" ".join([argv[0].rsplit("/", 1)[-1], *argv[1:]]) for argv in fake.calls]
+
+
 def test_a_refreshed_index_without_a_signed_module_for_the_kernel_is_refused(fake, run_module):
     args = ubuntu_secure_boot(fake)
+    fake.bins.add("apt-get")
+    fake.commands["apt-get update -q"] = (0, "Reading package lists...\n", "")
     fake.commands["apt-cache pkgnames linux-modules-nvidia-"] = (
         0, "linux-modules-nvidia-570-server-open-6.1.0-17-amd64\n", "")
-    ok, result = run_module(nvidia_driver_state, dict(args, refreshed=True), check_mode=True)
+    # in check mode the index is read as it is: a name it lacks may only be unknown yet
+    ok, result = run_module(nvidia_driver_state, dict(args, update_cache=True), check_mode=True)
+    assert ok and result["cache_updated"] is False and result["plan"]["refresh_index"], result
+    assert "apt-get update -q" not in commands_run(fake)
+    ok, result = run_module(nvidia_driver_state, dict(args, update_cache=True))
+    run = commands_run(fake)
+    refreshed_at = run.index("apt-get update -q")  # before the archive is read
+    assert "apt-cache pkgnames linux-modules-nvidia-" in run[refreshed_at:]
     assert not ok
     assert f"no NVIDIA open kernel module of branch 570 signed for kernel {KERNEL}" in result["msg"]
     assert "built for kernels: 6.1.0-17-amd64" in result["msg"]
+
+
+def test_an_index_refresh_that_fails_says_so_and_plans_nothing(fake, run_module):
+    args = ubuntu_secure_boot(fake)
+    fake.bins.add("apt-get")
+    fake.commands["apt-get update -q"] = (100, "", "E: The repository 'http://x noble' has no Release file")
+    ok, result = run_module(nvidia_driver_state, dict(args, update_cache=True))
+    assert not ok and result["msg"].startswith("apt-get update failed (rc 100): E: The repository")
+    assert "plan" not in result

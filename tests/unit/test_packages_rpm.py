@@ -167,3 +167,12 @@ def test_the_versionlock_plugin_is_there_when_its_configuration_is(el_node):
     assert not backend.versionlock_plugin(str(el_node / "versionlock.conf"))
     (el_node / "versionlock.conf").write_text("[main]\nenabled = 1\n")
     assert backend.versionlock_plugin(str(el_node / "versionlock.conf"))
+
+
+def test_the_index_refresh_is_dnf_makecache_and_its_failure_names_the_error(el_node):
+    host = RpmHost({"makecache": (0, "", "")})
+    dnf(host, el_node).refresh_index()
+    assert host.ran == [["/usr/bin/dnf", "makecache", "-q"]]
+    offline = RpmHost({"makecache": (1, "", "Error: Failed to download metadata for repo 'cuda-rhel9'\n")})
+    with pytest.raises(RpmError, match=r"^dnf makecache failed \(rc 1\): Error: Failed to download metadata"):
+        dnf(offline, el_node).refresh_index()

@@ -11,7 +11,6 @@ import kube_scheduler_extender
 import kubelet_feature_gates
 import nvidia_container_runtime_state
 import nvidia_driver_state
-import nvidia_driver_verify
 import nvidia_mig
 import pytest
 import yaml
@@ -20,7 +19,6 @@ from conftest import ROOT
 # module -> the variable its role registers the result in
 REGISTERED = {
     nvidia_driver_state: "__nvidia_driver_state",
-    nvidia_driver_verify: "__nvidia_driver_final",
     nvidia_container_runtime_state: "__nvidia_container_runtime_state",
     kubelet_feature_gates: "__kubelet_gpu",
     gpunode_node_state: "gpunode_node_state",
@@ -37,11 +35,7 @@ READS = [(module, variable, None) for module, variable in REGISTERED.items()] + 
 ]
 # reads the contract does not cover yet, each with why: the test fails once one is covered,
 # so that the entry goes
-UNCOVERED = {
-    ("__nvidia_driver_state", "before"): "RETURN documents before (the facts before the run, "
-    "read by roles/nvidia_driver/vars/main.yml) without contains: the driver rework of issue 27 "
-    "replaces the before/driver/ran protocol",
-}
+UNCOVERED = {}
 # what a registered result has besides the module's own return values
 ANSIBLE_KEYS = {"failed", "changed", "skipped", "msg", "warnings"}
 

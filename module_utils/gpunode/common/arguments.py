@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Another module's arguments, given as one dict option, checked as that module would check them.
 
-``gpunode_node_state`` takes the arguments of three state modules and ``nvidia_driver_verify``
-those of ``nvidia_driver_state``: :func:`validated` applies the module's own argument spec
+``gpunode_node_state`` takes the arguments of three state modules (and of the validation
+record), one dict option each: :func:`validated` applies the module's own argument spec
 (types, choices, defaults, mutually exclusive options) with ansible-core's validator.
 """
 

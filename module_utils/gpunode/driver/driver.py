@@ -8,8 +8,9 @@ without Ansible. The modules ``nvidia_driver_state`` and
 ``nvidia_kernel_modules`` read the host and call into this file; every
 decision the role takes (repair dpkg, install, rebuild for a new kernel, hold,
 blacklist nouveau, unload, load, start the daemons, reboot) is computed here
-from plain data by :func:`plan`, and what the role publishes by
-:func:`driver_facts` and :func:`change_lines`.
+from plain data by :func:`plan` (``driver/plan.py``), and what the role publishes by
+:func:`driver_facts` (``driver/facts.py``; the change lines of site.yml's summary are
+told on the controller, ``filter_plugins/nvidia_driver.py``).
 
 Domain errors are raised as :class:`DriverError` and turned into
 ``fail_json`` by the modules.

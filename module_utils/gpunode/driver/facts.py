@@ -1,9 +1,9 @@
 # Copyright: (c) 2026, gpunode maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""What the driver role publishes: ``ansible_facts.nvidia_driver`` and the run's change lines."""
+"""What the driver role publishes: ``ansible_facts.nvidia_driver`` (the run's change lines are told on
+the controller from these facts before and after, ``filter_plugins/nvidia_driver.py``)."""
 
-from ansible.module_utils.gpunode.driver.driver import PERSISTENCED
 from ansible.module_utils.gpunode.driver.plan import HOLDING_METHODS, held_packages, skipped
 
 
@@ -57,42 +57,3 @@ def driver_facts(state, request, steps=None):
         "tools_prefix": (state.get("location") or {}).get("tools_prefix"),
         "skipped": skipped(state, request),
     }
-
-
-def change_lines(steps, before, after):
-    """One short line per change a run made (``gpunode_changes``), from the plan it ran
-    and the driver facts before and after it."""
-    lines = []
-    if steps["repair_dpkg"]:
-        lines.append("dpkg: finished the interrupted run (dpkg --configure -a)")
-    if steps["install"]:
-        new = after["installed_version"] or after["wanted"]
-        kind = after["module_type"] or "module type unknown"
-        if new == before["installed_version"]:
-            lines.append(f"driver {new} reinstalled ({kind})")
-        else:
-            lines.append(f"driver {before['installed_version'] or 'none'} -> {new} ({kind})")
-    if steps.get("remove"):
-        lines.append(f"packages of the other driver method removed: {', '.join(steps['remove'])}")
-    if steps.get("kernel_modules"):
-        lines.append(f"signed modules for the next kernel installed: {', '.join(steps['kernel_modules'])}")
-    if steps["dkms_build"]:
-        lines.append(f"driver {steps['dkms_version']}: module built for the running kernel")
-    if steps["unhold"] and not steps["hold"]:
-        lines.append(f"driver packages released: {', '.join(steps['unhold'])}")
-    if steps["hold"]:
-        lines.append(f"driver packages held: {', '.join(steps['hold'])}")
-    if steps["blacklist_nouveau"]:
-        lines.append("nouveau blacklisted")
-    if (steps["unload"] or steps["load"]) and after["loaded_version"] != before["loaded_version"]:
-        lines.append(f"driver loaded: {before['loaded_version'] or 'none'} -> "
-                     f"{after['loaded_version'] or 'none'}")
-    if steps["persistence"]:
-        lines.append(f"{PERSISTENCED}: {', '.join(steps['persistence'])}")
-    if steps["fabricmanager"]:
-        fm = steps["fabricmanager"]
-        lines.append(f"fabric manager {fm['package']}: "
-                     + ", ".join(k for k in ("install", "enable", "start") if fm[k]))
-    if after["reboot_required"]:
-        lines.append("reboot pending to load the driver")
-    return lines

@@ -177,6 +177,16 @@ def read_smi(host, smi=None):
     return result
 
 
+def refresh_index(host):
+    """Download the package index again (``nvidia_driver_state``'s ``update_cache``) through the
+    node's package manager; True. Raises DriverError on a node with neither apt nor dnf."""
+    backend = manager(host, ADMINDIR)
+    if backend is None:
+        raise DriverError("update_cache: the node has neither apt nor dnf; nothing was read or written")
+    backend.refresh_index()
+    return True
+
+
 def read_index(host, names):
     """``apt-cache madison`` of ``names``: what the package index knows, or None without apt."""
     madison = host.which("apt-cache")

@@ -1,12 +1,14 @@
 # Copyright: (c) 2026, gpunode maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The three calls of ``nvidia_driver_state``: the plan, and the checks after the install
-(``installed``) and after the whole role (``final``).
+"""The two calls of the driver concern: the plan (``nvidia_driver_state``) and the check after
+the change (``nvidia_driver_verify``, stage ``final``).
 
 :func:`evaluate` reads the node through a :class:`~ansible.module_utils.gpunode.host.commands.Host`,
-builds the request, plans, and for the later stages verifies; a run that did not leave
-what it was asked for raises :class:`VerifyError`, which carries the state read.
+builds the request, plans, and at ``final`` verifies; a run that did not leave what it was
+asked for raises :class:`VerifyError`, which carries the state read. What a run changed is
+told on the controller from the plan, the facts before and the facts after
+(``filter_plugins/nvidia_driver.py``).
 """
 
 from ansible.module_utils.gpunode.driver.driver import (
@@ -14,11 +16,7 @@ from ansible.module_utils.gpunode.driver.driver import (
     build_request,
     version_matches,
 )
-from ansible.module_utils.gpunode.driver.facts import (
-    change_lines,
-    driver_facts,
-    pending_reboot,
-)
+from ansible.module_utils.gpunode.driver.facts import driver_facts, pending_reboot
 from ansible.module_utils.gpunode.driver.host import (
     read_driver,
     read_index,
@@ -53,17 +51,19 @@ def public(state):
     return {k: v for k, v in state.items() if k not in ("packages", "index")}
 
 
-def verify(state, request, stage, gpu):
-    """Raise :class:`VerifyError` when the run did not leave what it was asked for."""
+def verify(state, request, gpu):
+    """Raise :class:`VerifyError` when the run did not leave what it was asked for: the wanted
+    driver on disk (its module for the running kernel, its userspace) and, unless a reboot is
+    pending, loaded and answering ``nvidia-smi`` on every GPU (an adopted driver: answering)."""
     if request.get("method") == PREINSTALLED:
-        return _verify_smi(state, gpu, state["loaded"]["version"]) if stage == "final" else None
+        return _verify_smi(state, gpu, state["loaded"]["version"])
     on_disk = (state["module_on_disk"] or {}).get("version")
     if not version_matches(on_disk, request["wanted"]) or not version_matches(state["userspace_version"],
                                                                               request["wanted"]):
         raise VerifyError(f"after installing, the driver for kernel {state['kernel']} is "
                           f"{on_disk or 'absent'} (userspace {state['userspace_version'] or 'absent'}), "
                           f"wanted {request['wanted']}", state)
-    if stage != "final" or pending_reboot(state) or not state["loaded"]["version"]:
+    if pending_reboot(state) or not state["loaded"]["version"]:
         return None
     return _verify_smi(state, gpu, state["userspace_version"])
 
@@ -98,7 +98,7 @@ def read_request(host, params, gpu, os_info):
     request = signed_fallback(state, request)
     if request["method"] == "ubuntu-signed":
         archive = read_signed_archive(host, request, state)
-        request = signed_request(request, state, archive, params["refreshed"])
+        request = signed_request(request, state, archive, params.get("refreshed", False))
     for warning in request["warnings"]:
         host.warn(warning)
     return request, state
@@ -127,8 +127,8 @@ def read_smi_when_needed(host, params, state, steps):
 
 def evaluate(host, params, gpu, os_info):
     """The module's result for ``params["stage"]`` on a node with NVIDIA GPUs ``gpu``:
-    ``changed``, ``request``, ``plan``, ``before``, ``state``, ``changes`` (where known) and
-    ``ansible_facts`` (``nvidia_driver``)."""
+    ``changed``, ``request``, ``plan``, ``before``, ``state`` and ``ansible_facts``
+    (``nvidia_driver``: at ``plan`` what the plan will leave, at ``final`` what was read)."""
     request, state = read_request(host, params, gpu, os_info)
     steps = planned(host, state, request)
     read_smi_when_needed(host, params, state, steps)
@@ -136,11 +136,8 @@ def evaluate(host, params, gpu, os_info):
     result = {"changed": False, "request": request, "plan": steps, "before": before, "state": public(state)}
     if params["stage"] == "plan":
         after = driver_facts(state, request, steps)
-        result["changes"] = [] if steps["converged"] else change_lines(steps, before, after)
     else:
-        verify(state, request, params["stage"], gpu)
+        verify(state, request, gpu)
         after = before
-        if params["stage"] == "final" and params["ran"] and params["before"]:
-            result["changes"] = change_lines(params["ran"], params["before"], before)
     result["ansible_facts"] = {"nvidia_driver": after}
     return result

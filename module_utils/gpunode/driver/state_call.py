@@ -3,10 +3,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """One call of ``nvidia_driver_state``: its arguments and what it returns.
 
-The module (``library/nvidia_driver_state.py``) and the one read of every concern
-(``gpunode_node_state``) both call :func:`read`; ``nvidia_driver_verify`` calls it with
-its later ``stage`` (the checks after the install and after the run). It raises one of
-:data:`ERRORS`.
+The module (``library/nvidia_driver_state.py``), the one read of every concern
+(``gpunode_node_state``) and ``nvidia_driver_verify`` (the check after the change) call
+:func:`read` with the same request (:data:`REQUEST_SPEC`, documented once in
+``doc_fragments/nvidia_driver_request.py``). It raises one of :data:`ERRORS`.
 """
 
 import os
@@ -15,20 +15,22 @@ import platform
 from ansible.module_utils.common.sys_info import get_distribution, get_distribution_version
 from ansible.module_utils.gpunode.driver.driver import DriverError
 from ansible.module_utils.gpunode.driver.gpu import GpuDetectError, detect
+from ansible.module_utils.gpunode.driver.host import refresh_index
 from ansible.module_utils.gpunode.driver.stages import evaluate
 from ansible.module_utils.gpunode.formats import values
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.packages import DpkgError
 from ansible.module_utils.gpunode.host.packages_rpm import RpmError
 
-ARGUMENT_SPEC = {
+# what is wanted and where the node's trees are: the arguments of nvidia_driver_state and of
+# nvidia_driver_verify (the role gives both the same, with module_defaults)
+REQUEST_SPEC = {
     "gpu": {"type": "dict"},
     "pci_ids_path": {"type": "path"},
     "require_gpu": {"type": "bool", "default": False},
     "require_branch": {"type": "bool", "default": False},
     "method": {"type": "str", "choices": ["packages", "runfile", "ubuntu-signed", "preinstalled"],
                "default": "packages"},
-    "refreshed": {"type": "bool", "default": False},
     "version": {"type": "str"},
     "branch": {"type": "str"},
     "check_branch": {"type": "bool", "default": True},
@@ -53,6 +55,8 @@ ARGUMENT_SPEC = {
     "sysfs_root": {"type": "path", "default": "/sys"},
     "proc_root": {"type": "path", "default": "/proc"},
 }
+# nvidia_driver_state's: the request, and whether to refresh the package index before reading it
+ARGUMENT_SPEC = dict(REQUEST_SPEC, update_cache={"type": "bool", "default": False})
 ERRORS = (DriverError, GpuDetectError, DpkgError, RpmError)
 # The syntax of each value that lands in a file or on a command line, checked before anything is
 # read: the signing key and certificate are quoted values of DKMS's shell-sourced framework.conf and
@@ -80,11 +84,12 @@ def os_info():
     }
 
 
-def read(module, params=None, stage="plan", ran=None, before=None):
-    """The result for ``params`` (default ``module.params``, the arguments of
-    ``nvidia_driver_state``) at ``stage``: ``plan``, or ``installed`` / ``final`` with the
-    plan that ran (``ran``) and the facts before it (``before``). Raises one of :data:`ERRORS`."""
-    params = dict(module.params if params is None else params, stage=stage, ran=ran, before=before)
+def read(module, params=None, stage="plan"):
+    """The result for ``params`` (default ``module.params``: the arguments of
+    ``nvidia_driver_state``, or of ``nvidia_driver_verify`` with ``stage`` ``final``). With
+    ``update_cache`` (never in check mode) the package index is refreshed first, so that a
+    package it still lacks is missing upstream, not merely unknown. Raises one of :data:`ERRORS`."""
+    params = dict(module.params if params is None else params, stage=stage)
     try:
         values.check(params, VALUE_RULES)
     except values.ValueSyntaxError as exc:
@@ -100,10 +105,13 @@ def read(module, params=None, stage="plan", ran=None, before=None):
         params["gpu"] = facts["nvidia_gpu"] = gpu
     if not gpu.get("present"):
         return {"changed": False, "ansible_facts": facts, "msg": "no NVIDIA GPU: nothing to do",
-                "plan": {"converged": True, "disruptive": False, "reasons": []}}
-    result = evaluate(Host(module), params, gpu, os_info())
+                "cache_updated": False, "plan": {"converged": True, "disruptive": False, "reasons": []}}
+    host = Host(module)
+    params["refreshed"] = bool(params.get("update_cache")) and not module.check_mode and refresh_index(host)
+    result = evaluate(host, params, gpu, os_info())
     facts.update(result["ansible_facts"])
     result["ansible_facts"] = facts
+    result["cache_updated"] = params["refreshed"]
     return result
 
 

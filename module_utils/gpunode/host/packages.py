@@ -7,9 +7,9 @@
 :class:`~ansible.module_utils.gpunode.host.packages_rpm.Dnf` on the RHEL family; None without one);
 a backend answers :meth:`~Apt.packages` (installed and held packages, with their
 states), :meth:`~Apt.owner` (which package owns a path) and :meth:`~Apt.held`
-(the packages held at their version) and :meth:`~Apt.interrupted` (why the database needs a
-repair first). A backend is a class with these methods and a
-``detect(host)`` class method, listed in :data:`BACKENDS`.
+(the packages held at their version), :meth:`~Apt.interrupted` (why the database needs a
+repair first) and :meth:`~Apt.refresh_index` (download the index again). A backend is a class
+with these methods and a ``detect(host)`` class method, listed in :data:`BACKENDS`.
 
 apt/dpkg, the parsers (standard library only):
 
@@ -220,6 +220,16 @@ class Apt:
     def interrupted(self, packages):
         """Why ``dpkg --configure -a`` is needed first (:func:`interrupted`)."""
         return interrupted(packages, self.admindir)
+
+    def refresh_index(self):
+        """Download the package index again (``apt-get update``, as ``ansible.builtin.apt``'s
+        ``update_cache``). Raises :class:`DpkgError` naming the command's error when it fails."""
+        apt_get = self.host.which("apt-get")
+        if not apt_get:
+            raise DpkgError("apt-get is not on PATH: the package index cannot be refreshed")
+        rc, _out, err = self.host.run([apt_get, "update", "-q"])
+        if rc != 0:
+            raise DpkgError(f"apt-get update failed (rc {rc}): {err.strip()}; nothing was changed")
 
     def owner(self, path):
         """The package that owns ``path`` (``dpkg-query -S``), or None when none does."""

@@ -267,6 +267,13 @@ class Dnf:
         """Why the database needs a repair first: never for rpm (a transaction is atomic per package)."""
         return []
 
+    def refresh_index(self):
+        """Download the repositories' metadata again (``dnf makecache``). Raises :class:`RpmError`
+        naming the command's error when it fails."""
+        rc, _out, err = self.host.run([self.host.which("dnf"), "makecache", "-q"])
+        if rc != 0:
+            raise RpmError(f"dnf makecache failed (rc {rc}): {err.strip()}; nothing was changed")
+
     def owner(self, path):
         """The package that owns ``path`` (``rpm -qf``), or None when none does."""
         rc, out, _err = self._rpm(["-qf", "--queryformat", "%{NAME}\n", path])

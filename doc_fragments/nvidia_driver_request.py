@@ -1,0 +1,136 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The driver request: the options of nvidia_driver_state and nvidia_driver_verify (module_utils
+gpunode/driver/state_call.py, REQUEST_SPEC).
+
+A module names it in ``extends_documentation_fragment`` as ``nvidia_driver_request``; the
+collection build writes the collection's name in front, as for ``node_lock``. The driver role
+gives both modules the same values (``module_defaults``: what is asked for, and where the
+node's trees are), so the check after the change reads the node as the plan did.
+"""
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+options:
+  gpu:
+    description: The C(nvidia_gpu) facts; detected here when omitted.
+    type: dict
+  pci_ids_path:
+    description: Without O(gpu) - the C(pci.ids) file to name devices from (as C(nvidia_gpu_facts));
+      default the system's, if any.
+    type: path
+  require_gpu:
+    description: Without O(gpu) - fail on a host where no NVIDIA GPU is found (as C(nvidia_gpu_facts)).
+    type: bool
+    default: false
+  require_branch:
+    description: Without O(gpu) - fail on a host with GPUs that no single driver branch drives (as
+      C(nvidia_gpu_facts)).
+    type: bool
+    default: false
+  method:
+    description:
+      - V(packages), V(runfile) or V(ubuntu-signed) (Canonical's prebuilt modules signed with its key,
+        C(linux-modules-nvidia-<branch>[-server][-open]-<kernel>), with the userspace without DKMS; Ubuntu
+        only). V(packages) on Ubuntu from the distribution under Secure Boot without O(signing_key), where it
+        would build an unsigned module, becomes V(ubuntu-signed) (with a warning).
+      - V(preinstalled) adopts the driver the host runs (an image's, a vendor's) and never installs, removes,
+        replaces or reloads it; it verifies that its branch drives every GPU, that it is O(version) and on
+        O(branch) exactly when they are set, and O(module_type); it holds the packages that own it, if any.
+      - V(packages), V(runfile) and V(ubuntu-signed) refuse, before any change, a loaded driver that no
+        package and no C(.run) install owns (an image's); every method refuses one the GPU Operator manages
+        (C(/run/nvidia/driver)).
+    type: str
+    choices: [packages, runfile, ubuntu-signed, preinstalled]
+    default: packages
+  version:
+    description: A full driver version the user asked for.
+    type: str
+  branch:
+    description: A driver branch the user asked for.
+    type: str
+  check_branch:
+    description: Refuse a O(branch) or O(version) that cannot drive every GPU.
+    type: bool
+    default: true
+  module_type:
+    description: Kernel module type wanted.
+    type: str
+    choices: [auto, open, proprietary]
+    default: auto
+  package_source:
+    description: V(distro) (the distribution's archive) or V(cuda) (NVIDIA's CUDA repository).
+    type: str
+    choices: [distro, cuda]
+    default: distro
+  apt_repository:
+    description: An apt source line to use instead of the default for the source.
+    type: str
+  apt_key_url:
+    description: The repository's signing key URL.
+    type: str
+  keyring:
+    description: Where the role stores the repository's key (the source line's C(signed-by)).
+    type: path
+    default: /etc/apt/keyrings/gpunode-nvidia-driver.asc
+  rpm_repository:
+    description: On RHEL, Rocky and AlmaLinux, the C(baseurl) of a mirror of NVIDIA's CUDA repository
+      to use instead of U(https://developer.download.nvidia.com/compute/cuda/repos/rhel<N>/<arch>/).
+    type: str
+  rpm_key_url:
+    description: The mirror's signing key URL (default the C(D42D0685.pub) under O(rpm_repository));
+      the repository is always added with C(gpgcheck).
+    type: str
+  hold:
+    description: Hold the driver packages (converged on every run - a false value releases them).
+    type: bool
+    default: true
+  install_prerequisites:
+    description: Plan kernel headers, DKMS and a compiler when a build needs them.
+    type: bool
+    default: true
+  blacklist_nouveau:
+    description: Want nouveau blacklisted in O(blacklist_path).
+    type: bool
+    default: true
+  blacklist_path:
+    description: The modprobe.d file of the nouveau blacklist.
+    type: path
+    default: /etc/modprobe.d/blacklist-nouveau.conf
+  persistence:
+    description: Want C(nvidia-persistenced) enabled and running.
+    type: bool
+    default: true
+  fabricmanager:
+    description: The fabric manager at the driver's version - V(auto) (with NVSwitches), V(always), V(never).
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  signing_key:
+    description: Module signing secret key on the host.
+    type: path
+  signing_cert:
+    description: Module signing public key (DER certificate) on the host.
+    type: path
+  runfile_url:
+    description: Where the installer comes from (default NVIDIA's server for the version).
+    type: str
+  runfile_checksum:
+    description: The installer's sha256 (V(sha256:<hex>) or V(<hex>)); required by the runfile method.
+    type: str
+  runfile_extra_flags:
+    description: Further installer options.
+    type: list
+    elements: str
+    default: []
+  sysfs_root:
+    description: Where sysfs is mounted (a fake tree in tests).
+    type: path
+    default: /sys
+  proc_root:
+    description: Where procfs is mounted (a fake tree in tests).
+    type: path
+    default: /proc
+"""

@@ -119,7 +119,8 @@ plans:
       description: When the driver is converged and the container runtime has changes planned, the result of
         C(nvidia_container_runtime_state) for O(container_runtime) - C(plan), C(ansible_facts) (its RETURN).
       type: dict
-      returned: when O(container_runtime) was given, the driver is converged, and the runtime has changes planned
+      returned: >-
+        when O(container_runtime) was given, the driver is converged, and the runtime has changes planned
   sample: {}
 ansible_facts:
   description: The facts of the converged concerns and of the plans handed over, as their own modules

@@ -171,7 +171,8 @@ def test_secure_boot_on_el_signs_the_dkms_build_with_the_operators_key_or_refuse
     before any change without a key pair, and planned (DKMS signing it: role's framework.conf.d
     drop-in) with one; a key named but missing on the node is refused naming it."""
     secure = dict(bare(), secure_boot=True)
-    with pytest.raises(DriverError, match=r"^Secure Boot is on and the NVIDIA kernel module would be unsigned"):
+    unsigned = r"^Secure Boot is on and the NVIDIA kernel module would be unsigned"
+    with pytest.raises(DriverError, match=unsigned):
         plan(secure, request(ROCKY9, branch="580"))
     keyed = request(ROCKY9, branch="580", signing_key="/root/mok.key", signing_cert="/root/mok.der")
     assert keyed["signing"] and keyed["package_manager"] == "dnf"

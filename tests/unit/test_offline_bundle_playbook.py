@@ -155,4 +155,5 @@ def test_images_without_skopeo_fail_with_a_clear_message(tmp_path, served):
     proc = bundle(tmp_path, served, images=True, check=False)
     assert proc.returncode != 0
     assert "copied as OCI archives with skopeo, which is not on this machine" in proc.stdout
+    assert not list(tmp_path.rglob("*.deb")) and not list(tmp_path.rglob("*.run"))  # refused before fetching
     assert "nvcr.io/nvidia/k8s-device-plugin:v0.20.0" in proc.stdout

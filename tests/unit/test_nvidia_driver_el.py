@@ -240,8 +240,8 @@ def test_a_first_install_or_a_missing_package_of_the_same_flavour_erases_nothing
 
 
 def registered(*entries):
-    return [{"module": m, "version": v, "kernel": "5.14.0-427.el9.x86_64", "arch": "x86_64", "status": "installed",
-             "warning": None} for m, v in entries]
+    return [{"module": m, "version": v, "kernel": "5.14.0-427.el9.x86_64", "arch": "x86_64",
+             "status": "installed", "warning": None} for m, v in entries]
 
 
 @pytest.mark.parametrize(("module_type", "dkms", "module"), [
@@ -254,8 +254,8 @@ def test_a_new_kernel_builds_the_module_under_the_name_its_package_registered(mo
     """kmod-nvidia-open-dkms registers its source with DKMS as nvidia-open (NVIDIA/yum-packaging-dkms-nvidia,
     dkms-open-nvidia.spec: ``%global dkms_name nvidia-open``, post ``dkms add -m nvidia-open``), the
     proprietary kmod-nvidia-latest-dkms as nvidia: after a kernel upgrade the build names that module."""
-    node = dict(running(ROCKY9, module_type, module_stream=f"580-{'open' if module_type == 'open' else 'dkms'}"),
-                module_on_disk=None, dkms=dkms)
+    stream = "580-open" if module_type == "open" else "580-dkms"
+    node = dict(running(ROCKY9, module_type, module_stream=stream), module_on_disk=None, dkms=dkms)
     steps = plan(node, request(ROCKY9, branch="580", module_type=module_type))
     assert steps["dkms_build"] and not steps["install"], steps["reasons"]
     assert (steps["dkms_module"], steps["dkms_version"]) == (module, "580.95.05")

@@ -47,8 +47,8 @@ def index_lookups(plan_result, request):
 #: The keys of a plan's steps, in their order in the result (then ``converged``, ``disruptive``, ``reasons``).
 PLAN_KEYS = ("repair_dpkg", "install", "install_packages", "refresh_index", "prerequisites", "dkms_build",
              "dkms_module", "dkms_version", "unhold", "hold", "remove", "kernel_modules", "blacklist_nouveau",
-             "unload", "load", "reboot_required", "persistence", "fabricmanager", "module_stream", "version_lock",
-             "allow_erasing")
+             "unload", "load", "reboot_required", "persistence", "fabricmanager", "module_stream",
+             "version_lock", "allow_erasing")
 
 
 #: A plan that changes nothing; ``preinstalled`` plans only :data:`PREINSTALLED_STEPS` over it.

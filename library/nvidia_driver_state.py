@@ -245,6 +245,12 @@ plan:
       description: Build the module for the running kernel with DKMS.
       type: bool
       returned: always
+    dkms_module:
+      description: The name the driver's package registered its module under with DKMS, to build,
+        or null. C(nvidia), or C(nvidia-open) for the open modules of NVIDIA's EL package
+        kmod-nvidia-open-dkms.
+      type: str
+      returned: always
     dkms_version:
       description: The DKMS module version to build, or null.
       type: str
@@ -279,6 +285,12 @@ plan:
       description: EL 10 - the C(dnf versionlock add) spec that pins the branch before the install
         (e.g. C(*nvidia*580*)), or null.
       type: str
+      returned: always
+    allow_erasing:
+      description: EL - the install replaces the installed driver's flavour or branch (another module
+        stream, or kmod-nvidia-open-dkms and kmod-nvidia-latest-dkms, which conflict), so dnf installs
+        with C(--allowerasing) as NVIDIA's guide does ("Switching between Driver Module Flavors").
+      type: bool
       returned: always
     unhold:
       description: Packages to release before the install.

@@ -559,6 +559,7 @@ def test_a_kernel_upgrade_only_builds_the_module():
     assert needs_dkms_status(host, req)
     steps = plan(host, req)
     assert steps["dkms_build"] and steps["dkms_version"] == "535.129.03" and steps["load"]
+    assert steps["dkms_module"] == "nvidia"  # Debian's and Ubuntu's name, both flavours
     assert not steps["install"] and not steps["disruptive"]
     assert not needs_dkms_status(state("535.129.03", "535.129.03"), req)
 

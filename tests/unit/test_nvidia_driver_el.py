@@ -183,3 +183,86 @@ def test_secure_boot_on_el_signs_the_dkms_build_with_the_operators_key_or_refuse
         plan(dict(secure, signing_files_missing=["/root/mok.key"]), keyed)
     with pytest.raises(DriverError, match="module signing needs both"):
         request(ROCKY9, branch="580", signing_key="/root/mok.key")
+
+
+def kmod(flavour, version="3:580.95.05-1.el9"):
+    """rpm's entries of NVIDIA's driver with the DKMS package of ``flavour`` (open: nvidia-open,
+    kmod-nvidia-open-dkms; proprietary: cuda-drivers, kmod-nvidia-latest-dkms)."""
+    names = {"open": ("nvidia-open", "kmod-nvidia-open-dkms"),
+             "proprietary": ("cuda-drivers", "kmod-nvidia-latest-dkms")}[flavour]
+    return {name: {"version": version, "want": "hold", "status": "installed"} for name in names}
+
+
+def running(os_info, flavour, version="580.95.05", **extra):
+    """A node running ``version`` of ``flavour`` from NVIDIA's packages."""
+    extra.setdefault("packages", kmod(flavour))
+    return dict(bare(os_info), userspace_version=version, headers_present=True, blacklist_complete=True,
+                module_on_disk={"version": version, "flavor": flavour}, **extra)
+
+
+def test_el9_switches_flavour_with_the_stream_and_dnf_erasing_the_other_kmod_package():
+    """NVIDIA's guide, "Switching between Driver Module Flavors": ``dnf module switch-to
+    nvidia-driver:<stream> --allowerasing``; kmod-nvidia-open-dkms conflicts with kmod-nvidia-latest-dkms
+    (dkms-open-nvidia.spec), so the install after the switch erases it too."""
+    steps = plan(running(ROCKY9, "open", module_stream="580-open"),
+                 request(ROCKY9, branch="580", module_type="proprietary"))
+    assert steps["install"] and steps["install_packages"] == ["cuda-drivers"]
+    assert steps["module_stream"] == {"stream": "nvidia-driver:580-dkms", "command": "switch-to",
+                                      "enabled": "580-open"}
+    assert steps["allow_erasing"]
+
+
+@pytest.mark.parametrize(("flavour", "wanted", "install"), [
+    ("open", "proprietary", "cuda-drivers"), ("proprietary", "open", "nvidia-open")])
+def test_el10_switches_flavour_installing_with_allowerasing(flavour, wanted, install):
+    """EL 10 has no streams: the guide installs the other flavour with ``dnf install --allowerasing``."""
+    steps = plan(running(RHEL10, flavour, packages=kmod(flavour, "3:580.95.05-1.el10")),
+                 request(RHEL10, gpu(T4), branch="580", module_type=wanted))
+    assert steps["install"] and steps["install_packages"] == [install] and steps["allow_erasing"]
+    assert f"dnf installs with --allowerasing: {kmod(flavour).popitem()[0]} is installed, {wanted} modules " \
+           "are wanted" in steps["reasons"]
+
+
+def test_el10_moves_the_branch_installing_with_allowerasing():
+    steps = plan(running(RHEL10, "open", "570.172.08", packages=kmod("open", "3:570.172.08-1.el10")),
+                 request(RHEL10, gpu(T4), branch="580", module_type="open"))
+    assert steps["install"] and steps["version_lock"] == "*nvidia*580*" and steps["allow_erasing"]
+
+
+def test_a_first_install_or_a_missing_package_of_the_same_flavour_erases_nothing():
+    assert not plan(bare(RHEL10), request(RHEL10, gpu(T4), branch="580"))["allow_erasing"]
+    assert not plan(dict(bare(), module_stream=None), request(ROCKY9, branch="580"))["allow_erasing"]
+    lost = running(RHEL10, "open", packages={"kmod-nvidia-open-dkms": kmod("open")["kmod-nvidia-open-dkms"]})
+    steps = plan(lost, request(RHEL10, gpu(T4), branch="580", module_type="open"))
+    assert steps["install"] and not steps["allow_erasing"], steps["reasons"]
+    converged = running(ROCKY9, "open", module_stream="580-open")
+    assert not plan(converged, request(ROCKY9, branch="580"))["allow_erasing"]
+
+
+def registered(*entries):
+    return [{"module": m, "version": v, "kernel": "5.14.0-427.el9.x86_64", "arch": "x86_64",
+             "status": "installed", "warning": None} for m, v in entries]
+
+
+@pytest.mark.parametrize(("module_type", "dkms", "module"), [
+    ("open", registered(("nvidia-open", "580.95.05")), "nvidia-open"),
+    ("open", registered(("nvidia", "580.95.05"), ("nvidia-open", "580.95.05")), "nvidia-open"),
+    ("open", registered(("nvidia", "580.95.05")), "nvidia"),
+    ("proprietary", registered(("nvidia", "580.95.05")), "nvidia"),
+])
+def test_a_new_kernel_builds_the_module_under_the_name_its_package_registered(module_type, dkms, module):
+    """kmod-nvidia-open-dkms registers its source with DKMS as nvidia-open (NVIDIA/yum-packaging-dkms-nvidia,
+    dkms-open-nvidia.spec: ``%global dkms_name nvidia-open``, post ``dkms add -m nvidia-open``), the
+    proprietary kmod-nvidia-latest-dkms as nvidia: after a kernel upgrade the build names that module."""
+    stream = "580-open" if module_type == "open" else "580-dkms"
+    node = dict(running(ROCKY9, module_type, module_stream=stream), module_on_disk=None, dkms=dkms)
+    steps = plan(node, request(ROCKY9, branch="580", module_type=module_type))
+    assert steps["dkms_build"] and not steps["install"], steps["reasons"]
+    assert (steps["dkms_module"], steps["dkms_version"]) == (module, "580.95.05")
+
+
+def test_the_proprietary_flavour_never_builds_the_open_modules_registered():
+    node = dict(running(ROCKY9, "open", module_stream="580-open"), module_on_disk=None,
+                dkms=registered(("nvidia-open", "580.95.05")))
+    steps = plan(node, request(ROCKY9, branch="580", module_type="proprietary"))
+    assert steps["install"] and not steps["dkms_build"] and steps["dkms_module"] is None

@@ -51,9 +51,21 @@ def test_a_missing_module_is_none_and_a_broken_modinfo_names_the_command():
         driver_host.read_module_on_disk(host, "6.1.0-18-amd64")
 
 
+def test_dkms_is_read_under_every_name_nvidias_packages_register():
+    # EL's kmod-nvidia-open-dkms registers nvidia-open (NVIDIA/yum-packaging-dkms-nvidia,
+    # dkms-open-nvidia.spec: dkms_name nvidia-open); everything else NVIDIA ships registers nvidia
+    status = ("nvidia-open/580.95.05, 5.14.0-570.el9.x86_64, x86_64: installed\n"
+              "zfs/2.1.15, 5.14.0-570.el9.x86_64, x86_64: installed\n"
+              "nvidia/570.172.08: added\n")
+    host, module = node(["dkms"], {"dkms status": (0, status, "")})
+    assert [(e["module"], e["version"], e["status"]) for e in driver_host.read_dkms(host)] == [
+        ("nvidia-open", "580.95.05", "installed"), ("nvidia", "570.172.08", "added")]
+    assert module.calls == [["/usr/bin/dkms", "status"]]
+
+
 def test_dkms_and_dpkg_failures_raise_with_their_output(tmp_path):
-    host, _module = node(["dkms", "dpkg-query"], {"dkms status nvidia": (3, "", "broken tree\n")})
-    with pytest.raises(DriverError, match=r"^dkms status nvidia failed: broken tree$"):
+    host, _module = node(["dkms", "dpkg-query"], {"dkms status": (3, "", "broken tree\n")})
+    with pytest.raises(DriverError, match=r"^dkms status failed: broken tree$"):
         driver_host.read_dkms(host)
     with pytest.raises(DriverError, match=r"^dpkg-query -W failed \(rc 1\): not scripted$"):
         driver_host.read_packages(host, str(tmp_path))

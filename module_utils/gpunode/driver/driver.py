@@ -27,6 +27,12 @@ NVIDIA_MODULES = ("nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia_peermem"
 #: The modules a compute node loads (nvidia_uvm pulls nvidia in).
 LOAD_MODULES = ("nvidia_uvm", "nvidia")
 
+#: The names NVIDIA's packages register their kernel module source under with DKMS: ``nvidia``
+#: (Debian and Ubuntu, both flavours; EL's proprietary kmod-nvidia-latest-dkms) and ``nvidia-open``
+#: (EL's open kmod-nvidia-open-dkms: github.com/NVIDIA/yum-packaging-dkms-nvidia, dkms-open-nvidia.spec,
+#: ``%global dkms_name nvidia-open``, post ``dkms add -m nvidia-open``). The open flavour may be
+#: either, the proprietary one only ``nvidia``; a request takes the first that DKMS has.
+DKMS_MODULES = {"open": ("nvidia-open", "nvidia"), "proprietary": ("nvidia",)}
 #: First branch whose open kernel modules are the installer's default.
 OPEN_DEFAULT_FROM = 560
 #: First branch that ships the open kernel modules at all.

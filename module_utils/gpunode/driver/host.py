@@ -17,6 +17,7 @@ import os
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.gpunode.driver.driver import (
+    DKMS_MODULES,
     FABRICMANAGER,
     PERSISTENCED,
     SECURE_BOOT_EFIVAR,
@@ -87,10 +88,12 @@ def read_dkms(host):
     dkms = host.which("dkms")
     if not dkms:
         return []
-    rc, out, err = host.run([dkms, "status", "nvidia"])
+    # every module: NVIDIA's registers as nvidia or nvidia-open (driver.DKMS_MODULES)
+    rc, out, err = host.run([dkms, "status"])
     if rc != 0:
-        raise DriverError(f"dkms status nvidia failed: {err.strip() or out.strip()}")
-    return [e for e in parse_dkms_status(out) if e["module"] == "nvidia"]
+        raise DriverError(f"dkms status failed: {err.strip() or out.strip()}")
+    names = {name for names in DKMS_MODULES.values() for name in names}
+    return [e for e in parse_dkms_status(out) if e["module"] in names]
 
 
 def read_userspace(lib_dirs):

@@ -104,6 +104,12 @@ EL_REFUSED = {
 CUDA_RPM_KEY_NAME = "D42D0685.pub"
 #: The dnf module of NVIDIA's driver streams (EL 9).
 EL_DRIVER_MODULE = "nvidia-driver"
+#: NVIDIA's DKMS packages per module flavour on EL, each conflicting with the other
+#: (github.com/NVIDIA/yum-packaging-dkms-nvidia, dkms-open-nvidia.spec: ``Name: kmod-nvidia-open-dkms``,
+#: ``Conflicts: kmod-nvidia-latest-dkms``): a switch of flavour erases the installed one, which dnf
+#: does only with ``--allowerasing`` (the guide's "Switching between Driver Module Flavors",
+#: https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/advanced-options.html).
+EL_DKMS_PACKAGES = {"open": "kmod-nvidia-open-dkms", "proprietary": "kmod-nvidia-latest-dkms"}
 #: What a DKMS build needs on EL (kernel-devel of the running kernel comes as the headers
 #: package; kernel-headers and DKMS, from EPEL, as NVIDIA's guide installs them, "Red Hat
 #: Enterprise Linux", "Preparation").

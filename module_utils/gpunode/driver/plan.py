@@ -12,6 +12,7 @@ import re
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.gpunode.driver.driver import (
+    DKMS_MODULES,
     FABRICMANAGER,
     PACKAGE_METHODS,
     PERSISTENCED,
@@ -45,14 +46,15 @@ def index_lookups(plan_result, request):
 
 #: The keys of a plan's steps, in their order in the result (then ``converged``, ``disruptive``, ``reasons``).
 PLAN_KEYS = ("repair_dpkg", "install", "install_packages", "refresh_index", "prerequisites", "dkms_build",
-             "dkms_version", "unhold", "hold", "remove", "kernel_modules", "blacklist_nouveau", "unload",
-             "load", "reboot_required", "persistence", "fabricmanager", "module_stream", "version_lock")
+             "dkms_module", "dkms_version", "unhold", "hold", "remove", "kernel_modules", "blacklist_nouveau",
+             "unload", "load", "reboot_required", "persistence", "fabricmanager", "module_stream",
+             "version_lock", "allow_erasing")
 
 
 #: A plan that changes nothing; ``preinstalled`` plans only :data:`PREINSTALLED_STEPS` over it.
 _LIST_STEPS = ("install_packages", "prerequisites", "unhold", "hold", "remove", "kernel_modules",
                "persistence")
-_NONE_STEPS = ("dkms_version", "fabricmanager", "module_stream", "version_lock")
+_NONE_STEPS = ("dkms_module", "dkms_version", "fabricmanager", "module_stream", "version_lock")
 EMPTY_STEPS = {key: None if key in _NONE_STEPS else [] if key in _LIST_STEPS else False
                for key in PLAN_KEYS}
 #: The methods whose driver packages the role holds (``preinstalled``: those dpkg says own the loaded driver).
@@ -95,8 +97,8 @@ def plan(state, request):
         reasons.extend(why)
     steps = {key: parts[key] for key in PLAN_KEYS}
     steps["converged"] = not any(value for key, value in steps.items()
-                                 if key not in ("dkms_version", "reboot_required", "install_packages",
-                                                "version_lock"))
+                                 if key not in ("dkms_module", "dkms_version", "reboot_required",
+                                                "install_packages", "version_lock", "allow_erasing"))
     steps["disruptive"] = steps["install"] or steps["unload"] or steps["reboot_required"]
     steps["reasons"] = reasons
     return steps
@@ -117,14 +119,15 @@ def _builds(request, steps):
 
 
 def plan_install(state, request, _steps):
-    """``install`` (and its apt requests), or ``dkms_build`` of a registered version."""
-    install, dkms_build, dkms_version, reasons = install_step(state, request)
+    """``install`` (and its apt requests), or ``dkms_build`` of a registered module and version."""
+    install, dkms_build, registered, reasons = install_step(state, request)
     if install and request.get("signed_auto"):
         reasons.append("Secure Boot is on and no signing key is set: Canonical's signed NVIDIA modules "
                        "(nvidia_driver_method: ubuntu-signed)")
     specs = _install_specs(request, state.get("packages")) if install and request["packages"] else []
     return {"install": install, "install_packages": specs, "dkms_build": dkms_build,
-            "dkms_version": dkms_version}, reasons
+            "dkms_module": registered and registered["module"],
+            "dkms_version": registered and registered["version"]}, reasons
 
 
 def plan_signing(state, request, steps):
@@ -284,10 +287,11 @@ def plan_index(state, request, steps):
 
 
 def plan_el_branch(state, request, steps):
-    """``module_stream`` and ``version_lock``: how an install on EL chooses the branch (NVIDIA's guide,
-    "Kernel Modules"). EL 9: the dnf module stream to enable (``dnf module enable``, none enabled
-    yet) or switch to (``dnf module switch-to``, another one enabled), None when it is enabled.
-    EL 10: the ``dnf versionlock add`` spec that pins the branch before the install."""
+    """``module_stream``, ``version_lock`` and ``allow_erasing``: how an install on EL chooses the branch
+    (NVIDIA's guide, "Kernel Modules"). EL 9: the dnf module stream to enable (``dnf module enable``,
+    none enabled yet) or switch to (``dnf module switch-to``, another one enabled), None when it is
+    enabled. EL 10: the ``dnf versionlock add`` spec that pins the branch before the install.
+    ``allow_erasing``: the install replaces another flavour or branch (:func:`el_switch`)."""
     packages = request["packages"] or {}
     if not steps["install"] or not (packages.get("stream") or packages.get("lock")):
         return {}, []
@@ -298,7 +302,30 @@ def plan_el_branch(state, request, steps):
         module_stream = {"stream": stream, "command": command, "enabled": enabled}
     reasons = [f"dnf module stream {stream} ({'from ' + enabled if enabled else 'not enabled'})"] \
         if module_stream else []
-    return {"module_stream": module_stream, "version_lock": packages.get("lock")}, reasons
+    switch = el_switch(state, request, module_stream)
+    if switch and not (module_stream and module_stream["command"] == "switch-to"):
+        reasons.append(f"dnf installs with --allowerasing: {switch}")
+    return {"module_stream": module_stream, "version_lock": packages.get("lock"),
+            "allow_erasing": bool(switch)}, reasons
+
+
+def el_switch(state, request, module_stream):
+    """Why an install on EL replaces installed driver packages, or None: another module stream enabled,
+    the other flavour's DKMS package installed (:data:`EL_DKMS_PACKAGES`, conflicting), or another
+    branch's driver. NVIDIA's guide switches with ``--allowerasing`` ("Switching between Driver Module
+    Flavors": ``dnf module switch-to nvidia-driver:<stream> --allowerasing`` on EL 8/9,
+    ``dnf install --allowerasing nvidia-open`` or ``cuda-drivers`` on EL 10); a first install
+    or a reinstall of the same flavour and branch erases nothing, so it goes without."""
+    if module_stream and module_stream["command"] == "switch-to":
+        return f"the stream {module_stream['stream']} replaces {module_stream['enabled']}"
+    other = [name for flavour, name in nvidia_packages.EL_DKMS_PACKAGES.items()
+             if flavour != request["module_type"] and installed(state.get("packages") or {}, name)]
+    if other:
+        return f"{other[0]} is installed, {request['module_type']} modules are wanted"
+    userspace = state.get("userspace_version")
+    if userspace and request.get("branch") and userspace.split(".")[0] != request["branch"]:
+        return f"driver {userspace} is installed, branch {request['branch']} is wanted"
+    return None
 
 
 def plan_preinstalled_persistence(state, request, steps):
@@ -317,24 +344,24 @@ PLAN_STEPS = (plan_install, plan_signing, plan_dpkg, plan_prerequisites, plan_ho
 
 def install_step(state, request):
     """Whether the driver is (re)installed or only built for the running kernel by DKMS:
-    ``(install, dkms_build, dkms_version, reasons)``."""
+    ``(install, dkms_build, registered, reasons)``; ``registered``: the ``dkms status`` entry
+    (``module``, ``version``) to build, or None."""
     wanted = request["wanted"]
     packages = state.get("packages")
     on_disk = state.get("module_on_disk") or {}
     userspace = state.get("userspace_version")
     reasons = []
     install = dkms_build = False
-    dkms_version = None
+    chosen = None
     if not version_matches(userspace, wanted):
         install = True
         reasons.append(f"userspace driver is {userspace or 'absent'}, wanted {wanted}")
     elif not version_matches(on_disk.get("version"), wanted):
-        registered = [e for e in state.get("dkms") or []
-                      if e["module"] == "nvidia" and version_matches(e["version"], wanted)]
-        if registered and request["method"] != "ubuntu-signed":
-            dkms_build, dkms_version = True, registered[0]["version"]
-            reasons.append(f"module {dkms_version} is registered with DKMS but not built for kernel "
-                           f"{state.get('kernel')}")
+        chosen = registered_module(state.get("dkms"), wanted, request["module_type"])
+        if chosen and request["method"] != "ubuntu-signed":
+            dkms_build = True
+            reasons.append(f"module {chosen['module']}/{chosen['version']} is registered with DKMS but not "
+                           f"built for kernel {state.get('kernel')}")
         else:
             install = True
             reasons.append(f"kernel module for {state.get('kernel')} is "
@@ -347,7 +374,15 @@ def install_step(state, request):
         if missing:
             install = True
             reasons.append(f"package(s) {', '.join(missing)} not installed")
-    return install, dkms_build, dkms_version, reasons
+    return install, dkms_build, chosen if dkms_build else None, reasons
+
+
+def registered_module(entries, wanted, module_type):
+    """The ``dkms status`` entry of NVIDIA's module at ``wanted`` that a build for the running kernel
+    uses, the names of :data:`DKMS_MODULES` for ``module_type`` in their order; None when DKMS has none."""
+    names = DKMS_MODULES.get(module_type) or DKMS_MODULES["proprietary"]
+    matching = [e for e in entries or [] if e["module"] in names and version_matches(e["version"], wanted)]
+    return min(matching, key=lambda e: names.index(e["module"])) if matching else None
 
 
 def switch_steps(state, request, install):
@@ -371,7 +406,7 @@ def signed_fallback(state, request):
     unsigned module under Secure Boot on Ubuntu (which :func:`plan` refuses otherwise)."""
     if not request.get("signed_fallback") or not state.get("secure_boot") or request["signing"]:
         return request
-    install, dkms_build, _version, _reasons = install_step(state, request)
+    install, dkms_build, _registered, _reasons = install_step(state, request)
     if not (install or dkms_build):
         return request
     # said among the plan's reasons when it changes something (quiet on a converged node)

@@ -65,6 +65,11 @@ def repomd_path(folder):
     return posixpath.join(folder, "repomd.xml")
 
 
+def metadata_path(folder, entry):
+    """Where a metadata file repomd.xml names is kept: ``folder``, under its own name."""
+    return posixpath.join(folder, posixpath.basename(entry["href"]))
+
+
 def _repomd(repository, folder):
     path = repomd_path(folder)
     data = read_bytes(path, BundleError)
@@ -85,7 +90,7 @@ def metadata_files(repository, folder):
             algorithm = _algorithm(entry, f"{_source(repository)}: repomd.xml <data type={kind!r}>")
             files.append({"repository": repository["name"], "type": kind,
                           "url": repository["url"] + entry["href"],
-                          "dest": posixpath.join(folder, posixpath.basename(entry["href"])),
+                          "dest": metadata_path(folder, entry),
                           "checksum": f"{algorithm}:{entry['checksum']}"})
     return files
 
@@ -108,7 +113,7 @@ def decompress(data, source):
 
 def _checked(repository, folder, entry, kind):
     """A metadata file fetched to ``folder``, checked against repomd.xml's checksum, uncompressed."""
-    path = posixpath.join(folder, posixpath.basename(entry["href"]))
+    path = metadata_path(folder, entry)
     data = read_bytes(path, BundleError)
     source = f"{_source(repository)}: {path}"
     if data is None:

@@ -6,8 +6,9 @@
 Each concern is read by the same :func:`read` its own state module calls, with the
 arguments that module takes, checked against that module's argument spec. Nothing
 is changed. A concern counts as converged only when every concern before it is too
-(the driver decides what the runtime's CDI spec holds; a concern after a change is
-read again by its role). A concern whose read fails is simply not converged: its
+(the driver decides what the runtime's CDI spec holds): a concern after one that
+changes, or whose read fails, is not read here at all, its role reads it once, after
+that change. A concern whose read fails is simply not converged: its
 role reads it again and fails there, with the message of its own module.
 
 Each read is what the concern's state module returns for the same arguments (the
@@ -111,6 +112,9 @@ def read(module, concerns):
     for name in CONCERNS:
         if concerns.get(name) is None:
             continue
+        if not chain:  # not read: its role reads it after the change before it (one read, not two)
+            converged[name], reasons[name] = False, "a concern before it changes"
+            continue
         try:
             done, result, concern_warnings = readers[name](concerns[name])
         except ERRORS as exc:
@@ -118,16 +122,15 @@ def read(module, concerns):
             chain = False
             continue
         facts.update(result["ansible_facts"])
-        if chain and not done and name in HANDED:  # its role carries this plan out, reading nothing
+        if not done and name in HANDED:  # its role carries this plan out, reading nothing
             plans[name] = result
-        chain = chain and done
-        converged[name] = chain
+        chain = converged[name] = done
         # its play leaves the host out, or its role carries out the plan handed over: its facts
         # and warnings are published here
-        if chain or name in plans:
+        if done or name in plans:
             published.update(result["ansible_facts"])
             warnings.extend(concern_warnings)
-        if not chain:
-            reasons[name] = "changes planned" if not done else "a concern before it changes"
+        if not done:
+            reasons[name] = "changes planned"
     return {"converged": converged, "reasons": reasons, "plans": plans, "ansible_facts": published,
             "warnings": warnings}

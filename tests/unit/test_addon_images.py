@@ -61,40 +61,62 @@ def test_registry_prefix_refuses_what_is_no_registry(bad):
         f"gpu_cluster_addons_image_registry: {bad!r} is not an image registry prefix")
 
 
-ROLE_VALUES = {
-    "gpu_cluster_addons_nvidia_device_plugin_image": "nvcr.io/nvidia/k8s-device-plugin",
-    "gpu_cluster_addons_nvidia_device_plugin_version": "v0.20.0",
-    "gpu_cluster_addons_hami_image": "docker.io/projecthami/hami",
-    "gpu_cluster_addons_hami_version": "v2.10.0",
-    "gpu_cluster_addons_hami_kube_scheduler_image": "registry.k8s.io/kube-scheduler",
+IMAGES = {
+    "nvidia_device_plugin": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.20.0"},
+    "hami": {"repository": "docker.io/projecthami/hami", "tag": "v2.10.0"},
+    "hami_kube_scheduler": {"repository": "registry.k8s.io/kube-scheduler", "tag": None},
 }
 
 
 def test_addon_images_as_pinned_and_mirrored():
-    assert images.addon_images(ROLE_VALUES, "1.33.1") == {
+    assert images.addon_images(IMAGES, "1.33.1") == {
         "nvidia_device_plugin": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
         "hami": "docker.io/projecthami/hami:v2.10.0",
         "hami_kube_scheduler": "registry.k8s.io/kube-scheduler:v1.33.1",
     }
-    mirrored = images.addon_images(dict(ROLE_VALUES, gpu_cluster_addons_image_registry=PREFIX), "1.33.1")
-    assert mirrored == {
+    assert images.addon_images(IMAGES, "1.33.1", PREFIX) == {
         "nvidia_device_plugin": f"{PREFIX}/nvidia/k8s-device-plugin:v0.20.0",
         "hami": f"{PREFIX}/projecthami/hami:v2.10.0",
         "hami_kube_scheduler": f"{PREFIX}/kube-scheduler:v1.33.1",
     }
 
 
-def test_a_mirrored_reference_that_gets_too_long_is_refused_naming_both_variables():
-    values = dict(ROLE_VALUES, gpu_cluster_addons_image_registry="r.io/" + "a" * 240)
+def test_the_images_option_is_what_the_roles_variables_name():
+    variables = {"gpu_cluster_addons_nvidia_device_plugin_image": "nvcr.io/nvidia/k8s-device-plugin",
+                 "gpu_cluster_addons_nvidia_device_plugin_version": "v0.20.0",
+                 "gpu_cluster_addons_hami_image": "docker.io/projecthami/hami",
+                 "gpu_cluster_addons_hami_version": "v2.10.0",
+                 "gpu_cluster_addons_hami_kube_scheduler_image": "registry.k8s.io/kube-scheduler",
+                 "gpu_cluster_addons_image_registry": PREFIX}
+    # the registry is no image; the scheduler's tag: none (the cluster's version)
+    assert images.image_variables(variables) == IMAGES
+
+
+TAG = "gpu_cluster_addons_nvidia_device_plugin_version (images.nvidia_device_plugin.tag)"
+REPOSITORY = "gpu_cluster_addons_nvidia_device_plugin_image (images.nvidia_device_plugin.repository)"
+
+
+@pytest.mark.parametrize(("entry", "shown"), [
+    ({"repository": "nvcr.io/nvidia/x", "tag": ""}, f"{TAG}: ''"),
+    ({"repository": "nvcr.io/nvidia/x", "tag": None}, f"{TAG}: None"),
+    ({"repository": "nvcr.io/NVIDIA/x", "tag": "v1"}, f"{REPOSITORY}: 'nvcr.io/NVIDIA/x'"),
+])
+def test_an_image_missing_its_tag_or_with_a_bad_part_is_refused_naming_variable_and_option(entry, shown):
     with pytest.raises(ValueSyntaxError) as error:
-        images.addon_images(values, "1.33.1")
-    assert "gpu_cluster_addons_nvidia_device_plugin_image with gpu_cluster_addons_image_registry" in str(
-        error.value)
+        images.addon_images({"nvidia_device_plugin": entry}, "1.33.1")
+    assert str(error.value).startswith(shown + " is not "), str(error.value)
+
+
+def test_a_mirrored_reference_that_gets_too_long_is_refused_naming_both_variables():
+    with pytest.raises(ValueSyntaxError) as error:
+        images.addon_images(IMAGES, "1.33.1", "r.io/" + "a" * 240)
+    assert "gpu_cluster_addons_nvidia_device_plugin_image (images.nvidia_device_plugin) with " \
+           "gpu_cluster_addons_image_registry" in str(error.value)
 
 
 def test_dra_settings_are_mirrored_examples_included():
     given = {"namespace": "gpu"}
-    settings = images.dra_settings({"gpu_cluster_addons_image_registry": PREFIX}, given)
+    settings = images.dra_settings(PREFIX, given)
     assert settings["image"] == f"{PREFIX}/dra-driver-nvidia/dra-driver-nvidia-gpu"
     assert settings["example_image"] == f"{PREFIX}/library/ubuntu:24.04"
     assert given == {"namespace": "gpu"}  # not modified
@@ -103,4 +125,4 @@ def test_dra_settings_are_mirrored_examples_included():
     pods = [o for o in plan["examples"].values() if o["kind"] == "Pod"]
     containers = [c for p in pods for c in p["spec"]["containers"]]
     assert pods and all(c["image"] == f"{PREFIX}/library/ubuntu:24.04" for c in containers)
-    assert images.dra_settings({}, {})["image"] == dra_objects.DEFAULT_SETTINGS["image"]
+    assert images.dra_settings("", {})["image"] == dra_objects.DEFAULT_SETTINGS["image"]

@@ -556,11 +556,10 @@ def _plan_with_roots(run_module, roots, mode="nvidia", allocations=None, config=
     facts = {host: {"nvidia_gpu": T4_FACTS, "nvidia_container_runtime": CONTAINERD_NVIDIA, "nodename": host,
                     **({"nvidia_driver": {"driver_root": root, "origin": "image"}} if root else {})}
              for host, root in roots.items()}
-    image = "gpu_cluster_addons_nvidia_device_plugin_image"
     args = {"mode": mode, "kubernetes_version": "1.35", "gpu_hosts": sorted(roots), "host_facts": facts,
             "allocations": allocations or {},
-            "role_values": {image: "nvcr.io/nvidia/k8s-device-plugin",
-                            "gpu_cluster_addons_nvidia_device_plugin_version": "v0.20.0"}}
+            "images": {"nvidia_device_plugin": {"repository": "nvcr.io/nvidia/k8s-device-plugin",
+                                                "tag": "v0.20.0"}}}
     if config:
         args["device_plugin_config"] = config
     return run_module(gpu_cluster_addons_plan, args, check_mode=True)

@@ -71,7 +71,30 @@ def case_args(kind, name, value):
     if kind == "label value":
         return dict(BASE, extra_node_labels={name: value}), \
             f"gpu_cluster_addons_extra_node_labels (extra_node_labels)[{name!r}]", value
-    return dict(BASE, role_values={name: value, "gpu_cluster_addons_unrelated": 'x"y'}), name, value
+    option = ROLE_OPTIONS[name]
+    return dict(BASE, **nested(option, value)), f"{name} ({option})", value
+
+
+# role variable -> the option (path) it reaches the module in, which the message names too
+ROLE_OPTIONS = {
+    "gpu_cluster_addons_nvidia_device_plugin_image": "images.nvidia_device_plugin.repository",
+    "gpu_cluster_addons_nvidia_device_plugin_version": "images.nvidia_device_plugin.tag",
+    "gpu_cluster_addons_gpushare_extender_version": "images.gpushare_extender.tag",
+    "gpu_cluster_addons_gpushare_extender_image": "images.gpushare_extender.repository",
+    "gpu_cluster_addons_nvidia_device_plugin_resources": "resources.nvidia_device_plugin",
+    "gpu_cluster_addons_extra_tolerations": "extra_tolerations",
+    "gpu_cluster_addons_gpushare_extender_node_port": "gpushare_extender.node_port",
+    "gpu_cluster_addons_field_manager": "field_manager",
+}
+VALID_IMAGE = {"repository": "nvcr.io/nvidia/x", "tag": "v1"}
+
+
+def nested(path, value):
+    """``{"images": {"x": {"tag": value}}}`` for ``images.x.tag``; an image's other part valid."""
+    first, *rest = path.split(".")
+    if first == "images":
+        return {"images": {rest[0]: dict(VALID_IMAGE, **{rest[1]: value})}}
+    return {first: {rest[0]: value}} if rest else {first: value}
 
 
 @pytest.mark.parametrize(("kind", "name", "value"), CASES, ids=[f"{k}-{n}-{v!r}"[:80] for k, n, v in CASES])
@@ -103,27 +126,30 @@ def test_node_names_given_or_derived_must_be_kubernetes_node_names(run_module):
 def test_valid_edge_values_pass_and_are_not_rewritten(run_module):
     labels = {"example.com/a_b-c.d": "", "nvidia.com/gpu.product": "x" * 63, "team": "ML_ops.1",
               "gpunode.io/legacy": None, "count": 8}
-    role_values = {
-        "gpu_cluster_addons_nvidia_device_plugin_image": "registry.local:5000/mirror/k8s-device-plugin",
-        "gpu_cluster_addons_nvidia_device_plugin_version": f"v0.17.0@{DIGEST}",
-        "gpu_cluster_addons_nvidia_device_plugin_resources": {"requests": {"cpu": 0.05, "memory": "64Mi"},
-                                                              "limits": {"cpu": "500m", "memory": "0.25Gi"}},
-        "gpu_cluster_addons_extra_tolerations": [{"operator": "Exists"},
-                                                 {"key": "example.com/dedicated", "value": "gpu",
-                                                  "effect": "NoExecute", "tolerationSeconds": 60}],
-        "gpu_cluster_addons_field_manager": "gpunode ops",
+    manifest_values = {
+        "images": {"nvidia_device_plugin": {"repository": "registry.local:5000/mirror/k8s-device-plugin",
+                                            "tag": f"v0.17.0@{DIGEST}"}},
+        "resources": {"nvidia_device_plugin": {"requests": {"cpu": 0.05, "memory": "64Mi"},
+                                               "limits": {"cpu": "500m", "memory": "0.25Gi"}}},
+        "extra_tolerations": [{"operator": "Exists"},
+                              {"key": "example.com/dedicated", "value": "gpu",
+                               "effect": "NoExecute", "tolerationSeconds": 60}],
+        "gpushare_extender": {"port": 12345, "node_port": 32766},
+        "field_manager": "gpunode ops",
     }
     ok, result = run_module(module, dict(
         BASE, namespace="a" * 63, control_plane_label="example.com/infra=yes",
         runtime_class_handler="nvidia-cdi",
         extra_node_labels=labels, gpu_hosts=["gpu-01"], node_names={"gpu-01": "gpu-01.example.com"},
-        host_facts={"gpu-01": {"nvidia_gpu": T4}}, role_values=role_values))
+        host_facts={"gpu-01": {"nvidia_gpu": T4}}, **manifest_values))
     assert ok, result
     node = result["gpu_nodes"][0]
     assert node["node"] == "gpu-01.example.com"
     assert node["labels"]["example.com/a_b-c.d"] == "" and node["labels"]["team"] == "ML_ops.1"
     assert node["labels"]["gpunode.io/legacy"] is None and node["labels"]["count"] == "8"
     assert result["control_plane"]["label_keys"] == ["example.com/infra"]
+    image = result["images"]["nvidia_device_plugin"]
+    assert image == f"registry.local:5000/mirror/k8s-device-plugin:v0.17.0@{DIGEST}"
 
 
 # --- through ansible-playbook ------------------------------------------------------------------

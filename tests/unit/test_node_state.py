@@ -12,6 +12,8 @@ import kubelet_feature_gates
 import nvidia_container_runtime_state
 import nvidia_driver_state
 import pytest
+from ansible.module_utils.gpunode import node_state
+from ansible.module_utils.gpunode.kubelet import state_call as kubelet_state_call
 from ansible.module_utils.gpunode.runtime import reader as crr
 from test_container_runtime_state import WANTED, build, converge, fresh_node
 from test_kubelet_plan import kubeadm_node
@@ -89,9 +91,12 @@ def test_a_concern_with_changes_is_left_to_its_role(node, run_module):
     assert "nvidia_container_runtime" in result["ansible_facts"]
 
 
-def test_after_a_driver_change_nothing_later_counts_as_converged(node, run_module):
+def test_after_a_driver_change_nothing_later_is_read_or_counts_as_converged(node, run_module, monkeypatch):
     args = concerns(node, driver={"version": "535.183.01"})
     assert own_verdicts(run_module, args) == {"driver": False, "container_runtime": True, "kubelet": True}
+    # their roles read them once, after the driver's change: a read here would be a second
+    monkeypatch.setattr(crr.NodeReader, "read", lambda self: pytest.fail("runtime read"))
+    monkeypatch.setattr(kubelet_state_call, "read", lambda module: pytest.fail("kubelet read"))
     ok, result = run_module(gpunode_node_state, args, check_mode=True)
     assert ok, result
     assert result["converged"] == {"driver": False, "container_runtime": False, "kubelet": False}
@@ -127,6 +132,10 @@ def test_a_concern_whose_read_fails_is_left_to_its_role(node, run_module, concer
     assert result["converged"][concern] is False
     assert result["reasons"][concern].startswith("read again by its role: ")
     assert message in result["reasons"][concern]
+    # nothing after it counts, nor is read before its role has run
+    later = node_state.CONCERNS[node_state.CONCERNS.index(concern) + 1:]
+    assert {name: result["reasons"][name] for name in later if name in result["reasons"]} == \
+        {name: "a concern before it changes" for name in later if name in result["converged"]}
 
 
 def test_concerns_not_given_are_not_read(node, run_module, monkeypatch):

@@ -95,7 +95,7 @@ def test_a_refused_prefix_renders_nothing(tmp_path):
     inventory = tmp_path / "inventory.json"
     inventory.write_text(json.dumps({"all": {"children": {"addons_render": {"hosts": {"bad": case},
                                                                             "vars": common}}}}))
-    refused = "gpu_cluster_addons_image_registry: 'mirror' is not an image registry"
+    refused = r"gpu_cluster_addons_image_registry \(image_registry\): 'mirror' is not an image registry"
     with pytest.raises(AssertionError, match=refused):
         ansible_playbook(inventory)
     assert not (tmp_path / "out").exists()

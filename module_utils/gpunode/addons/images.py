@@ -84,35 +84,55 @@ def mirrored(prefix, reference):
     return f"{prefix}/{split_registry(reference)[1]}"
 
 
-def prefix_of(role_values):
-    """The mirror prefix the role was given, checked; ``""`` when none."""
-    prefix = role_values.get(REGISTRY_VARIABLE) or ""
-    return registry_prefix(REGISTRY_VARIABLE, prefix) if prefix else ""
+def prefix_of(prefix):
+    """The mirror prefix (option ``image_registry``), checked; ``""`` when none."""
+    shown = f"{REGISTRY_VARIABLE} (image_registry)"
+    return registry_prefix(shown, prefix) if prefix else ""
 
 
-def _checked(prefix, variable, reference):
-    shown = f"{variable} with {REGISTRY_VARIABLE} {prefix!r}" if prefix else variable
+def _checked(prefix, shown, reference):
+    shown = f"{shown} with {REGISTRY_VARIABLE} {prefix!r}" if prefix else shown
     return k8s_names.image_reference(shown, mirrored(prefix, reference))
 
 
-def addon_images(role_values, kubernetes_version):
-    """``{name: image reference}`` the role's templates write, mirrored, each checked as a whole.
-
-    ``role_values``: the role's variables (an image whose variables are missing is left out).
-    """
-    prefix = prefix_of(role_values)
+def image_variables(variables):
+    """The option ``images`` (``{name: {"repository", "tag"}}``) from the role's variables by name,
+    as :data:`IMAGES` maps them (the offline bundle reads the inventory's and the defaults')."""
     images = {}
     for name, (image_variable, tag_variable) in IMAGES.items():
-        image = role_values.get(image_variable)
-        tag = role_values.get(tag_variable) if tag_variable else f"v{kubernetes_version}"
-        if image and tag:
-            images[name] = _checked(prefix, image_variable, f"{image}:{tag}")
+        if variables.get(image_variable) is not None:
+            images[name] = {"repository": variables[image_variable],
+                            "tag": variables.get(tag_variable) if tag_variable else None}
     return images
 
 
-def dra_settings(role_values, given):
+def addon_images(images, kubernetes_version, prefix=""):
+    """``{name: image reference}`` the role's templates write, mirrored under ``prefix``, each checked.
+
+    ``images``: the option, ``{name: {"repository", "tag"}}`` (names of :data:`IMAGES`; one left out,
+    or given as None, is not rendered). A repository and a tag are both checked against Kubernetes'
+    syntax, named by the role variable and the option; ``hami_kube_scheduler``'s tag is always
+    ``v<kubernetes_version>`` (the cluster's own kube-scheduler).
+    """
+    prefix = prefix_of(prefix)
+    result = {}
+    for name, (image_variable, tag_variable) in IMAGES.items():
+        entry = (images or {}).get(name)
+        if entry is None:
+            continue
+        repository = k8s_names.image_repository(f"{image_variable} (images.{name}.repository)",
+                                                entry.get("repository"))
+        if tag_variable:
+            tag = k8s_names.image_tag(f"{tag_variable} (images.{name}.tag)", entry.get("tag"))
+        else:
+            tag = f"v{kubernetes_version}"
+        result[name] = _checked(prefix, f"{image_variable} (images.{name})", f"{repository}:{tag}")
+    return result
+
+
+def dra_settings(prefix, given):
     """The DRA driver's settings (``dra_objects.settings_of``'s input), images mirrored and checked."""
-    prefix = prefix_of(role_values)
+    prefix = prefix_of(prefix)
     settings = dra_objects.settings_of(given)
     _checked(prefix, "gpu_cluster_addons_dra_image", f"{settings['image']}:{settings['version']}")
     result = dict(given or {})
@@ -121,5 +141,5 @@ def dra_settings(role_values, given):
     return result
 
 
-__all__ = ["IMAGES", "REGISTRY_VARIABLE", "addon_images", "dra_settings", "mirrored", "prefix_of",
-           "registry_prefix", "split_registry"]
+__all__ = ["IMAGES", "REGISTRY_VARIABLE", "addon_images", "dra_settings", "image_variables", "mirrored",
+           "prefix_of", "registry_prefix", "split_registry"]

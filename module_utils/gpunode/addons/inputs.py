@@ -11,9 +11,11 @@ refused with the variable, the value and the rule (``k8s_names.py``), never
 rewritten. Values derived from facts (GPU product labels) are made valid by
 ``gpu_cluster_addons.label_value`` instead.
 
-A new role variable that lands in a manifest gets one line in
-``ROLE_VARIABLE_RULES``; the role hands the module all its variables
-(``role_values``), and those not listed here are not checked.
+Each option that lands in a manifest has its rule here, and each message names
+the role variable users set with the option it reached the module in
+(``gpu_cluster_addons_field_manager (field_manager)``). The images are checked
+by ``images.addon_images``; a new role variable that lands in a manifest gets an
+option of the plan module and one line here.
 
 Standard library only; Python 3.8+.
 """
@@ -29,28 +31,22 @@ OPTION_RULES = {
     "extra_node_labels": ("gpu_cluster_addons_extra_node_labels", k8s_names.labels),
 }
 
-# Role variables the templates write, by name (handed over in the option role_values).
-ROLE_VARIABLE_RULES = {
-    "gpu_cluster_addons_nvidia_device_plugin_image": k8s_names.image_repository,
-    "gpu_cluster_addons_nvidia_device_plugin_version": k8s_names.image_tag,
-    "gpu_cluster_addons_gpushare_device_plugin_image": k8s_names.image_repository,
-    "gpu_cluster_addons_gpushare_device_plugin_version": k8s_names.image_tag,
-    "gpu_cluster_addons_gpushare_extender_image": k8s_names.image_repository,
-    "gpu_cluster_addons_gpushare_extender_version": k8s_names.image_tag,
-    "gpu_cluster_addons_nvidia_device_plugin_resources": k8s_names.resources,
-    "gpu_cluster_addons_gpushare_device_plugin_resources": k8s_names.resources,
-    "gpu_cluster_addons_gpushare_extender_resources": k8s_names.resources,
-    "gpu_cluster_addons_extra_tolerations": k8s_names.tolerations,
-    "gpu_cluster_addons_gpushare_extender_port": k8s_names.port,
-    "gpu_cluster_addons_gpushare_extender_node_port": k8s_names.port,
-    "gpu_cluster_addons_field_manager": k8s_names.field_manager,
+# The containers' resources the templates write: option resources' key -> the role variable.
+RESOURCES = {
+    name: f"gpu_cluster_addons_{name}_resources"
+    for name in ("nvidia_device_plugin", "gpushare_device_plugin", "gpushare_extender",
+                 "hami_scheduler", "hami_device_plugin", "hami_monitor")
 }
+# option gpushare_extender's keys -> the role variable
+GPUSHARE_EXTENDER_PORTS = {"port": "gpu_cluster_addons_gpushare_extender_port",
+                           "node_port": "gpu_cluster_addons_gpushare_extender_node_port"}
 
 
 def check_inputs(params):
-    """Refuse the first option or role variable that breaks its syntax; raises ValueSyntaxError.
+    """Refuse the first option that breaks its syntax; raises ValueSyntaxError.
 
-    Empty options mean "not set" (an empty control-plane label: detect it).
+    Empty options mean "not set" (an empty control-plane label: detect it); a value given as
+    None in a mapping option is not set either (not rendered by the role).
     """
     for option, (variable, rule) in OPTION_RULES.items():
         value = params.get(option)
@@ -59,10 +55,18 @@ def check_inputs(params):
     for host, name in sorted((params.get("node_names") or {}).items()):
         if name not in (None, ""):
             k8s_names.node_name(f"gpu_cluster_addons_node_name of {host} (node_names)", name)
-    role_values = params.get("role_values") or {}
-    for variable, rule in ROLE_VARIABLE_RULES.items():
-        if role_values.get(variable) is not None:
-            rule(variable, role_values[variable])
+    for name, variable in RESOURCES.items():
+        value = (params.get("resources") or {}).get(name)
+        if value is not None:
+            k8s_names.resources(f"{variable} (resources.{name})", value)
+    for key, variable in GPUSHARE_EXTENDER_PORTS.items():
+        value = (params.get("gpushare_extender") or {}).get(key)
+        if value is not None:
+            k8s_names.port(f"{variable} (gpushare_extender.{key})", value)
+    k8s_names.tolerations("gpu_cluster_addons_extra_tolerations (extra_tolerations)",
+                          params.get("extra_tolerations") or [])
+    if params.get("field_manager") is not None:
+        k8s_names.field_manager("gpu_cluster_addons_field_manager (field_manager)", params["field_manager"])
 
 
 def check_node_names(gpu_nodes):
@@ -74,4 +78,5 @@ def check_node_names(gpu_nodes):
         )
 
 
-__all__ = ["OPTION_RULES", "ROLE_VARIABLE_RULES", "ValueSyntaxError", "check_inputs", "check_node_names"]
+__all__ = ["GPUSHARE_EXTENDER_PORTS", "OPTION_RULES", "RESOURCES", "ValueSyntaxError", "check_inputs",
+           "check_node_names"]

@@ -207,11 +207,11 @@ def runtime_class(params, hosts):
 def images_and_dra(params, version, by_host, hosts):
     """The add-on images (mirrored by gpu_cluster_addons_image_registry) and DRA's plan, with the
     preflight's findings on each host (``unchecked``, also warnings)."""
-    images = addon_images.addon_images(params["role_values"], version)
+    images = addon_images.addon_images(params["images"], version, params["image_registry"])
     records = [dict(r, allocation=by_host[r["host"]]) for r in hosts]
     given = dict(params["dra"] or {})
     given["driver_root"] = dra_preflight.driver_root(records, given.get("driver_root"))
-    settings = addon_images.dra_settings(params["role_values"], given)
+    settings = addon_images.dra_settings(params["image_registry"], given)
     dra_plan = dra_objects.plan(params["mode"], version, by_host, settings)
     images.update(dra=dra_plan["image"], dra_example=dra_plan["example_image"])
     dra_plan["unchecked"] = dra_preflight.preflight(records, version, dra_cdi_root(params))

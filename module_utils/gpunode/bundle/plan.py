@@ -212,8 +212,7 @@ def bundle_images(mode, addon_values, kubernetes_version, warnings):
     """``[{"name", "image", "archive", "path"}]``: the add-on images of ``mode`` as pinned (never mirrored);
     ``path``: the image's place under a mirror prefix (``images.mirrored``)."""
     values = dict(addon_values)
-    values.pop(addon_images.REGISTRY_VARIABLE, None)
-    found = addon_images.addon_images(values, kubernetes_version or "0.0.0")
+    found = addon_images.addon_images(addon_images.image_variables(values), kubernetes_version or "0.0.0")
     dra = dra_objects.settings_of({"image": values.get("gpu_cluster_addons_dra_image"),
                                    "version": values.get("gpu_cluster_addons_dra_version")})
     found["dra"] = f"{dra['image']}:{dra['version']}"

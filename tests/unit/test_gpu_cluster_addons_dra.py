@@ -10,16 +10,15 @@ check mode changes nothing, a pool switch takes the DRA files away.
 
 import copy
 import json
-import os
 import pathlib
 import re
-import subprocess
 import sys
 
 import gpu_cluster_addons_plan as plan_module
 import pytest
 import yaml
 from ansible.module_utils.gpunode.addons import dra, dra_objects, dra_preflight
+from playbook_run import ansible_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VERSIONS = ["1.34", "1.35", "1.36", "1.37"]
@@ -483,28 +482,11 @@ def test_plan_module_without_dra_pools_takes_the_dra_objects_away(run_module):
 # --- the role, rendered through ansible-playbook -------------------------------------------------
 
 PLAYBOOK = ROOT / "tests" / "fixtures" / "addons" / "render-dra.yml"
-BINDIR = os.path.dirname(sys.executable)
 
 
 def _playbook(inventory, *args):
-    env = dict(
-        os.environ,
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_FORCE_COLOR="0",
-        PATH=BINDIR + os.pathsep + os.environ["PATH"],
-        ANSIBLE_CALLBACK_RESULT_FORMAT="json",
-    )
-    proc = subprocess.run(
-        ["ansible-playbook", "-i", str(inventory), "--forks", "16", str(PLAYBOOK), *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    return proc
+    return ansible_playbook(PLAYBOOK, inventory, "--forks", "16", *args, check=False,
+                            ANSIBLE_CALLBACK_RESULT_FORMAT="json")
 
 
 def _inventory(path, cases, gpus):

@@ -15,15 +15,14 @@ import copy
 import functools
 import hashlib
 import json
-import os
 import pathlib
 import re
-import subprocess
 import sys
 
 import pytest
 import yaml
 from conftest import load_file, shared_path
+from playbook_run import ansible_playbook as run_playbook
 
 try:  # a controller-side dependency Debian does not package: every test here is marked controller
     import kubernetes_validate
@@ -48,7 +47,6 @@ MAIN = "1.34"
 REMOVALS = ("example_files", "removed")
 
 pytestmark = pytest.mark.controller(reason="renders the role's templates through ansible-playbook")
-BINDIR = os.path.dirname(sys.executable)
 
 
 def as_version(obj, at, version):
@@ -72,19 +70,11 @@ def _schemas_read_once():
 def ansible_playbook(inventory, *args, plan_args=None):
     """Run the render playbook; with ``plan_args``, write each case's gpu_cluster_addons_plan arguments
     there (the test-only callback tests/fixtures/addons/callbacks/plan_args.py)."""
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_FORCE_COLOR="0", PATH=BINDIR + os.pathsep + os.environ["PATH"],
-               ANSIBLE_CALLBACK_RESULT_FORMAT="json")  # one line per message
+    env = {"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}  # one line per message
     if plan_args:
         env.update(ANSIBLE_CALLBACK_PLUGINS=str(PLAYBOOK.parent / "callbacks"),
                    ANSIBLE_CALLBACKS_ENABLED="plan_args", GPUNODE_TEST_PLAN_ARGS=str(plan_args))
-    proc = subprocess.run(["ansible-playbook", "-i", str(inventory), "--forks", "32", str(PLAYBOOK), *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    if proc.returncode != 0:
-        raise AssertionError(
-            f"ansible-playbook failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
-        )
-    return proc
+    return run_playbook(PLAYBOOK, inventory, "--forks", "32", *args, **env)
 
 
 T4 = {"present": True, "gpu_count": 1, "models": ["TU104GL [Tesla T4]"],
@@ -696,13 +686,8 @@ def test_an_inventory_wide_become_does_not_reach_the_add_ons_play(tmp_path):
     inv.write_text(json.dumps({"all": {"vars": {"ansible_become": True, "ansible_become_user": "nobody"},
                                        "children": {"gpu_nodes": {"hosts": {}}}}}))
     out = tmp_path / "rendered"
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               PATH=BINDIR + os.pathsep + os.environ["PATH"])
-    proc = subprocess.run(
-        ["ansible-playbook", "-i", str(inv), str(ROOT / "playbooks" / "cluster_addons.yml"),
-         "-e", f"gpu_cluster_addons_output_dir={out}", "-e", "gpu_cluster_addons_kubernetes_version=1.37"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
+    run_playbook(ROOT / "playbooks" / "cluster_addons.yml", inv, "-e", f"gpu_cluster_addons_output_dir={out}",
+                 "-e", "gpu_cluster_addons_kubernetes_version=1.37", timeout=300)
     assert (out / "50-daemonset-nvidia-device-plugin.yaml").is_file()
 
 

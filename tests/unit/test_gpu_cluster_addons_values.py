@@ -9,14 +9,13 @@ role before a file is written.
 """
 
 import json
-import os
 import pathlib
 import re
-import subprocess
 import sys
 
 import gpu_cluster_addons_plan as module
 import pytest
+from playbook_run import ansible_playbook
 from test_k8s_names import CYRILLIC_A, DIGEST, HYPHEN, assert_refused, injected
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -188,11 +187,8 @@ def test_the_role_refuses_a_hostile_inventory_value_before_writing_a_file(tmp_pa
     inventory.write_text(json.dumps({"all": {"children": {"cases": {"hosts": hosts, "vars": common}}}}))
     playbook = tmp_path / "render.yml"
     playbook.write_text(PLAYBOOK)
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_STDOUT_CALLBACK="oneline", ANSIBLE_ROLES_PATH=str(ROOT / "roles"),
-               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-    proc = subprocess.run(["ansible-playbook", "-i", str(inventory), "--forks", "8", str(playbook)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = ansible_playbook(playbook, inventory, "--forks", "8", check=False, timeout=300,
+                            ANSIBLE_STDOUT_CALLBACK="oneline", ANSIBLE_ROLES_PATH=str(ROOT / "roles"))
     failures = {match[1]: json.loads(match[2])["msg"]
                 for match in re.finditer(r"^(\S+) \| FAILED! => (\{.*\})$", proc.stdout, re.M)}
     assert set(failures) == set(ROLE_CASES), proc.stdout[-3000:]

@@ -27,6 +27,7 @@ import sys
 import threading
 
 import pytest
+from playbook_run import ansible_playbook, local_inventory
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SIMNODE = ROOT / "tests" / "simnode"
@@ -108,20 +109,9 @@ def bundle(tmp_path, served, *args, path=None, check=True, nodes=NODES, url=None
              "offline_bundle_toolkit_repo_url": f"{url}/toolkit/deb/$(ARCH)",
              "offline_bundle_toolkit_rpm_repo_url": f"{url}/toolkit/rpm/$basearch",
              "offline_bundle_images": False}
-    inventory = tmp_path / "inventory.json"
-    inventory.write_text(json.dumps({"all": {"hosts": {"localhost": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
-    path = path or os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               no_proxy="127.0.0.1", PATH=path)
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
-               str(PLAYBOOK), "-e", json.dumps(extra), *args]
-    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-                          check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError(
-            f"ansible-playbook failed ({proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr[-2000:]}")
-    return proc
+    inventory = local_inventory(tmp_path / "inventory.json")
+    return ansible_playbook(PLAYBOOK, inventory, "-e", json.dumps(extra), *args, check=check, timeout=300,
+                            path=path)
 
 
 def rpms(folder):

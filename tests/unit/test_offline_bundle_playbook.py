@@ -13,14 +13,13 @@ import functools
 import hashlib
 import http.server
 import json
-import os
 import pathlib
 import shutil
 import subprocess
-import sys
 import threading
 
 import pytest
+from playbook_run import ansible_playbook, local_inventory
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / "playbooks" / "offline_bundle.yml"
@@ -102,18 +101,8 @@ def bundle(tmp_path, served, *args, images=False, check=True):
              "offline_bundle_cuda_repo_base": f"{url}/cuda",
              "offline_bundle_toolkit_repo_url": f"{url}/toolkit/$(ARCH)",
              "offline_bundle_images": images, "gpu_cluster_addons_mode": "nvidia"}
-    inventory = tmp_path / "inventory.json"
-    inventory.write_text(json.dumps({"all": {"hosts": {"localhost": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"], no_proxy="127.0.0.1")
-    command = ["ansible-playbook", "-i", str(inventory), str(PLAYBOOK), "-e", json.dumps(extra), *args]
-    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-                          check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError(
-            f"ansible-playbook failed ({proc.returncode}):\n{proc.stdout[-5000:]}\n{proc.stderr[-2000:]}")
-    return proc
+    inventory = local_inventory(tmp_path / "inventory.json")
+    return ansible_playbook(PLAYBOOK, inventory, "-e", json.dumps(extra), *args, check=check, timeout=300)
 
 
 def test_check_mode_lists_what_it_would_fetch_and_fetches_nothing(tmp_path, served):

@@ -11,6 +11,7 @@ import sys
 import pytest
 import yaml
 from conftest import ROOT, load_file
+from playbook_run import ansible_playbook
 
 pytestmark = pytest.mark.controller(reason="an action plugin: it runs in ansible-playbook's own process")
 
@@ -179,12 +180,8 @@ def test_without_host_facts_the_action_reads_each_hosts_facts_and_changes_from_h
             {"ansible.builtin.debug": {"var": "summary.rows"}},
         ],
     }]))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
-    playbook_bin = pathlib.Path(sys.executable).with_name("ansible-playbook")
-    done = subprocess.run([str(playbook_bin), "-i", str(inventory), str(playbook)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = ansible_playbook(playbook, inventory, ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+                            ANSIBLE_STDOUT_CALLBACK="json")
     tasks = json.loads(done.stdout[done.stdout.index("{"):])["plays"][0]["tasks"]
     rows = {row["host"]: row for row in tasks[2]["hosts"]["localhost"]["rows"]}
     assert rows["hgx"]["GPUs"] == "8x H100 SXM5 80GB, 4 NVSwitch"

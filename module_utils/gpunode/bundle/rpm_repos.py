@@ -78,11 +78,12 @@ def _repomd(repository, folder):
     return rpm_index.parse_repomd(data, f"{_source(repository)}: repodata/repomd.xml")
 
 
-def metadata_files(repository, folder):
+def metadata_files(repository, folder, found=None):
     """``[{"repository", "type", "url", "dest", "checksum"}]``: the metadata files the repository's
-    repomd.xml (fetched to ``folder``/repomd.xml) names that the bundle reads, with their checksums
-    as ``algorithm:hex`` for ansible.builtin.get_url; each kept in ``folder`` under its own name."""
-    found = _repomd(repository, folder)
+    repomd.xml (fetched to ``folder``/repomd.xml; ``found``: it parsed already) names that the bundle
+    reads, with their checksums as ``algorithm:hex`` for ansible.builtin.get_url; each kept in
+    ``folder`` under its own name."""
+    found = found or _repomd(repository, folder)
     files = []
     for kind in METADATA:
         if kind in found:
@@ -125,12 +126,13 @@ def _checked(repository, folder, entry, kind):
     return decompress(data, source), path
 
 
-def rpm_downloads(repository, folder, dest):
+def rpm_downloads(repository, folder, dest, found=None):
     """``(rpms, modules)``: the ``.rpm`` files that install each of the repository's ``requests``
     (:func:`.plan._want_rpm`: a node's packages, module streams and version locks) with the
     requires the repository provides, as :func:`.rpm_index.downloads` lists them (into ``dest``),
-    and the path of the fetched modules metadata (``""`` where the repository has none)."""
-    found = _repomd(repository, folder)
+    and the path of the fetched modules metadata (``""`` where the repository has none). ``found``:
+    repomd.xml parsed already (read from ``folder`` when not given)."""
+    found = found or _repomd(repository, folder)
     source = _source(repository)
     primary_data, _path = _checked(repository, folder, found["primary"], "primary")
     packages = rpm_index.parse_primary(primary_data, f"{source}: primary")
@@ -165,9 +167,10 @@ def gather(repositories, folders, dest, resolve=False):
         folder = folders.get(repository["name"])
         if repository["format"] != "rpm" or not folder:
             continue
-        metadata.extend(metadata_files(repository, folder))
+        repomd = _repomd(repository, folder)  # parsed once for both
+        metadata.extend(metadata_files(repository, folder, repomd))
         if resolve:
             found, modules[repository["name"]] = rpm_downloads(repository, folder,
-                                                               f"{dest}/rpms/{repository['name']}")
+                                                               f"{dest}/rpms/{repository['name']}", repomd)
             rpms.extend(found)
     return {"rpm_metadata": metadata, "rpms": rpms, "rpm_modules": {k: v for k, v in modules.items() if v}}

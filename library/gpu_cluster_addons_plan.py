@@ -138,123 +138,35 @@ options:
     default: ""
   images:
     description:
-      - The add-on images the role's templates write, by name. One left out is not rendered (RV(images)
-        leaves it out). A repository and a tag that break Kubernetes' image syntax are refused, naming the
-        role variable, before anything is rendered.
+      - The add-on images the role's templates write, by name, each a dict of C(repository) (the image
+        without tag, C(nvcr.io/nvidia/k8s-device-plugin)) and C(tag) (optionally pinned to a digest,
+        C(v0.20.0@sha256:...)), from the role's C(gpu_cluster_addons_<name>_image) and C(_version).
+      - Names - C(nvidia_device_plugin), C(gpushare_device_plugin), C(gpushare_extender), C(hami),
+        C(hami_kube_scheduler) (its tag is always the cluster's version; a C(tag) given is not used),
+        C(hami_certgen). Another name, or another key, is refused.
+      - One left out is not rendered (RV(images) leaves it out). A repository or tag that breaks
+        Kubernetes' image syntax is refused, naming the role variable, before anything is rendered.
     type: dict
     default: {}
-    suboptions:
-      nvidia_device_plugin:
-        description:
-          - NVIDIA's device plugin (C(gpu_cluster_addons_nvidia_device_plugin_image) and C(_version)).
-        type: dict
-        suboptions:
-          repository:
-            description: The image without tag (C(nvcr.io/nvidia/k8s-device-plugin)).
-            type: raw
-            required: true
-          tag:
-            description: Its tag, optionally pinned to a digest (C(v0.20.0@sha256:...)).
-            type: raw
-      gpushare_device_plugin:
-        description:
-          - The GPU-share device plugin (C(gpu_cluster_addons_gpushare_device_plugin_image) and C(_version)).
-        type: dict
-        suboptions:
-          repository:
-            description: The image without tag (C(nvcr.io/nvidia/k8s-device-plugin)).
-            type: raw
-            required: true
-          tag:
-            description: Its tag, optionally pinned to a digest (C(v0.20.0@sha256:...)).
-            type: raw
-      gpushare_extender:
-        description:
-          - The GPU-share scheduler extender (C(gpu_cluster_addons_gpushare_extender_image) and C(_version)).
-        type: dict
-        suboptions:
-          repository:
-            description: The image without tag (C(nvcr.io/nvidia/k8s-device-plugin)).
-            type: raw
-            required: true
-          tag:
-            description: Its tag, optionally pinned to a digest (C(v0.20.0@sha256:...)).
-            type: raw
-      hami:
-        description: HAMi (C(gpu_cluster_addons_hami_image) and C(_version)).
-        type: dict
-        suboptions:
-          repository:
-            description: The image without tag (C(nvcr.io/nvidia/k8s-device-plugin)).
-            type: raw
-            required: true
-          tag:
-            description: Its tag, optionally pinned to a digest (C(v0.20.0@sha256:...)).
-            type: raw
-      hami_kube_scheduler:
-        description:
-          - HAMi's kube-scheduler (C(gpu_cluster_addons_hami_kube_scheduler_image)); its tag is always the
-            cluster's version, any O(images.hami_kube_scheduler.tag) is not used.
-        type: dict
-        suboptions:
-          repository:
-            description: The image without tag (C(nvcr.io/nvidia/k8s-device-plugin)).
-            type: raw
-            required: true
-          tag:
-            description: Its tag, optionally pinned to a digest (C(v0.20.0@sha256:...)).
-            type: raw
-      hami_certgen:
-        description: HAMi's certificate Jobs (C(gpu_cluster_addons_hami_certgen_image) and C(_version)).
-        type: dict
-        suboptions:
-          repository:
-            description: The image without tag (C(nvcr.io/nvidia/k8s-device-plugin)).
-            type: raw
-            required: true
-          tag:
-            description: Its tag, optionally pinned to a digest (C(v0.20.0@sha256:...)).
-            type: raw
   resources:
     description:
-      - The containers' resources (requests, limits) the templates write, by container - checked against
-        Kubernetes' quantity syntax. Each is the role's C(gpu_cluster_addons_<container>_resources).
+      - The containers' resources (requests, limits, claims) the templates write, by container - checked
+        against Kubernetes' quantity syntax. Each is the role's C(gpu_cluster_addons_<container>_resources).
+      - Containers - C(nvidia_device_plugin), C(gpushare_device_plugin), C(gpushare_extender),
+        C(hami_scheduler), C(hami_device_plugin), C(hami_monitor). Another name is refused.
     type: dict
     default: {}
-    suboptions:
-      nvidia_device_plugin:
-        description: C(gpu_cluster_addons_nvidia_device_plugin_resources).
-        type: raw
-      gpushare_device_plugin:
-        description: C(gpu_cluster_addons_gpushare_device_plugin_resources).
-        type: raw
-      gpushare_extender:
-        description: C(gpu_cluster_addons_gpushare_extender_resources).
-        type: raw
-      hami_scheduler:
-        description: C(gpu_cluster_addons_hami_scheduler_resources).
-        type: raw
-      hami_device_plugin:
-        description: C(gpu_cluster_addons_hami_device_plugin_resources).
-        type: raw
-      hami_monitor:
-        description: C(gpu_cluster_addons_hami_monitor_resources).
-        type: raw
   extra_tolerations:
     description: C(gpu_cluster_addons_extra_tolerations) - tolerations added to every GPU pod, each checked.
     type: raw
     default: []
   gpushare_extender:
-    description: The GPU-share scheduler extender's ports, each 1 to 65535.
+    description:
+      - The GPU-share scheduler extender's ports, each 1 to 65535 - C(port)
+        (C(gpu_cluster_addons_gpushare_extender_port), the port it listens on) and C(node_port)
+        (C(gpu_cluster_addons_gpushare_extender_node_port), its Service's node port). Another key is refused.
     type: dict
     default: {}
-    suboptions:
-      port:
-        description: C(gpu_cluster_addons_gpushare_extender_port), the port it listens on.
-        type: raw
-      node_port:
-        description: C(gpu_cluster_addons_gpushare_extender_node_port), its Service's node port.
-        type: raw
   field_manager:
     description:
       - C(gpu_cluster_addons_field_manager) - the server-side apply field manager, 1 to 128 printable
@@ -545,8 +457,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.addons import dra
 from ansible.module_utils.gpunode.addons.cluster import DISTRIBUTIONS, MODES, GpuAddonsError
 from ansible.module_utils.gpunode.addons.gpu_nodes import RUNTIME_CLASS_CHOICES
-from ansible.module_utils.gpunode.addons.images import IMAGES
-from ansible.module_utils.gpunode.addons.inputs import GPUSHARE_EXTENDER_PORTS, RESOURCES, ValueSyntaxError
+from ansible.module_utils.gpunode.addons.inputs import ValueSyntaxError
 from ansible.module_utils.gpunode.addons.plan import plan
 
 ARGUMENT_SPEC = {
@@ -574,14 +485,10 @@ ARGUMENT_SPEC = {
     "nvidia_time_slicing_rename": {"type": "bool", "default": False},
     "nvidia_time_slicing_fail_requests_greater_than_one": {"type": "bool", "default": False},
     "image_registry": {"type": "str", "default": ""},
-    "images": {"type": "dict", "default": {}, "options": {
-        name: {"type": "dict", "options": {"repository": {"type": "raw", "required": True},
-                                           "tag": {"type": "raw"}}}
-        for name in IMAGES}},
-    "resources": {"type": "dict", "default": {}, "options": {name: {"type": "raw"} for name in RESOURCES}},
+    "images": {"type": "dict", "default": {}},
+    "resources": {"type": "dict", "default": {}},
     "extra_tolerations": {"type": "raw", "default": []},
-    "gpushare_extender": {"type": "dict", "default": {},
-                          "options": {key: {"type": "raw"} for key in GPUSHARE_EXTENDER_PORTS}},
+    "gpushare_extender": {"type": "dict", "default": {}},
     "field_manager": {"type": "str"},
     "allocations": {"type": "dict", "default": {}},
     "dra": {"type": "dict", "default": {}},

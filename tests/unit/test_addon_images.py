@@ -126,3 +126,17 @@ def test_dra_settings_are_mirrored_examples_included():
     containers = [c for p in pods for c in p["spec"]["containers"]]
     assert pods and all(c["image"] == f"{PREFIX}/library/ubuntu:24.04" for c in containers)
     assert images.dra_settings("", {})["image"] == dra_objects.DEFAULT_SETTINGS["image"]
+
+
+@pytest.mark.parametrize(("given", "shown"), [
+    ({"nvidia-device-plugin": {"repository": "nvcr.io/nvidia/x", "tag": "v1"}},
+     "images: 'nvidia-device-plugin' is not an add-on image's name (nvidia_device_plugin, "),
+    ({"hami": {"repository": "docker.io/projecthami/hami", "version": "v2.10.0"}},
+     "images.hami: {'repository': 'docker.io/projecthami/hami', 'version': 'v2.10.0'} is not an image"),
+    ({"hami": "docker.io/projecthami/hami:v2.10.0"},
+     "images.hami: 'docker.io/projecthami/hami:v2.10.0' is not"),
+])
+def test_an_unknown_image_or_key_is_refused_not_left_out(given, shown):
+    with pytest.raises(ValueSyntaxError) as error:
+        images.addon_images(given, "1.33.1")
+    assert str(error.value).startswith(shown), str(error.value)

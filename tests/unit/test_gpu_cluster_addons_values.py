@@ -199,3 +199,14 @@ def test_the_role_refuses_a_hostile_inventory_value_before_writing_a_file(tmp_pa
     assert sorted(p.name for p in (out / "valid").iterdir())  # the valid case rendered
     daemonset = (out / "valid" / "50-daemonset-nvidia-device-plugin.yaml").read_text()
     assert f"k8s-device-plugin:v0.17.0@{DIGEST}" in daemonset
+
+
+@pytest.mark.parametrize(("option", "given", "shown"), [
+    ("resources", {"device_plugin": {"limits": {"cpu": 1}}},
+     "resources: 'device_plugin' is not a container's name"),
+    ("gpushare_extender", {"nodePort": 32766},
+     "gpushare_extender: 'nodePort' is not a port's name (port, node_port)"),
+])
+def test_an_unknown_key_of_a_mapping_option_is_refused(run_module, option, given, shown):
+    ok, result = run_module(module, dict(BASE, **{option: given}))
+    assert not ok and result["msg"].startswith(shown), result

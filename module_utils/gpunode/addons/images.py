@@ -115,11 +115,17 @@ def addon_images(images, kubernetes_version, prefix=""):
     ``v<kubernetes_version>`` (the cluster's own kube-scheduler).
     """
     prefix = prefix_of(prefix)
+    images = images or {}
+    unknown = sorted(set(images) - set(IMAGES))
+    if unknown:
+        refuse("images", unknown[0], "an add-on image's name", ", ".join(IMAGES))
     result = {}
     for name, (image_variable, tag_variable) in IMAGES.items():
-        entry = (images or {}).get(name)
+        entry = images.get(name)
         if entry is None:
             continue
+        if not isinstance(entry, dict) or set(entry) - {"repository", "tag"}:
+            refuse(f"images.{name}", entry, "an image", "a dict of repository and tag")
         repository = k8s_names.image_repository(f"{image_variable} (images.{name}.repository)",
                                                 entry.get("repository"))
         if tag_variable:

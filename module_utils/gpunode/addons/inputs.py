@@ -21,7 +21,7 @@ Standard library only; Python 3.8+.
 """
 
 from ansible.module_utils.gpunode.formats import k8s_names
-from ansible.module_utils.gpunode.formats.values import ValueSyntaxError
+from ansible.module_utils.gpunode.formats.values import ValueSyntaxError, refuse
 
 # The plan module's own options: option -> (the role variable users set, rule).
 OPTION_RULES = {
@@ -42,6 +42,17 @@ GPUSHARE_EXTENDER_PORTS = {"port": "gpu_cluster_addons_gpushare_extender_port",
                            "node_port": "gpu_cluster_addons_gpushare_extender_node_port"}
 
 
+def _check_each(params, option, variables, what, rule):
+    """Each value of the mapping option by its key's rule; a key not in ``variables`` is refused."""
+    given = params.get(option) or {}
+    unknown = sorted(set(given) - set(variables))
+    if unknown:
+        refuse(option, unknown[0], what, ", ".join(variables))
+    for key, variable in variables.items():
+        if given.get(key) is not None:
+            rule(f"{variable} ({option}.{key})", given[key])
+
+
 def check_inputs(params):
     """Refuse the first option that breaks its syntax; raises ValueSyntaxError.
 
@@ -55,14 +66,8 @@ def check_inputs(params):
     for host, name in sorted((params.get("node_names") or {}).items()):
         if name not in (None, ""):
             k8s_names.node_name(f"gpu_cluster_addons_node_name of {host} (node_names)", name)
-    for name, variable in RESOURCES.items():
-        value = (params.get("resources") or {}).get(name)
-        if value is not None:
-            k8s_names.resources(f"{variable} (resources.{name})", value)
-    for key, variable in GPUSHARE_EXTENDER_PORTS.items():
-        value = (params.get("gpushare_extender") or {}).get(key)
-        if value is not None:
-            k8s_names.port(f"{variable} (gpushare_extender.{key})", value)
+    _check_each(params, "resources", RESOURCES, "a container's name", k8s_names.resources)
+    _check_each(params, "gpushare_extender", GPUSHARE_EXTENDER_PORTS, "a port's name", k8s_names.port)
     k8s_names.tolerations("gpu_cluster_addons_extra_tolerations (extra_tolerations)",
                           params.get("extra_tolerations") or [])
     if params.get("field_manager") is not None:

@@ -72,6 +72,19 @@ def test_the_running_process_started_now(tmp_path):
     assert started is not None and started <= time.time()
 
 
+def test_command_lines_are_every_processes_argv_kernel_threads_and_vanished_ones_left_out(tmp_path):
+    for pid, raw in (("1", b"/sbin/init\0splash\0"), ("77", b"/usr/bin/python3\0/usr/local/bin/kubelet\0"
+                                                             b"--config=/var/lib/kubelet/config.yaml\0"),
+                     ("2", b""), ("self", b"ignored\0")):
+        (tmp_path / pid).mkdir()
+        (tmp_path / pid / "cmdline").write_bytes(raw)
+    (tmp_path / "99").mkdir()  # gone between the listing and the read: no cmdline
+    assert sorted(processes.command_lines(str(tmp_path))) == [
+        ["/sbin/init", "splash"],
+        ["/usr/bin/python3", "/usr/local/bin/kubelet", "--config=/var/lib/kubelet/config.yaml"]]
+    assert processes.command_lines(str(tmp_path / "absent")) == []
+
+
 def test_stale_files_are_those_changed_after_the_start(tmp_path):
     old, new = tmp_path / "old.toml", tmp_path / "new.toml"
     old.write_text("a")

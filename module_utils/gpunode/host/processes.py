@@ -7,6 +7,8 @@
   command line (``cmdline``, NUL-separated), their systemd service (the last
   ``*.service`` component of the cgroup path, cgroup v1 or v2) and their start
   (``stat`` field 22, clock ticks after boot), oldest first;
+- :func:`command_lines` lists every process's command line (for a match on
+  more than ``comm``);
 - :func:`start_time` is when one process started, in wall-clock seconds.
 
 Times: ``starttime`` counts from boot, so a wall-clock time needs the time since
@@ -63,16 +65,36 @@ def _unit(read, base):
         return None  # a tree without cgroups (a fake one in tests)
 
 
+def _pids(proc_root, listdir):
+    """The process ids under ``proc_root`` (none when it cannot be listed)."""
+    try:
+        return [name for name in listdir(proc_root) if name.isdigit()]
+    except OSError:
+        return []
+
+
+def command_lines(proc_root=PROC, listdir=os.listdir):
+    """Every process's command line (argv, empty arguments dropped), for a match on more than the
+    command name (a kubelet script under an interpreter); kernel threads (no command line) left out."""
+    found = []
+    for pid in _pids(proc_root, listdir):
+        try:
+            with open(os.path.join(proc_root, pid, "cmdline"), "rb") as handle:
+                raw = handle.read()
+        except OSError:
+            continue  # gone meanwhile, or not readable
+        argv = [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
+        if argv:
+            found.append(argv)
+    return found
+
+
 def scan(comm, proc_root=PROC, listdir=os.listdir, read=None, ticks_per_second=None):
     """The processes whose command name is ``comm``, as :class:`Process` tuples, oldest first."""
     read = read or _read
     hertz = ticks_per_second or os.sysconf("SC_CLK_TCK")
     found = []
-    try:
-        pids = [name for name in listdir(proc_root) if name.isdigit()]
-    except OSError:
-        return found
-    for pid in pids:
+    for pid in _pids(proc_root, listdir):
         base = os.path.join(proc_root, pid)
         try:
             if read(os.path.join(base, "comm")).strip() != comm:

@@ -12,6 +12,7 @@ Python 3.8+ (this runs on target hosts).
 import hashlib
 import os
 
+from ansible.module_utils.gpunode.host import processes
 from ansible.module_utils.gpunode.host.packages import manager
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     ContainerdConfigError,
@@ -293,18 +294,4 @@ class NodeReader:
         }
 
     def cmdlines(self):
-        found = []
-        try:
-            pids = [name for name in os.listdir(self.proc_root) if name.isdigit()]
-        except OSError:
-            return found
-        for pid in pids:
-            try:
-                with open(os.path.join(self.proc_root, pid, "cmdline"), "rb") as handle:
-                    raw = handle.read()
-            except OSError:
-                continue
-            argv = [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
-            if argv:
-                found.append(argv)
-        return found
+        return processes.command_lines(self.proc_root)

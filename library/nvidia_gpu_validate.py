@@ -145,7 +145,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.addons.images import mirrored, registry_prefix
 from ansible.module_utils.gpunode.formats import k8s_names, values
-from ansible.module_utils.gpunode.host.commands import C_LOCALE
+from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.validate import marker
 from ansible.module_utils.gpunode.validate.run import ALL_CHECKS, ValidateError, failure_message, validate
 
@@ -172,20 +172,6 @@ VALUE_RULES = {
 }
 
 
-class Host:
-    """What the checks may do on the node: run a command (C locale) and find a program."""
-
-    def __init__(self, module):
-        self.module = module
-        self.check_mode = module.check_mode
-
-    def run(self, argv):
-        return self.module.run_command(argv, environ_update=C_LOCALE)
-
-    def which(self, name):
-        return self.module.get_bin_path(name)
-
-
 def build_module():
     return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), supports_check_mode=True)
 
@@ -198,7 +184,7 @@ def run(module):
     params = dict(module.params)
     if params["container_image"]:
         params["container_image"] = mirrored(params["image_registry"], params["container_image"])
-    outcome = validate(Host(module), params)
+    outcome = validate(Host(module, ValidateError), params)
     failed = outcome.pop("failed")
     outcome["failed_checks"] = sorted({r["check"] for r in failed}, key=ALL_CHECKS.index)
     outcome["ansible_facts"] = {"gpu_validate": {

@@ -32,6 +32,11 @@ class Host:
         self.module = module
         self._error = error
 
+    @property
+    def check_mode(self):
+        """Whether the module runs in check mode (a caller that would change something asks)."""
+        return self.module.check_mode
+
     def which(self, name, opt_dirs=None):
         """The path of program ``name`` (also looked for in ``opt_dirs``), or None."""
         return self.module.get_bin_path(name, opt_dirs=opt_dirs or [])

@@ -3,24 +3,18 @@ ansible-playbook (the one beside this interpreter: .venv or .venv-newest), no co
 
 import json
 import os
-import pathlib
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from conftest import ROOT
+
 BINDIR = os.path.dirname(sys.executable)
 
 
-def local_inventory(path, hosts=None, **groups):
-    """Write a JSON inventory of ``localhost`` (or ``hosts``: name -> vars), all on this interpreter,
-    local connection; ``groups``: name -> {"hosts", "vars"} children of ``all`` instead."""
-    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
-    if groups:
-        data = {"all": {"vars": local, "children": groups}}
-    else:
-        data = {"all": {"hosts": {name: dict(local, **values) for name, values in
-                                  (hosts or {"localhost": {}}).items()}}}
-    path.write_text(json.dumps(data))
+def local_inventory(path):
+    """Write a JSON inventory of ``localhost`` on this interpreter (local connection); returns ``path``."""
+    path.write_text(json.dumps({"all": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
     return path
 
 

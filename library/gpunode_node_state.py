@@ -18,10 +18,10 @@ description:
     kubelet, in that order) is converged too - a change to one may change what the next one needs.
   - A concern whose read fails (a bad value, a missing library) is not converged - its role reads it
     again and fails there with its own module's message.
-  - A driver with changes planned, or a container runtime with changes planned after a converged driver,
-    is handed over - RV(plans) holds what its state module returns for the same arguments, so that its role
-    in the same run carries out that plan without reading the node again (the kubelet's module reads and
-    writes in one call - nothing to hand over).
+  - The first concern with changes planned (every concern before it converged) is handed over - RV(plans)
+    holds what its state module returns for the same arguments, so that its role in the same run carries
+    out that plan without reading the node again. The kubelet's plan also carries the files to write
+    (C(edits)), which C(gpunode_planned_files) writes if each file still holds what this read found.
   - Publishes the facts of the converged concerns (C(nvidia_gpu), C(nvidia_driver),
     C(nvidia_container_runtime), C(kubelet_gpu)) and of the plan handed over, and shows their warnings;
     the roles that go on publish their own. Changes nothing.
@@ -121,6 +121,18 @@ plans:
       type: dict
       returned: >-
         when O(container_runtime) was given, the driver is converged, and the runtime has changes planned
+    kubelet:
+      description:
+        - When the driver and the container runtime are converged and the kubelet has changes planned (files
+          to write, or a restart owed), the result of C(kubelet_feature_gates) in check mode for O(kubelet)
+          (its RETURN, C(restore) included, no C(diff)).
+        - C(edits) - the files to write, each C(path), C(before) (the text read, null when the file does not
+          exist) and C(after) (the text to write, null to remove it), as the C(files) option of
+          C(gpunode_planned_files) takes them.
+      type: dict
+      returned: >-
+        when O(kubelet) was given, the concerns given before it are converged, and the kubelet has changes
+        planned
   sample: {}
 ansible_facts:
   description: The facts of the converged concerns and of the plans handed over, as their own modules
@@ -141,7 +153,7 @@ ansible_facts:
         plan is handed over.
       type: dict
     kubelet_gpu:
-      description: The kubelet (C(kubelet_feature_gates)), when it is converged.
+      description: The kubelet (C(kubelet_feature_gates)), when it is converged or its plan is handed over.
       type: dict
     gpu_validate:
       description: The last validation (C(passed), C(failed_checks), C(validated_at)), when converged.

@@ -331,21 +331,18 @@ ansible_facts:
   returned: always
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR
-from ansible.module_utils.gpunode.host.backups import backup_beside
-from ansible.module_utils.gpunode.host.files import (
-    FileError,
-    check_removable,
-    fsync_directory,
-    shown_path,
-    write_text,
-)
+from ansible.module_utils.gpunode.host.edits import apply_into
+from ansible.module_utils.gpunode.host.files import FileError
 from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
 from ansible.module_utils.gpunode.kubelet.discovery import MissingRequirement, PlanError
-from ansible.module_utils.gpunode.kubelet.state_call import ARGUMENT_SPEC, MUTUALLY_EXCLUSIVE, read
+from ansible.module_utils.gpunode.kubelet.state_call import (
+    ARGUMENT_SPEC,
+    MUTUALLY_EXCLUSIVE,
+    planned_result,
+    read,
+)
 
 
 def build_module():
@@ -356,57 +353,20 @@ def build_module():
 def run(module):
     try:
         outcome = read(module)
+        result = planned_result(outcome, module._diff)
     except MissingRequirement as exc:
         module.fail_json(msg=f"{exc}: {missing_required_lib('PyYAML (python3-yaml)')}",
                          exception=YAML_IMPORT_ERROR)
     except PlanError as exc:
         module.fail_json(msg=str(exc))
-    result = outcome.result
-    changes = outcome.changes
     for warning in outcome.warnings:
         module.warn(warning)
-    try:  # a link is followed (its target edited); one the module would delete is refused
-        shown = {name: shown_path(name, PlanError) for name in changes}
-        for name in (name for name, (_old, new) in changes.items() if new is None):
-            check_removable(name, PlanError)
-    except PlanError as exc:
-        module.fail_json(msg=str(exc))
-    if module._diff and changes:
-        diffs = [
-            {"before": old or "", "after": new or "", "before_header": shown[name],
-             "after_header": shown[name]}
-            for name, (old, new) in sorted(changes.items())
-        ]
-        result["diff"] = diffs[0] if len(diffs) == 1 else diffs
-    restore = [{"path": path, "backup": backup} for path, backup in sorted(outcome.stale_backups.items())]
-    if changes and not module.check_mode:
-        restore = write(module, changes, result)
-    result["restore"] = restore
-    return result
-
-
-def write(module, changes, result):
-    """Write (or delete) the changed files, backups first; returns the restore list."""
-    restore = []
-    for name, (old, new) in sorted(changes.items()):
-        backup = None
+    if outcome.changes and not module.check_mode:
         try:
-            if module.params["backup"] and old is not None:
-                backup = backup_beside(name)
-                result.setdefault("backup_file", backup)
-                result.setdefault("backup_files", {})[name] = backup
-            if old is None or backup:
-                restore.append({"path": name, "backup": backup})
-            if new is None:
-                os.unlink(name)
-                fsync_directory(name)
-            else:
-                write_text(name, new, replace=module.atomic_move)
+            apply_into(result, outcome.changes, module.params["backup"], module.atomic_move)
         except FileError as exc:  # names the file and the cause
             module.fail_json(msg=str(exc), **result)
-        except OSError as exc:
-            module.fail_json(msg=f"{name}: cannot remove: {exc.strerror or exc}", **result)
-    return restore
+    return result
 
 
 def main():

@@ -70,10 +70,26 @@ options:
     type: str
     choices: [nvidia, gpushare, hami, dra, none]
     default: nvidia
-  addon_values:
-    description: The gpu_cluster_addons variables (images, versions, HAMi's scheduler placement).
+  images:
+    description:
+      - The add-on images by name, each a dict of C(repository) and C(tag), as C(gpu_cluster_addons_plan)'s
+        option of that name takes them (C(playbooks/offline_bundle.yml) hands the role's own
+        C(__gpu_cluster_addons_images)); carried as pinned, without the registry prefix of a mirror.
     type: dict
     default: {}
+  dra:
+    description:
+      - The DRA driver's settings, as C(gpu_cluster_addons_plan)'s option of that name takes them; C(image)
+        and C(version) are read (empty - the role's defaults).
+    type: dict
+    default: {}
+  hami_scheduler:
+    description:
+      - Where HAMi's scheduler extender runs (C(gpu_cluster_addons_hami_scheduler)) - V(extender) in the
+        cluster's own kube-scheduler, so that HAMi's kube-scheduler image is not carried.
+    type: str
+    choices: [deployment, extender]
+    default: deployment
   kubernetes_version:
     description: The cluster's Kubernetes version (the tag of HAMi's kube-scheduler image).
     type: str
@@ -199,7 +215,9 @@ ARGUMENT_SPEC = {
     "toolkit_version": {"type": "str", "default": ""},
     "cuda_repo_base": {"type": "str", "default": ""},
     "mode": {"type": "str", "choices": ["nvidia", "gpushare", "hami", "dra", "none"], "default": "nvidia"},
-    "addon_values": {"type": "dict", "default": {}},
+    "images": {"type": "dict", "default": {}},
+    "dra": {"type": "dict", "default": {}},
+    "hami_scheduler": {"type": "str", "choices": ["deployment", "extender"], "default": "deployment"},
     "kubernetes_version": {"type": "str", "default": ""},
     "dest": {"type": "path", "required": True},
     "indexes": {"type": "dict", "default": {}},
@@ -233,7 +251,8 @@ def run(module):
     params = module.params
     result = offline_bundle.plan(
         nodes_of(params), params["toolkit_repo_url"], toolkit_version=params["toolkit_version"],
-        mode=params["mode"], addon_values=params["addon_values"],
+        mode=params["mode"],
+        addons={name: params[name] for name in ("images", "dra", "hami_scheduler")},
         kubernetes_version=params["kubernetes_version"], cuda_repo_base=params["cuda_repo_base"],
         toolkit_rpm_repo_url=params["toolkit_rpm_repo_url"])
     debs, external = [], {}

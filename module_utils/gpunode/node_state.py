@@ -12,12 +12,14 @@ that change. A concern whose read fails is simply not converged: its
 role reads it again and fails there, with the message of its own module.
 
 Each read is what the concern's state module returns for the same arguments (the
-check-mode plan: neither changes anything). When the driver, or the container runtime
-after a converged driver, plans a change, the result is handed over whole
+check-mode plan: neither changes anything). When the driver, the container runtime or the
+kubelet plans a change (every concern before it converged), the result is handed over whole
 (``plans.<concern>``, its facts and warnings published as that module would publish
 them): the role, in the same run, carries out that plan instead of reading the node a
-second time (roles/nvidia_driver/tasks/plan.yml, roles/nvidia_container_runtime/tasks/state.yml).
-The kubelet's module reads and writes in one call: nothing to hand over.
+second time (roles/nvidia_driver/tasks/plan.yml, roles/nvidia_container_runtime/tasks/state.yml,
+roles/kubelet_gpu/tasks/main.yml). The kubelet's plan carries the files to write (``edits``,
+kubelet/state_call.handed_plan), which ``gpunode_planned_files`` writes when each file
+still holds what this read found.
 """
 
 from ansible.module_utils.gpunode.common.arguments import ArgumentsError, validated
@@ -30,7 +32,7 @@ from ansible.module_utils.gpunode.validate import marker
 # in the order site.yml converges them
 CONCERNS = ("driver", "container_runtime", "kubelet", "validated")
 # the concerns whose role carries out a plan handed over (the result of its own state module)
-HANDED = ("driver", "container_runtime")
+HANDED = ("driver", "container_runtime", "kubelet")
 
 
 class ConcernFailed(Exception):
@@ -77,7 +79,8 @@ def read_kubelet(module, params):
     reader = ConcernModule(module, validated(kubelet.ARGUMENT_SPEC, params, "kubelet",
                                              kubelet.MUTUALLY_EXCLUSIVE))
     outcome = kubelet.read(reader)
-    return kubelet.converged(outcome), outcome.result, reader.warnings + outcome.warnings
+    done = kubelet.converged(outcome)
+    return done, outcome.result if done else kubelet.handed_plan(outcome), reader.warnings + outcome.warnings
 
 
 def read_validated(params, facts):

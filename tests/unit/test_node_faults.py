@@ -21,6 +21,8 @@ import traceback
 
 import containerd_runtime
 import docker_daemon_config
+import gpunode_node_state
+import gpunode_planned_files
 import kube_scheduler_extender
 import kubelet_feature_gates
 import manifest_files
@@ -28,6 +30,7 @@ import nvidia_driver_state
 import nvidia_mig
 import pytest
 import yaml
+from ansible.module_utils.gpunode.host import edits as host_edits
 from ansible.module_utils.gpunode.host import files as host_files
 from ansible.module_utils.gpunode.host import lock
 from conftest import FIXTURES
@@ -101,6 +104,17 @@ def manifests_node(root):
             "backup_dirs": [folder]}
 
 
+def planned_node(root):
+    """site.yml's kubelet role writing what the one read planned (gpunode_planned_files)."""
+    path = root / "var" / "lib" / "kubelet" / "config.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("featureGates: {}\n")
+    edit = {"path": str(path), "before": "featureGates: {}\n",
+            "after": "featureGates:\n  DevicePlugins: true\n"}
+    return {"module": gpunode_planned_files, "args": {"files": [edit]}, "target": path, "files": [path],
+            "backup_dirs": [path.parent]}
+
+
 def mig_node(root):
     path = root / "mig-parted.yaml"
     args = {"config_file": str(path), "selected": "all-disabled", "nvidia_smi": "/bin/false"}
@@ -115,12 +129,12 @@ def driver_node(root):
 
 WRITERS = {"docker_daemon_config": docker_node, "containerd_runtime": containerd_node,
            "kubelet_feature_gates": kubelet_node, "kube_scheduler_extender": scheduler_node,
-           "manifest_files": manifests_node}
+           "manifest_files": manifests_node, "gpunode_planned_files": planned_node}
 READERS = {**WRITERS, "nvidia_mig": mig_node}  # the modules that read a file the operator names
 EDITORS = {**READERS, "nvidia_driver_state": driver_node}  # every module that takes the node's lock
 MODULES = {module.__name__: module for module in (
     docker_daemon_config, containerd_runtime, kubelet_feature_gates, kube_scheduler_extender, manifest_files,
-    nvidia_mig, nvidia_driver_state)}
+    gpunode_planned_files, nvidia_mig, nvidia_driver_state)}
 
 
 @pytest.fixture(autouse=True)
@@ -517,8 +531,26 @@ def test_two_runs_at_once_lose_no_update(run_module, tmp_path, monkeypatch, lock
 
 def test_two_kubelet_runs_at_once_keep_both_gates(run_module, tmp_path, monkeypatch):
     node = kubelet_node(tmp_path)
-    monkeypatch.setattr(kubelet_feature_gates, "write_text", late_bound_write_text)
+    monkeypatch.setattr(host_edits, "write_text", late_bound_write_text)
     first = (kubelet_feature_gates, {**node["args"], "gates": {"DevicePlugins": True}})
+    second = (kubelet_feature_gates, {**node["args"], "gates": {"Accelerators": True}})
+
+    status, outcome = interleave(run_module, first, second, "write_text")
+
+    assert status == 0 and outcome[0] == "ok" and outcome[1][0], outcome
+    assert "--feature-gates=DevicePlugins=true,Accelerators=true" in node["target"].read_text()
+
+
+def test_a_kubelet_run_beside_the_writing_of_a_handed_plan_keeps_both_gates(run_module, tmp_path,
+                                                                            monkeypatch):
+    """site.yml's kubelet role writes what the one read planned (gpunode_planned_files); another run
+    that reads meanwhile waits for the node's lock and reads what that wrote."""
+    node = kubelet_node(tmp_path)
+    ok, read = run_module(gpunode_node_state, {"kubelet": {**node["args"], "gates": {"DevicePlugins": True}}},
+                          check_mode=True)
+    assert ok and read["plans"]["kubelet"]["edits"], read
+    monkeypatch.setattr(host_edits, "write_text", late_bound_write_text)
+    first = (gpunode_planned_files, {"files": read["plans"]["kubelet"]["edits"]})
     second = (kubelet_feature_gates, {**node["args"], "gates": {"Accelerators": True}})
 
     status, outcome = interleave(run_module, first, second, "write_text")

@@ -8,6 +8,7 @@ and a concern whose read fails is left to its role, which fails with its own mes
 import copy
 
 import gpunode_node_state
+import gpunode_planned_files
 import kubelet_feature_gates
 import nvidia_container_runtime_state
 import nvidia_driver_state
@@ -79,16 +80,29 @@ def test_a_converged_node_is_recognized_in_one_read_with_every_fact(node, run_mo
     assert facts["kubelet_gpu"]["gates"] == {"DRAConsumableCapacity": True}
 
 
-def test_a_concern_with_changes_is_left_to_its_role(node, run_module):
+def test_a_kubelet_with_changes_is_handed_to_its_role_with_the_files_to_write(node, run_module, monkeypatch):
     args = concerns(node, kubelet={"gates": {"DRAConsumableCapacity": True, "DRAPartitionableDevices": True}})
     assert own_verdicts(run_module, args)["kubelet"] is False
+    ok, own = run_module(kubelet_feature_gates, args["kubelet"], check_mode=True)
+    assert ok, own
     ok, result = run_module(gpunode_node_state, args, check_mode=True)
     assert ok, result
     assert result["converged"] == {"driver": True, "container_runtime": True, "kubelet": False}
     assert result["reasons"] == {"kubelet": "changes planned"}
-    # its role publishes its own facts when it reads the kubelet again
-    assert "kubelet_gpu" not in result["ansible_facts"]
-    assert "nvidia_container_runtime" in result["ansible_facts"]
+    assert set(result["plans"]) == {"kubelet"}
+    handed = dict(result["plans"]["kubelet"])
+    edits = handed.pop("edits")
+    assert handed == own  # what its own module says in check mode: the role reads nothing again
+    assert result["ansible_facts"]["kubelet_gpu"] == own["ansible_facts"]["kubelet_gpu"]
+    assert [e["path"] for e in edits] == own["files"]
+    # the role writes them (roles/kubelet_gpu/tasks/main.yml) without the kubelet's read
+    with monkeypatch.context() as patched:
+        patched.setattr(kubelet_state_call, "read", lambda module: pytest.fail("kubelet read"))
+        ok, written = run_module(gpunode_planned_files, {"files": edits})
+    assert ok and written["changed"] and written["changed_since"] == [], written
+    # the files are now what the kubelet's own module wants
+    ok, after = run_module(kubelet_feature_gates, args["kubelet"], check_mode=True)
+    assert ok and not after["changed"] and after["applied_gates"] == own["applied_gates"], after
 
 
 def test_after_a_driver_change_nothing_later_is_read_or_counts_as_converged(node, run_module, monkeypatch):

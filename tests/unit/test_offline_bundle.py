@@ -10,6 +10,7 @@ import pathlib
 import offline_bundle_plan
 import pytest
 import yaml
+from ansible.module_utils.gpunode.addons import images as addon_images
 from ansible.module_utils.gpunode.bundle import packages_index as pi
 from ansible.module_utils.gpunode.bundle import plan as ob
 
@@ -213,23 +214,21 @@ def test_hamis_bundle_carries_the_image_of_its_certificate_jobs(placement):
     for job in ("create", "patch"):
         text = (ROLES / "gpu_cluster_addons" / "templates" / f"job-hami-admission-{job}.yaml.j2").read_text()
         assert 'image: "{{ __gpu_cluster_addons_plan.images.hami_certgen }}"' in text
-    values = dict(defaults, gpu_cluster_addons_hami_scheduler=placement)
-    images = {i["name"]: i for i in ob.bundle_images("hami", values, "1.33.1", [])}
+    addons = {"images": addon_images.image_variables(defaults), "hami_scheduler": placement}
+    images = {i["name"]: i for i in ob.bundle_images("hami", addons, "1.33.1", [])}
     wanted = "{}:{}".format(defaults["gpu_cluster_addons_hami_certgen_image"],
                             defaults["gpu_cluster_addons_hami_certgen_version"])
     assert images["hami_certgen"]["image"] == wanted
-    assert "hami_certgen" not in {i["name"] for i in ob.bundle_images("nvidia", values, "1.33.1", [])}
+    assert "hami_certgen" not in {i["name"] for i in ob.bundle_images("nvidia", addons, "1.33.1", [])}
 
 
 def test_images_per_mode_as_pinned_with_their_archive_and_mirror_path():
-    values = {"gpu_cluster_addons_nvidia_device_plugin_image": "nvcr.io/nvidia/k8s-device-plugin",
-              "gpu_cluster_addons_nvidia_device_plugin_version": "v0.20.0",
-              "gpu_cluster_addons_hami_image": "docker.io/projecthami/hami",
-              "gpu_cluster_addons_hami_version": "v2",
-              "gpu_cluster_addons_hami_kube_scheduler_image": "registry.k8s.io/kube-scheduler",
-              "gpu_cluster_addons_hami_certgen_image": "docker.io/liangjw/kube-webhook-certgen",
-              "gpu_cluster_addons_hami_certgen_version": "v1.1.1",
-              "gpu_cluster_addons_image_registry": "registry.local:5000/m"}
+    values = {"images": {
+        "nvidia_device_plugin": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.20.0"},
+        "hami": {"repository": "docker.io/projecthami/hami", "tag": "v2"},
+        "hami_kube_scheduler": {"repository": "registry.k8s.io/kube-scheduler"},
+        "hami_certgen": {"repository": "docker.io/liangjw/kube-webhook-certgen", "tag": "v1.1.1"},
+    }}
     warnings = []
     assert ob.bundle_images("nvidia", values, "", warnings) == [{
         "name": "nvidia_device_plugin", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
@@ -242,6 +241,10 @@ def test_images_per_mode_as_pinned_with_their_archive_and_mirror_path():
     assert hami[1]["image"] == "registry.k8s.io/kube-scheduler:v1.33.1"
     dra = ob.bundle_images("dra", values, "", [])
     assert dra[0]["image"] == "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.5.0"
+    # the role's DRA settings (their other keys are the role's, not the bundle's)
+    settings = {"image": "mirror.local/dra", "version": "v0.5.1", "namespace": "x"}
+    dra = ob.bundle_images("dra", {"dra": settings}, "", [])
+    assert dra[0]["image"] == "mirror.local/dra:v0.5.1"
     assert ob.bundle_images("none", values, "", []) == []
 
 

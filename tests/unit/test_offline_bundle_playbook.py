@@ -141,8 +141,11 @@ def test_a_real_run_gathers_exactly_what_the_nodes_need(tmp_path, served):
 def test_images_without_skopeo_fail_with_a_clear_message(tmp_path, served):
     if shutil.which("skopeo"):
         pytest.skip("skopeo is installed here: the images would be fetched from the internet")
-    proc = bundle(tmp_path, served, images=True, check=False)
+    # the inventory's image wins over the role's default, as the role renders it
+    pinned = json.dumps({"gpu_cluster_addons_nvidia_device_plugin_version": "v0.20.1"})
+    proc = bundle(tmp_path, served, "-e", pinned, images=True, check=False)
     assert proc.returncode != 0
     assert "copied as OCI archives with skopeo, which is not on this machine" in proc.stdout
     assert not list(tmp_path.rglob("*.deb")) and not list(tmp_path.rglob("*.run"))  # refused before fetching
-    assert "nvcr.io/nvidia/k8s-device-plugin:v0.20.0" in proc.stdout
+    assert "nvcr.io/nvidia/k8s-device-plugin:v0.20.1" in proc.stdout
+    assert "k8s-device-plugin:v0.20.0" not in proc.stdout

@@ -7,6 +7,7 @@ import re
 
 import gpu_cluster_addons_plan
 import gpunode_node_state
+import gpunode_planned_files
 import kube_scheduler_extender
 import kubelet_feature_gates
 import nvidia_container_runtime_state
@@ -20,7 +21,8 @@ from conftest import ROOT
 REGISTERED = {
     nvidia_driver_state: "__nvidia_driver_state",
     nvidia_container_runtime_state: "__nvidia_container_runtime_state",
-    kubelet_feature_gates: "__kubelet_gpu",
+    kubelet_feature_gates: "__kubelet_gpu_outcome",  # its result, or the plan handed over (the same RETURN)
+    gpunode_planned_files: "__kubelet_gpu_written",
     gpunode_node_state: "gpunode_node_state",
     kube_scheduler_extender: "__gpushare_scheduler",
     nvidia_mig: "__nvidia_mig_result",

@@ -125,7 +125,7 @@ def driver_needs(node, cuda_repo_base=""):
             "warnings": [f"{node['host']}: {warning}" for warning in install["warnings"]]}
 
 
-def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addon_values=None,
+def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addons=None,
          kubernetes_version="", cuda_repo_base="", toolkit_rpm_repo_url=RPM_REPO_URL):
     """The whole bundle: ``{"nodes", "repositories", "distro_packages", "runfiles", "images", "warnings"}``.
 
@@ -134,7 +134,8 @@ def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addon_va
     (``deb``: flat apt repositories, ``index`` the Packages file's URL; ``rpm``: the dnf repositories
     of EL nodes, NVIDIA's CUDA repository and the toolkit's, ``index`` their repomd.xml, with
     ``module_streams``, ``version_locks`` and ``keys``); ``distro_packages``:
-    release -> sorted apt or dnf requests (``name``, or ``name=VERSION-*`` for a pinned driver).
+    release -> sorted apt or dnf requests (``name``, or ``name=VERSION-*`` for a pinned driver);
+    ``addons``: the add-ons' settings, as :func:`bundle_images` takes them.
     """
     drivers, repositories, distro, runfiles, warnings = [], {}, {}, {}, []
     for node in nodes:
@@ -167,7 +168,7 @@ def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addon_va
         "repositories": sorted(repositories.values(), key=lambda r: r["name"]),
         "distro_packages": {release: sorted(names) for release, names in sorted(distro.items())},
         "runfiles": [runfiles[name] for name in sorted(runfiles)],
-        "images": bundle_images(mode, addon_values or {}, kubernetes_version, warnings),
+        "images": bundle_images(mode, addons or {}, kubernetes_version, warnings),
         "warnings": warnings,
     }
 
@@ -208,16 +209,20 @@ def _want_rpm(repositories, name, url, arch, packages, *, streams=(), locks=(), 
         entry[key] = sorted(set(entry[key]) | set(values))
 
 
-def bundle_images(mode, addon_values, kubernetes_version, warnings):
+def bundle_images(mode, addons, kubernetes_version, warnings):
     """``[{"name", "image", "archive", "path"}]``: the add-on images of ``mode`` as pinned (never mirrored);
-    ``path``: the image's place under a mirror prefix (``images.mirrored``)."""
-    values = dict(addon_values)
-    found = addon_images.addon_images(addon_images.image_variables(values), kubernetes_version or "0.0.0")
-    dra = dra_objects.settings_of({"image": values.get("gpu_cluster_addons_dra_image"),
-                                   "version": values.get("gpu_cluster_addons_dra_version")})
+    ``path``: the image's place under a mirror prefix (``images.mirrored``).
+
+    ``addons``: what ``gpu_cluster_addons_plan`` takes for them, from the same role variables:
+    ``images`` (name -> ``{repository, tag}``), ``dra`` (its settings: ``image``, ``version``) and
+    ``hami_scheduler`` (``deployment`` or ``extender``: the extender runs in the cluster's own scheduler).
+    """
+    found = addon_images.addon_images(addons.get("images") or {}, kubernetes_version or "0.0.0")
+    dra = dra_objects.settings_of({key: value for key, value in (addons.get("dra") or {}).items()
+                                   if key in ("image", "version")})
     found["dra"] = f"{dra['image']}:{dra['version']}"
     result = []
-    extender = values.get("gpu_cluster_addons_hami_scheduler") == "extender"
+    extender = addons.get("hami_scheduler") == "extender"
     for name in MODE_IMAGES.get(mode, ()):
         if name == "hami_kube_scheduler" and (extender or not kubernetes_version):
             if not extender:

@@ -10,6 +10,7 @@ every concern (``gpunode_node_state``) both call :func:`read`; it raises
 """
 
 from ansible.module_utils.gpunode.host.commands import Host
+from ansible.module_utils.gpunode.host.edits import diff, headers
 from ansible.module_utils.gpunode.kubelet.discovery import TARGET_PATHS, PlanError
 from ansible.module_utils.gpunode.kubelet.plan import plan
 
@@ -50,3 +51,25 @@ def read(module):
 def converged(outcome):
     """Whether nothing is to write and the kubelet runs what its files say."""
     return not outcome.changes and not outcome.result.get("restart_required")
+
+
+def planned_result(outcome, diff_mode):
+    """What the module returns before it writes (all of it in check mode): the plan's result,
+    ``restore`` (the backups of an earlier run, for a restart of what runs stale) and, in diff
+    mode, ``diff``. Raises PlanError for an edit that would remove a link or follow a broken one."""
+    result = dict(outcome.result)
+    shown = headers(outcome.changes, PlanError)
+    if diff_mode and outcome.changes:
+        result["diff"] = diff(outcome.changes, shown)
+    result["restore"] = [{"path": path, "backup": backup}
+                         for path, backup in sorted(outcome.stale_backups.items())]
+    return result
+
+
+def handed_plan(outcome):
+    """The plan ``gpunode_node_state`` hands to the role (``plans.kubelet``): :func:`planned_result`
+    and ``edits``, the files to write as ``gpunode_planned_files`` takes them."""
+    result = planned_result(outcome, False)
+    result["edits"] = [{"path": path, "before": old, "after": new}
+                       for path, (old, new) in sorted(outcome.changes.items())]
+    return result

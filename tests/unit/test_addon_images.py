@@ -1,8 +1,10 @@
 """module_utils/gpunode/addons/images.py: the add-ons' images and the one registry prefix for a mirror."""
 
 import pytest
+import yaml
 from ansible.module_utils.gpunode.addons import dra_objects, images
 from ansible.module_utils.gpunode.formats.values import ValueSyntaxError
+from conftest import ROOT
 
 PREFIX = "registry.local:5000/mirror"
 DIGEST = "sha256:" + "0123456789abcdef" * 4
@@ -81,15 +83,17 @@ def test_addon_images_as_pinned_and_mirrored():
     }
 
 
-def test_the_images_option_is_what_the_roles_variables_name():
-    variables = {"gpu_cluster_addons_nvidia_device_plugin_image": "nvcr.io/nvidia/k8s-device-plugin",
-                 "gpu_cluster_addons_nvidia_device_plugin_version": "v0.20.0",
-                 "gpu_cluster_addons_hami_image": "docker.io/projecthami/hami",
-                 "gpu_cluster_addons_hami_version": "v2.10.0",
-                 "gpu_cluster_addons_hami_kube_scheduler_image": "registry.k8s.io/kube-scheduler",
-                 "gpu_cluster_addons_image_registry": PREFIX}
-    # the registry is no image; the scheduler's tag: none (the cluster's version)
-    assert images.image_variables(variables) == IMAGES
+def test_the_roles_images_are_the_variables_the_messages_name():
+    """The role hands the images option from its variables (vars/main.yml __gpu_cluster_addons_images, which
+    the offline bundle imports too); a refusal names the variable IMAGES gives: the same one."""
+    role_vars = yaml.safe_load((ROOT / "roles" / "gpu_cluster_addons" / "vars" / "main.yml").read_text())
+    handed = role_vars["__gpu_cluster_addons_images"]
+    assert set(handed) == set(images.IMAGES)
+    for name, (image_variable, tag_variable) in images.IMAGES.items():
+        wanted = {"repository": "{{ " + image_variable + " }}"}
+        if tag_variable:
+            wanted["tag"] = "{{ " + tag_variable + " }}"
+        assert handed[name] == wanted, name
 
 
 TAG = "gpu_cluster_addons_nvidia_device_plugin_version (images.nvidia_device_plugin.tag)"

@@ -214,7 +214,9 @@ def test_hamis_bundle_carries_the_image_of_its_certificate_jobs(placement):
     for job in ("create", "patch"):
         text = (ROLES / "gpu_cluster_addons" / "templates" / f"job-hami-admission-{job}.yaml.j2").read_text()
         assert 'image: "{{ __gpu_cluster_addons_plan.images.hami_certgen }}"' in text
-    addons = {"images": addon_images.image_variables(defaults), "hami_scheduler": placement}
+    role_images = {name: {"repository": defaults[image], "tag": defaults.get(tag)}
+                   for name, (image, tag) in addon_images.IMAGES.items()}
+    addons = {"images": role_images, "hami_scheduler": placement}
     images = {i["name"]: i for i in ob.bundle_images("hami", addons, "1.33.1", [])}
     wanted = "{}:{}".format(defaults["gpu_cluster_addons_hami_certgen_image"],
                             defaults["gpu_cluster_addons_hami_certgen_version"])

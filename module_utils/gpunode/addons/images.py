@@ -35,7 +35,8 @@ PREFIX_RULE = ("a registry host with an optional port and path, no tag and no tr
                "(registry.local:5000, mirror.example.com/gpu): the host holds a '.' or a port, "
                "or is localhost")
 
-#: The add-on images the role's templates write: name -> (image variable, tag variable);
+#: The add-on images the role's templates write: name -> (image variable, tag variable), as the role
+#: hands them (vars/main.yml __gpu_cluster_addons_images), so that a refusal names the variable;
 #: a tag variable None means the tag is ``v<Kubernetes version>`` (the cluster's kube-scheduler).
 #: The DRA driver's images come from its settings (gpu_cluster_addons_dra_image/_version).
 IMAGES = {
@@ -95,17 +96,6 @@ def _checked(prefix, shown, reference):
     return k8s_names.image_reference(shown, mirrored(prefix, reference))
 
 
-def image_variables(variables):
-    """The option ``images`` (``{name: {"repository", "tag"}}``) from the role's variables by name,
-    as :data:`IMAGES` maps them (the offline bundle reads the inventory's and the defaults')."""
-    images = {}
-    for name, (image_variable, tag_variable) in IMAGES.items():
-        if variables.get(image_variable) is not None:
-            images[name] = {"repository": variables[image_variable],
-                            "tag": variables.get(tag_variable) if tag_variable else None}
-    return images
-
-
 def addon_images(images, kubernetes_version, prefix=""):
     """``{name: image reference}`` the role's templates write, mirrored under ``prefix``, each checked.
 
@@ -147,5 +137,5 @@ def dra_settings(prefix, given):
     return result
 
 
-__all__ = ["IMAGES", "REGISTRY_VARIABLE", "addon_images", "dra_settings", "image_variables", "mirrored",
+__all__ = ["IMAGES", "REGISTRY_VARIABLE", "addon_images", "dra_settings", "mirrored",
            "prefix_of", "registry_prefix", "split_registry"]

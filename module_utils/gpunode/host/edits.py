@@ -30,12 +30,12 @@ from ansible.module_utils.gpunode.host.files import (
 
 
 def headers(edits, error=FileError):
-    """``{path: shown path}`` (``link -> target``); raises ``error`` for an edit that would
-    remove a link or follow a broken one, before anything is written."""
-    shown = {path: shown_path(path, error) for path in edits}
+    """``{path: shown path}`` (``link -> target``) for diff headers; raises ``error`` for an edit
+    that would remove an operator's link, or follow a link loop or a broken one, before anything
+    is written."""
     for path in (path for path, (_old, new) in edits.items() if new is None):
         check_removable(path, error)
-    return shown
+    return {path: shown_path(path, error) for path in edits}
 
 
 def diff(edits, shown):

@@ -30,13 +30,12 @@ import time
 from ansible.module_utils.gpunode.common.service_health import probe_url
 from ansible.module_utils.gpunode.host.backups import copy_backup
 from ansible.module_utils.gpunode.host.commands import Host
+from ansible.module_utils.gpunode.host.edits import headers
 from ansible.module_utils.gpunode.host.files import (
     FileError,
-    check_removable,
     fsync_directory,
     make_folders,
     resolved_path,
-    shown_path,
     write_text,
 )
 from ansible.module_utils.gpunode.scheduler.api import KubeSchedulerError
@@ -334,13 +333,6 @@ class Decision:
         self.out = out
 
 
-def shown_paths(files):
-    """path -> its diff header (``link -> target``); refuses a link loop, or an operator's link to remove."""
-    for path in (path for path, (_old, new) in files.items() if new is None):
-        check_removable(path, KubeSchedulerError)
-    return {path: shown_path(path, KubeSchedulerError) for path in files}
-
-
 def kubeadm_record(node, survey_, result, restart):
     """(new ClusterConfiguration or None, facts): only once the scheduler runs the change."""
     params = survey_["params"]
@@ -389,7 +381,7 @@ def decide(node):
     params, flavor = survey_["params"], survey_["flavor"]
     result = plan(dict(params, kubernetes_version=survey_["version"]), node.read, listdir)
     result["warnings"] = survey_["warnings"] + result["warnings"]
-    shown = shown_paths(result["files"])
+    shown = headers(result["files"], KubeSchedulerError)
     restart = None
     if not survey_["admin"]:
         restart = running_plan(node, flavor, resolve_params(params), result, schedulers=survey_["schedulers"])

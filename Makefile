@@ -38,11 +38,13 @@ bootstrap-newest:
 image: bootstrap
 	@bash tests/simnode/build-image.sh $(IMAGE_FLAVORS)
 
-# every linter runs, and scripts/check_function_length.py (no function of the code that
-# ships over 60 lines: ruff has no line-count rule); any finding fails. Ends with the size
-# of the house (scripts/house_figures.py: code lines, statements, public module options)
+# every linter runs, scripts/check_function_length.py (no function of the code that
+# ships over 60 lines: ruff has no line-count rule) and scripts/check_node_access.py (no
+# file or process access outside module_utils/gpunode/host/); any finding fails. Ends with
+# the size of the house (scripts/house_figures.py: code lines, statements, module options)
 lint: bootstrap
 	@status=0; set -x; ruff check . || status=1; python scripts/check_function_length.py || status=1; \
+	python scripts/check_node_access.py || status=1; \
 	yamllint -s . || status=1; ansible-lint || status=1; python scripts/house_figures.py || status=1; \
 	exit $$status
 

@@ -126,14 +126,12 @@ diff:
   sample: {"before": "{}\n", "after": "{\n    \"default-runtime\": \"nvidia\"\n}\n"}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.gpunode.formats.json_config import JSONConfigError, plan
 from ansible.module_utils.gpunode.host.backups import backup_beside
 from ansible.module_utils.gpunode.host.commands import Host
-from ansible.module_utils.gpunode.host.files import read_text, resolved_path, shown_path, write_text
+from ansible.module_utils.gpunode.host.files import exists, read_text, resolved_path, shown_path, write_text
 from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
 from ansible.module_utils.gpunode.host.systemd import running_state
 
@@ -189,7 +187,7 @@ def run(module):
     result["changed"] = changed
     file_args = module.load_file_common_arguments(module.params)
     file_args["path"] = resolved_path(path)  # owner/mode of a link's target, not of the link
-    if not module.check_mode or os.path.exists(path):
+    if not module.check_mode or exists(path):
         result["changed"] = module.set_fs_attributes_if_different(file_args, result["changed"], diff=None)
     return result
 

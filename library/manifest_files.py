@@ -90,15 +90,13 @@ backup_files:
   elements: str
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.addons.manifest_files import ManifestFilesError, diffs, plan
 from ansible.module_utils.gpunode.host.backups import backup_beside
 from ansible.module_utils.gpunode.host.files import (
     FileError,
-    fsync_directory,
     make_folders,
+    remove,
     resolved_path,
     write_text,
 )
@@ -153,8 +151,7 @@ def write_change(module, change, result):
     if module.params["backup"] and change["before"] is not None:
         result["backup_files"].append(backup_beside(change["path"]))
     if change["action"] == "remove":
-        os.unlink(change["path"])
-        fsync_directory(change["path"])
+        remove(change["path"])
     else:
         write_text(change["path"], change["after"], replace=module.atomic_move)
         module.set_mode_if_different(resolved_path(change["path"]), module.params["mode"], False)

@@ -137,6 +137,7 @@ from ansible.module_utils.gpunode.driver.gpu import read_loaded
 from ansible.module_utils.gpunode.driver.host import read_module_on_disk
 from ansible.module_utils.gpunode.host import systemd
 from ansible.module_utils.gpunode.host.commands import Host
+from ansible.module_utils.gpunode.host.files import is_dir
 
 
 def build_module():
@@ -274,7 +275,7 @@ def run(module):
 
 def main():
     module = build_module()
-    if not os.path.isdir(module.params["proc_root"]):
+    if not is_dir(module.params["proc_root"]):
         module.fail_json(msg=f"proc_root {module.params['proc_root']}: no such directory")
     module.exit_json(**run(module))
 

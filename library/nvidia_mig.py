@@ -150,7 +150,6 @@ diff:
 """
 
 import json
-import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.gpunode.driver.mig import (
@@ -225,7 +224,7 @@ def run(module, commands):
     entries = parse_config(doc, params["selected"], source)
 
     host = Host(module)
-    smi_path = params["nvidia_smi"] or find_smi(host.which, os.path.isfile)
+    smi_path = params["nvidia_smi"] or find_smi(host.which)
     if not smi_path:
         raise MigError(f"nvidia-smi not found on PATH nor under {', '.join(TOOL_PREFIXES)}; "
                        "set nvidia_mig_nvidia_smi")

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Run gpunode's test steps side by side (`make test`, `make molecule`).
 
-Steps: `lint` (`make lint`: ruff, scripts/check_function_length.py, yamllint,
-ansible-lint), `unit` (scripts/unit-tests.py: every target Python and the
-controller), `molecule:SCENARIO` (`molecule test
+Steps: `lint` (`make lint`: ruff, scripts/check_function_length.py,
+scripts/check_node_access.py, yamllint, ansible-lint), `unit` (scripts/unit-tests.py:
+every target Python and the controller), `molecule:SCENARIO` (`molecule test
 -s SCENARIO`) and `image:FLAVOR` (tests/simnode/build-image.sh FLAVOR, which
 does nothing when the image is up to date); and, for `make ci`, the newest
 ansible-core's (.venv-newest) `unit:newest` (its controller-side unit tests),

@@ -12,7 +12,7 @@ and says what would change, the module carries it out.
 import os
 import re
 
-from ansible.module_utils.gpunode.host.files import check_regular, check_removable, shown_path
+from ansible.module_utils.gpunode.host.files import check_regular, check_removable, exists, is_dir, shown_path
 from ansible.module_utils.gpunode.host.files import read_text as read_file_text
 
 # One object per file, names like 10-serviceaccount-gpushare-device-plugin.yaml:
@@ -52,7 +52,7 @@ def plan(directory, files, remove=()):
     """
     if not isinstance(files, dict):
         raise ManifestFilesError("files must be a mapping of file name to content")
-    if os.path.exists(directory) and not os.path.isdir(directory):
+    if exists(directory) and not is_dir(directory):
         raise ManifestFilesError(f"{directory}: exists and is not a directory")
     overlap = set(files) & set(remove or ())
     if overlap:

@@ -24,6 +24,7 @@ import os
 import re
 
 from ansible.module_utils.gpunode.driver import branches as nvidia_branches
+from ansible.module_utils.gpunode.host import files
 
 NVIDIA_VENDOR = "10de"
 
@@ -84,8 +85,7 @@ class GpuDetectError(Exception):
 def _read_text(path):
     """The stripped content of a small file, or None when it cannot be read."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read().strip()
+        return files.read_file(path, "utf-8", "replace").strip()
     except OSError:
         return None
 
@@ -149,7 +149,7 @@ def read_loaded(sysfs_root, proc_root):
 def find_pci_ids(candidates=PCI_IDS_CANDIDATES):
     """The first existing pci.ids of ``candidates``, or None."""
     for path in candidates:
-        if os.path.isfile(path):
+        if files.is_file(path):
             return path
     return None
 
@@ -200,12 +200,9 @@ def parse_pci_ids_vendor(text, vendor=NVIDIA_VENDOR):
 def load_pci_ids(path, vendor=NVIDIA_VENDOR):
     """Parse one vendor's names from the pci.ids file at ``path`` (``.gz`` too)."""
     try:
+        data = files.read_file(path)
         if path.endswith(".gz"):
-            with gzip.open(path, "rb") as handle:
-                data = handle.read()
-        else:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = gzip.decompress(data)
     except (OSError, EOFError) as exc:
         raise GpuDetectError(f"{path}: cannot read pci.ids: {exc}") from exc
     return parse_pci_ids_vendor(data, vendor)
@@ -264,7 +261,7 @@ def _numa_node(text):
 
 def _bound_driver(device_dir):
     try:
-        target = os.readlink(os.path.join(device_dir, "driver"))
+        target = files.readlink(os.path.join(device_dir, "driver"))
     except OSError:
         return None
     return os.path.basename(target.rstrip("/")) or None
@@ -278,7 +275,7 @@ def read_pci_devices(sysfs_root, vendor=NVIDIA_VENDOR):
     """
     bus_dir = os.path.join(sysfs_root, "bus", "pci", "devices")
     try:
-        addresses = sorted(os.listdir(bus_dir))
+        addresses = sorted(files.listdir(bus_dir))
     except FileNotFoundError:
         return [], [f"{bus_dir}: not found; this host has no PCI bus that sysfs shows"]
     except OSError as exc:
@@ -467,7 +464,7 @@ def _check_roots(sysfs_root, proc_root):
     for label, path in (("sysfs_root", sysfs_root), ("proc_root", proc_root)):
         if not os.path.isabs(path):
             raise GpuDetectError(f"{label} {path}: not an absolute path")
-        if not os.path.isdir(path):
+        if not files.is_dir(path):
             raise GpuDetectError(f"{label} {path}: no such directory")
 
 
@@ -549,7 +546,7 @@ def detect(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, *,
         pci_ids_path = find_pci_ids(PCI_IDS_CANDIDATES)
     elif not os.path.isabs(pci_ids_path):
         raise GpuDetectError(f"pci_ids_path {pci_ids_path}: not an absolute path")
-    elif not os.path.isfile(pci_ids_path):
+    elif not files.is_file(pci_ids_path):
         raise GpuDetectError(f"pci_ids_path {pci_ids_path}: no such file")
     facts, warnings = gather(sysfs_root, proc_root, pci_ids_path, machine)
     if require_gpu and not facts["present"]:

@@ -11,7 +11,6 @@ under the roots given. A reading that cannot be trusted raises
 :class:`~ansible.module_utils.gpunode.driver.driver.DriverError`.
 """
 
-import glob
 import os
 
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
@@ -45,7 +44,7 @@ from ansible.module_utils.gpunode.driver.roots import (
     runfile_traces,
 )
 from ansible.module_utils.gpunode.host import systemd
-from ansible.module_utils.gpunode.host.files import read_text
+from ansible.module_utils.gpunode.host.files import exists, glob, is_dir, read_file, read_text, realpath
 from ansible.module_utils.gpunode.host.packages import (
     ADMINDIR,
     DpkgError,
@@ -63,8 +62,7 @@ INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))
 
 def _read_bytes(path):
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        return read_file(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
 
@@ -101,7 +99,7 @@ def read_userspace(lib_dirs):
     paths = []
     for directory in lib_dirs:
         for pattern in ("libnvidia-ml.so.*", "*/libnvidia-ml.so.*"):
-            paths.extend(glob.glob(os.path.join(directory, pattern)))
+            paths.extend(glob(os.path.join(directory, pattern)))
     version = userspace_version_from_names(os.path.basename(p) for p in paths)
     found = [p for p in paths if version and os.path.basename(p) == f"libnvidia-ml.so.{version}"]
     return version, (sorted(found)[0] if found else None)
@@ -121,9 +119,9 @@ def read_origin(host, place, files, packages, version):
               if nvidia_packages.is_driver_package(name) and installed(packages, name)
               and (entry.get("version") or "").split(":")[-1].startswith(version)]
     if not owners and not place["operator"]:
-        paths = {os.path.realpath(p) for p in files if p} | {p for p in files if p}
+        paths = {realpath(p) for p in files if p} | {p for p in files if p}
         owners = read_owners(host, sorted(paths))
-    return origin(place, owners, runfile_traces(os.path.exists))
+    return origin(place, owners, runfile_traces(exists))
 
 
 def read_packages(host, admindir):
@@ -154,7 +152,7 @@ def read_secure_boot(host, sysfs_root):
             return parse_efi_secure_boot(data)
         except DriverError as exc:
             raise DriverError(f"{efi}/efivars/{SECURE_BOOT_EFIVAR}: {exc}") from exc
-    if not os.path.isdir(efi):
+    if not is_dir(efi):
         return False  # booted by BIOS: no Secure Boot
     mokutil = host.which("mokutil")
     if mokutil:
@@ -250,7 +248,7 @@ def read_driver(host, params, packages=False, module_on_disk=None):
     """The loaded driver, where its tools are and who put it there:
     ``{"loaded", "location", "origin", "userspace_version"}`` (``packages``: dpkg's, read here
     when not given)."""
-    place = location(find_smi(host.which, os.path.isfile))
+    place = location(find_smi(host.which))
     userspace, library = read_userspace([*lib_dirs(place), *LIB_DIRS])
     loaded = read_loaded(params["sysfs_root"], params["proc_root"])
     found = None
@@ -274,7 +272,7 @@ def read_state(host, params, os_info, request):
     module_on_disk = read_module_on_disk(host, kernel)
     state = {
         "kernel": kernel,
-        "headers_present": os.path.isdir(os.path.join(MODULES_DIR, kernel, "build")),
+        "headers_present": is_dir(os.path.join(MODULES_DIR, kernel, "build")),
         "module_on_disk": module_on_disk,
         "dkms": None,
         **read_driver(host, params, packages, module_on_disk),
@@ -286,7 +284,7 @@ def read_state(host, params, os_info, request):
         "blacklist_complete": blacklist_complete(read_text(params["blacklist_path"], DriverError)),
         "secure_boot": read_secure_boot(host, params["sysfs_root"]),
         "signing_files_missing": [p for p in (params["signing_key"], params["signing_cert"])
-                                  if p and not os.path.exists(p)],
+                                  if p and not exists(p)],
         "index": None,
         "smi": None,
         "initramfs_command": initramfs_command(host, request.get("package_manager")),

@@ -24,6 +24,8 @@ installs), the GPU Operator, or the image (nothing else claims it). Pure Python.
 
 import os
 
+from ansible.module_utils.gpunode.host import files
+
 #: Where images and installers put nvidia-smi's prefix, searched after PATH.
 TOOL_PREFIXES = ("/usr/local/nvidia", "/home/kubernetes/bin/nvidia", "/run/nvidia/driver/usr", "/usr")
 #: The GPU Operator's driver container mounts its root file system here; the Operator upgrades it.
@@ -38,7 +40,7 @@ RUNFILE_RECORD = "/var/lib/gpunode/nvidia-driver-runfile"
 PREFIX_LIB_DIRS = ("lib64", "lib", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu")
 
 
-def find_smi(which, is_file):
+def find_smi(which, is_file=files.is_file):
     """The path of ``nvidia-smi``: on PATH (``which``), else under :data:`TOOL_PREFIXES`; or None."""
     found = which("nvidia-smi")
     if found:
@@ -50,7 +52,7 @@ def find_smi(which, is_file):
     return None
 
 
-def location(smi_path, is_file=os.path.isfile):
+def location(smi_path, is_file=files.is_file):
     """``{"smi", "tools_prefix", "driver_root", "operator"}`` from nvidia-smi's path (None: no tools).
 
     An nvidia-smi on PATH outside every known prefix (a wrapper: a shim, the read-only guard of

@@ -13,10 +13,9 @@ concerns take it (or a test's stand-in with the same methods) instead of the
 Standard library only; Python 3.8+ (this runs on target hosts).
 """
 
-import os
 import time
 
-from ansible.module_utils.gpunode.host.files import read_text
+from ansible.module_utils.gpunode.host import files
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 
@@ -54,23 +53,20 @@ class Host:
 
     def read_text(self, path):
         """The text of ``path``, or None when it does not exist."""
-        return read_text(path, self._error)
+        return files.read_text(path, self._error)
 
     def exists(self, path):
-        return os.path.exists(path)
+        return files.exists(path)
 
     def isdir(self, path):
-        return os.path.isdir(path)
+        return files.is_dir(path)
 
     def listdir(self, path):
-        return os.listdir(path)
+        return files.listdir(path)
 
     def mtime(self, path):
         """The modification time of ``path``, or None when it cannot be read."""
-        try:
-            return os.stat(path).st_mtime
-        except OSError:
-            return None
+        return files.mtime(path)
 
     def boot_time(self):
         """Seconds since boot now (``CLOCK_BOOTTIME``, the clock of ``/proc/PID/stat``)."""

@@ -22,8 +22,8 @@ from ansible.module_utils.gpunode.host.backups import backup_beside
 from ansible.module_utils.gpunode.host.files import (
     FileError,
     check_removable,
-    fsync_directory,
     read_text,
+    remove,
     shown_path,
     write_text,
 )
@@ -99,8 +99,7 @@ def backup_results(backups):
 
 def _remove(path):
     try:
-        os.unlink(path)
-        fsync_directory(path)
+        remove(path)
     except OSError as exc:
         cause = exc.strerror or str(exc)
         raise FileError(f"{path}: cannot remove: {cause}", cause, exc.errno) from exc

@@ -52,9 +52,14 @@ and chains resolved); ``write_text`` edits that file and keeps the link.
   neither the link nor its target is removed.
 - Backups of a link hold the target's content (a regular file, never a link);
   ``shown_path`` names both (``link -> target``) for --diff headers.
+
+The node's other files (sysfs, ``/proc``, pci.ids, markers, logs, folders, programs) are
+read through the queries below (``read_file``, ``exists``, ``listdir``, ``glob``, ...): this
+layer is the only code that touches the node (``scripts/check_node_access.py``).
 """
 
 import errno
+import glob as globbing
 import os
 import stat
 import tempfile
@@ -185,6 +190,16 @@ def check_removable(path, error=OSError):
                     "left unchanged")
 
 
+def remove(path):
+    """Remove the file ``path`` and flush its folder; raises ``OSError`` as ``os.unlink`` does.
+
+    Only for files gpunode created: the caller refused a link with :func:`check_removable`
+    before anything was written.
+    """
+    os.unlink(path)
+    fsync_directory(path)
+
+
 def fsync_directory(path):
     """Flush the folder that holds ``path`` (its entry after a rename) to disk."""
     fd = os.open(os.path.dirname(os.path.abspath(path)) or ".", os.O_RDONLY)
@@ -263,3 +278,60 @@ def _write_regular(path, text, new_file_mode, tmp_dir, replace):
         if os.path.exists(tmp):
             os.unlink(tmp)
     return current is None
+
+
+# ---------------------------------------------------------------- queries of the node's files
+
+
+def read_file(path, encoding=None, errors=None):
+    """The whole content of ``path`` as ``open`` reads it: bytes, or text with ``encoding``
+    (and ``errors``); raises ``OSError`` as ``open`` does. For the node's small state files
+    (sysfs, ``/proc``, pci.ids, markers, logs), not for files gpunode edits (:func:`read_text`)."""
+    with open(path, "r" if encoding else "rb", encoding=encoding, errors=errors) as handle:
+        return handle.read()
+
+
+def exists(path):
+    return os.path.exists(path)
+
+
+def is_dir(path):
+    return os.path.isdir(path)
+
+
+def is_file(path):
+    return os.path.isfile(path)
+
+
+def is_executable(path):
+    return os.access(path, os.X_OK)
+
+
+def listdir(path):
+    """The names in folder ``path``; raises ``OSError`` as ``os.listdir`` does."""
+    return os.listdir(path)
+
+
+def glob(pattern):
+    return globbing.glob(pattern)
+
+
+def readlink(path):
+    return os.readlink(path)
+
+
+def realpath(path):
+    return os.path.realpath(path)
+
+
+def file_stat(path):
+    """``os.stat(path)``; raises ``OSError``."""
+    return os.stat(path)
+
+
+def mtime(path):
+    """The modification time of ``path``, or None when it cannot be read."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None

@@ -31,6 +31,7 @@ from ansible.module_utils.gpunode.formats.yaml_edit import (
     remove_key,
     set_scalar,
 )
+from ansible.module_utils.gpunode.host.files import is_dir, listdir
 from ansible.module_utils.gpunode.kubelet.compat import DROPIN_EXTENSION
 from ansible.module_utils.gpunode.kubelet.gates import GateError
 
@@ -142,7 +143,7 @@ def render_dropin(gates, api_version=None, taints=None):
     return "".join(lines)
 
 
-def dropin_files(directory, listdir=os.listdir, isdir=os.path.isdir):
+def dropin_files(directory, listdir=listdir, isdir=is_dir):
     """The drop-ins the kubelet reads from ``directory``, in its order (a lexical walk, subfolders too)."""
     found = []
     try:

@@ -20,6 +20,7 @@ library and PyYAML (guarded by yaml_edit); Python 3.8+ (this runs on target host
 import os
 
 from ansible.module_utils.gpunode.formats.yaml_edit import append_to_list, get, remove_key, set_scalar
+from ansible.module_utils.gpunode.host import files as host_files
 from ansible.module_utils.gpunode.kubelet.gates import GateError, format_gate_string, parse_gate_string
 
 FEATURE_GATES_ARG = "feature-gates="
@@ -47,10 +48,10 @@ def rke2_files(config_path):
     """config.yaml then config.yaml.d/*.yaml (and .yml) in the order RKE2 reads them."""
     files = [config_path]
     dropins = config_path + ".d"
-    if os.path.isdir(dropins):
+    if host_files.is_dir(dropins):
         files += [
             os.path.join(dropins, name)
-            for name in sorted(os.listdir(dropins))
+            for name in sorted(host_files.listdir(dropins))
             if name.endswith((".yaml", ".yml"))
         ]
     return files

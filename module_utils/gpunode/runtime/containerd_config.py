@@ -81,13 +81,13 @@ runtime, else true when systemd is PID 1.
 """
 
 import fnmatch
-import glob
 import os
 import re
 
 from ansible.module_utils.gpunode.formats.json_config import deep_merge
 from ansible.module_utils.gpunode.formats.kube_version import parse as parse_version
 from ansible.module_utils.gpunode.formats.toml_reader import loads
+from ansible.module_utils.gpunode.host import files
 
 CRI_PLUGIN = {
     1: "cri",
@@ -190,8 +190,8 @@ def other_imports(config_text, config_path, dropin_path, read_text):
         if not isinstance(pattern, str):
             continue
         absolute = pattern if os.path.isabs(pattern) else os.path.join(os.path.dirname(config_path), pattern)
-        for path in sorted(glob.glob(absolute)):
-            if os.path.abspath(path) != os.path.abspath(dropin_path) and os.path.isfile(path):
+        for path in sorted(files.glob(absolute)):
+            if os.path.abspath(path) != os.path.abspath(dropin_path) and files.is_file(path):
                 found.append((path, read_text(path, ContainerdConfigError)))
     return found
 

@@ -20,13 +20,10 @@ turns them into ``fail_json`` with the result so far.
 Standard library only; Python 3.8+ (this runs on target hosts).
 """
 
-import os
-
+from ansible.module_utils.gpunode.host import systemd
 from ansible.module_utils.gpunode.host.backups import backup_copy
 from ansible.module_utils.gpunode.host.files import shown_path, write_text
 from ansible.module_utils.gpunode.runtime.containerd_config import ContainerdConfigError, other_imports, plan
-
-SYSTEMD_RUNTIME_DIR = "/run/systemd/system"  # present when systemd is PID 1 (sd_booted(3))
 
 
 class WriteError(Exception):
@@ -82,7 +79,7 @@ def plan_files(params, node):
         enable_cdi=params["enable_cdi"],
         containerd_version=node["containerd_version"],
         default_config_text=node["defaults"],
-        systemd_pid1=os.path.isdir(SYSTEMD_RUNTIME_DIR),
+        systemd_pid1=systemd.booted(),
         other_imports=node["imported"],
     )
 

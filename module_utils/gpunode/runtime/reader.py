@@ -13,6 +13,7 @@ import hashlib
 import os
 
 from ansible.module_utils.gpunode.host import processes
+from ansible.module_utils.gpunode.host.files import exists, is_dir, is_executable, is_file, listdir, read_file
 from ansible.module_utils.gpunode.host.packages import manager
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     ContainerdConfigError,
@@ -98,7 +99,7 @@ class NodeReader:
             "python": wanted["python"],
             "keyring_ok": self.keyring_ok(),
             "sources_text": self.text(self.source["path"]),
-            "toolkit_binary": os.access(wanted["binary"], os.X_OK),
+            "toolkit_binary": is_executable(wanted["binary"]),
             "driver_version": wanted["driver_version"] or self.loaded_driver(),
             "cdi_specs": {path: self.text(path) for path in (CDI_GENERATED_SPEC, CDI_REFRESH_SPEC)},
         }
@@ -121,21 +122,20 @@ class NodeReader:
 
     def keyring_ok(self):
         path, checksum = self.source["keyring"], self.wanted["repo_key_checksum"]
-        if not os.path.isfile(path):
+        if not is_file(path):
             return False
         if not checksum:
             return True
         algorithm, _sep, digest = checksum.partition(":")
         try:
-            with open(path, "rb") as handle:
-                return hashlib.new(algorithm, handle.read()).hexdigest() == digest.lower()
+            return hashlib.new(algorithm, read_file(path)).hexdigest() == digest.lower()
         except (OSError, ValueError):
             return False
 
     def loaded_driver(self):
         try:
-            with open(os.path.join(self.sys_root, "module", "nvidia", "version"), encoding="ascii") as handle:
-                return handle.read().strip() or None
+            version = read_file(os.path.join(self.sys_root, "module", "nvidia", "version"), "ascii")
+            return version.strip() or None
         except OSError:
             return None
 
@@ -238,8 +238,8 @@ class NodeReader:
         etc = f"/etc/rancher/{flavor}"
         dropin_path = f"{etc}/config.yaml.d/{RANCHER_DROPIN_NAME}"
         files = [f"{etc}/config.yaml"]
-        if os.path.isdir(f"{etc}/config.yaml.d"):
-            names = sorted(n for n in os.listdir(f"{etc}/config.yaml.d") if n.endswith((".yaml", ".yml")))
+        if is_dir(f"{etc}/config.yaml.d"):
+            names = sorted(n for n in listdir(f"{etc}/config.yaml.d") if n.endswith((".yaml", ".yml")))
             files += [f"{etc}/config.yaml.d/{name}" for name in names]
         before, after = [], []
         for path in files:
@@ -290,7 +290,7 @@ class NodeReader:
             "kubelet_flag_texts": [text for text in map(self.text, KUBELET_FLAG_FILES) if text],
             "kubelet_installed": bool(self.host.which("kubelet")),
             "rancher_config": config,
-            "sockets": [path for path, _engine in KUBEADM_SOCKETS if os.path.exists(path)],
+            "sockets": [path for path, _engine in KUBEADM_SOCKETS if exists(path)],
         }
 
     def cmdlines(self):

@@ -33,11 +33,15 @@ from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.edits import headers
 from ansible.module_utils.gpunode.host.files import (
     FileError,
-    fsync_directory,
+    exists,
     make_folders,
+    mtime,
+    realpath,
+    remove,
     resolved_path,
     write_text,
 )
+from ansible.module_utils.gpunode.host.files import listdir as list_folder
 from ansible.module_utils.gpunode.scheduler.api import KubeSchedulerError
 from ansible.module_utils.gpunode.scheduler.config import plan, resolve_params
 from ansible.module_utils.gpunode.scheduler.config_file import load_yaml, read_file
@@ -70,7 +74,7 @@ JOURNAL = "gpunode-scheduler-unverified.json"
 
 def inside(path, directory):
     """Whether ``path`` is ``directory`` or below it (links resolved)."""
-    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    path, directory = realpath(path), realpath(directory)
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
@@ -89,7 +93,7 @@ def make_backup(path, directory):
     stamp = time.strftime("%Y%m%dT%H%M%S")
     target = os.path.join(directory, f"{os.path.basename(path)}.{stamp}~")
     n = 1
-    while os.path.exists(target):
+    while exists(target):
         n += 1
         target = os.path.join(directory, f"{os.path.basename(path)}.{stamp}.{n}~")
     return copy_backup(path, target)  # a link: its target's content; no partial copy left
@@ -97,16 +101,9 @@ def make_backup(path, directory):
 
 def listdir(path):
     try:
-        return os.listdir(path)
+        return list_folder(path)
     except OSError:
         return []
-
-
-def _mtime(path):
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return None
 
 
 class Node:
@@ -143,7 +140,7 @@ class Node:
         kubectl, admin = self.kubectl(), self.params["admin_kubeconfig"]
         if not kubectl:
             return None, "kubectl is not installed"
-        if not os.path.exists(admin):
+        if not exists(admin):
             return None, f"{admin} does not exist"
         rc, out, err = self.run([kubectl, "--kubeconfig", admin, "--namespace", "kube-system",
                                  "get", "configmap", "kubeadm-config", "--output", "json"])
@@ -165,7 +162,7 @@ class Node:
 
 # ---------------------------------------------------------------- what is there
 
-def flavor_of(params, exists=os.path.exists):
+def flavor_of(params):
     """``flavor``, or what ``auto`` finds; raises when nothing is there."""
     if params["flavor"] != "auto":
         return params["flavor"]
@@ -290,7 +287,7 @@ def _files_plan(node, flavor, params, result, schedulers):
         config_flag = f"--{flag}={result['config_path']}"
     rke2_paths = rke2_files(params["rke2_config"], listdir) if flavor == "rke2" else []
     source = result["config_path"]
-    mtimes = {path: _mtime(path) for path in [params["manifest_path"], source, *rke2_paths]}
+    mtimes = {path: mtime(path) for path in [params["manifest_path"], source, *rke2_paths]}
     return restart_plan(flavor, changed=files, manifest_path=params["manifest_path"],
                         manifest_argv=manifest_argv, config_source=source, config_flag=config_flag,
                         schedulers=schedulers, rke2_server=node.rke2_server() if flavor == "rke2" else None,
@@ -306,8 +303,8 @@ def running_plan(node, flavor, params, result, *, schedulers):
         problem = probe_url(params["health_url"], params["health_validate_certs"])
         if problem:
             plan_ = restart_plan(flavor, changed={}, health_problem=problem)
-        elif not node.module.check_mode and os.path.exists(journal_file):
-            os.unlink(journal_file)  # the last change runs and is healthy: nothing left to roll back
+        elif not node.module.check_mode and exists(journal_file):
+            remove(journal_file)  # the last change runs and is healthy: nothing left to roll back
     if plan_ is None or plan_["pending"]:
         return plan_
     journal = read_journal(node.read, journal_file) if not files else None
@@ -424,8 +421,7 @@ def _backups_and_journal(decision, order):
 
 def _write_file(path, new, static_dir, replace):
     if new is None:
-        os.unlink(path)
-        fsync_directory(path)
+        remove(path)
         return
     tmp_dir, target = None, resolved_path(path)  # a link: its target is written, the link kept
     if inside(os.path.dirname(target), static_dir):

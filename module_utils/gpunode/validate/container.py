@@ -21,6 +21,7 @@ Standard library only; Python 3.8+ (runs on managed nodes).
 
 import os
 
+from ansible.module_utils.gpunode.host.files import exists
 from ansible.module_utils.gpunode.validate.checks import result, skipped
 from ansible.module_utils.gpunode.validate.smi import parse_list
 
@@ -60,7 +61,7 @@ def docker_runs(host, docker, image, uuids):
     found = []
     argv = [docker, "run", "--rm", "-e", "NVIDIA_VISIBLE_DEVICES=all", image, *LIST]
     found.append(_judge("docker (default runtime)", host.run(argv), uuids))
-    if any(os.path.exists(path) for path in CDI_SPECS):
+    if any(exists(path) for path in CDI_SPECS):
         argv = [docker, "run", "--rm", "--device", "nvidia.com/gpu=all", image, *LIST]
         found.append(_judge("docker (CDI nvidia.com/gpu=all)", host.run(argv), uuids))
     return found

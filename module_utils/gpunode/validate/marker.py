@@ -15,8 +15,9 @@ Standard library only; Python 3.8+ (runs on managed nodes).
 """
 
 import json
-import os
 import time
+
+from ansible.module_utils.gpunode.host.files import file_stat, read_file
 
 MARKER = "/var/lib/gpunode/validated.json"
 
@@ -35,9 +36,8 @@ def content(outcome, driver_version):
 def read(path, loaded_driver=""):
     """(converged, facts, why not): facts ``{"gpu_validate": {passed, failed_checks, validated_at}}``."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            record = json.load(handle)
-        stamp = os.stat(path).st_mtime
+        record = json.loads(read_file(path, "utf-8"))
+        stamp = file_stat(path).st_mtime
     except FileNotFoundError:
         return False, {}, f"{path}: not validated yet"
     except (OSError, ValueError) as exc:

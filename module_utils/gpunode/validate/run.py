@@ -11,6 +11,7 @@ module: ``run(argv) -> (rc, out, err)`` with the C locale, ``which(name)``,
 import os
 
 from ansible.module_utils.gpunode.driver.gpu import classify, read_pci_devices
+from ansible.module_utils.gpunode.host.files import is_executable, read_file
 from ansible.module_utils.gpunode.validate import checks, dcgm, smi, xid
 from ansible.module_utils.gpunode.validate.container import container
 
@@ -38,7 +39,7 @@ def find_nvidia_smi(given, which, roots=None):
         return found
     for root in DRIVER_ROOTS if roots is None else roots:
         path = os.path.join(root, "nvidia-smi")
-        if os.access(path, os.X_OK):
+        if is_executable(path):
             return path
     return None
 
@@ -70,8 +71,7 @@ def read_kernel_log(host, kernel_log):
     """(text, None) or (None, why not): the file given, else journalctl -k -b, else dmesg."""
     if kernel_log:
         try:
-            with open(kernel_log, encoding="utf-8", errors="replace") as handle:
-                return handle.read(), None
+            return read_file(kernel_log, "utf-8", "replace"), None
         except OSError as exc:
             raise ValidateError(f"kernel_log {kernel_log}: cannot read it: {exc.strerror}") from None
     tried = []

@@ -13,6 +13,7 @@ import nvidia_kernel_modules
 import pytest
 import yaml
 from ansible.module_utils import basic
+from ansible.module_utils.common.warnings import get_warning_messages
 from ansible.module_utils.gpunode.driver import host as driver_host
 from ansible.module_utils.gpunode.driver import state_call as driver_state_call
 from ansible.module_utils.gpunode.host import packages as dpkg_utils
@@ -205,6 +206,35 @@ def test_detection_in_the_plan_call_equals_the_detection_module(fake, run_module
     assert result["ansible_facts"]["nvidia_gpu"]["gpu_count"] == 8
     assert result["ansible_facts"]["nvidia_driver"]["branch"] == detected["ansible_facts"]["nvidia_gpu"][
         "recommended_branch"]
+
+
+VERA_RUBIN = {"description": "a GPU newer than the branch table", "modules": {}, "devices": [
+    {"address": "0000:01:00.0", "vendor": "10de", "device": "3041", "subsystem_vendor": "10de",
+     "subsystem_device": "0000", "class": "030200"}]}
+
+
+@pytest.mark.parametrize("pin", [{}, {"branch": "620"}, {"version": "620.10.01"}])
+def test_a_gpu_newer_than_the_table_is_told_once_and_not_again_under_a_pinned_branch(
+        fake, run_module, tmp_path, pin):
+    spec = tmp_path / "vera-rubin.yml"
+    spec.write_text(yaml.safe_dump(VERA_RUBIN))
+    make_sysfs.make_tree(make_sysfs.load_spec(str(spec)), str(tmp_path / "node"))
+    roots = {"sysfs_root": str(tmp_path / "node" / "sys"), "proc_root": str(tmp_path / "node" / "proc"),
+             "pci_ids_path": PCI_IDS}
+    ok, result = run_module(nvidia_driver_state, fake.args(gpu=None, package_source="cuda", **roots, **pin),
+                            check_mode=True)
+    assert ok, result
+    assert result["ansible_facts"]["nvidia_gpu"]["recommended_branch"] == "620"
+    told = [w for w in get_warning_messages() if "10de:3041 is newer than the branch table" in w]
+    assert len(told) == (0 if pin else 1) and all("the newest branch, 620" in w for w in told)
+
+
+def test_a_pinned_branch_past_its_end_of_life_is_warned_about(fake, run_module):
+    ok, result = run_module(nvidia_driver_state, fake.args(branch="535", package_source="cuda"),
+                            check_mode=True)
+    assert ok, result
+    assert any("driver branch 535 has reached its end of life" in w for w in get_warning_messages())
+    assert any("branch 535 has reached its end" in w for w in result["request"]["warnings"])
 
 
 @pytest.mark.parametrize("extra, message", [

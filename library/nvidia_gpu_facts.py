@@ -18,8 +18,9 @@ description:
   - Computes the driver branches that drive every GPU on the host from a table generated from its sources
     (Debian's nvidia-detect lists, NVIDIA's support matrix and release notes, NVIDIA's Blackwell device ID
     ranges; legacy branches 340, 390, 470 and 580 for older GPUs), and recommends the newest. A GPU newer
-    than the table is served by the newest branch. Says whether a GPU needs the open kernel modules
-    (Grace Hopper, Blackwell).
+    than the table is served by the newest branch, with a warning naming it. Says whether a GPU needs the
+    open kernel modules (Grace Hopper, Blackwell, GB10). Warns when the recommended branch has reached its
+    end of life.
   - Never changes anything.
   - A O(sysfs_root) or O(proc_root) that does not exist or is not absolute fails the task (a wrong
     inventory variable would otherwise read as "no GPU"). A host whose sysfs has no C(bus/pci/devices) reports

@@ -13,14 +13,17 @@ generated module is plain data, committed, so nothing reads DIR at run time.
 The sources, each cited beside its data below:
 - Debian nvidia-detect 550.163.01-5.1 (sid; DIR, see its README): which GPUs each
   branch up to 550 drives, and the legacy branches of older GPUs.
-- NVIDIA's data center driver support matrix and lifecycle: what R535, R580
-  and R595 are (LTS, production) and until when.
+- NVIDIA's "Supported Drivers and CUDA Toolkit Versions" pages of the 620 and
+  615 branches (read 2026-11-28): what R535, R580, R595, R610 and R620 are
+  (long-term support, production, new feature branch) and until when.
 - NVIDIA's announcements of the 580 branch: the last one for Maxwell, Pascal
   and Volta; 590 and later drive Turing and newer only.
 - NVIDIA's "Transitions fully towards open-source GPU kernel modules"
   (2024-07): Grace Hopper and Blackwell need the open kernel modules.
 - NVIDIA gpu-admin-tools (the device ID ranges of the Blackwell chips and the
   GH200 device IDs).
+- The Gentoo Wiki's "DGX Spark" page (published lspci -nn output): the GB10's
+  device ID, outside gpu-admin-tools' ranges.
 
 How the table is derived:
 - 550 = nvidia.ids (the package's current branch); 535 = nvidia-tesla-535.ids (a
@@ -34,8 +37,11 @@ How the table is derived:
 - Blackwell (NVIDIA's chip ID ranges) is driven from 570 on, open modules only.
 - The 304/173/96/71 lists give the last legacy branch of GPUs that no branch
   above drives, so the facts module can say why it recommends nothing.
+- GB10 (DGX Spark) is driven from 580 on (the branch DGX OS ships), open modules only.
 - A GPU in none of the lists and ranges is newer than the data: the module
-  serves it with the newest branch.
+  serves it with the newest branch, and says so.
+- BRANCH_ENDS: the month each branch's support ends; the modules warn when a
+  branch chosen or pinned has ended.
 """
 
 import argparse
@@ -47,27 +53,38 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(ROOT, "data", "nvidia-detect-ids")
 DEFAULT_OUTPUT = os.path.join(ROOT, "module_utils", "gpunode", "driver", "branches.py")
 
-SUPPORT_MATRIX = "https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html"
 OPEN_MODULES_BLOG = ("https://developer.nvidia.com/blog/"
                      "nvidia-transitions-fully-towards-open-source-gpu-kernel-modules/")
 ADMIN_TOOLS = "https://github.com/NVIDIA/gpu-admin-tools (gpu/devid_chips.py, gpu/devid_names.py @82422cc)"
 
+# NVIDIA's "Supported Drivers and CUDA Toolkit Versions" pages of the 620 and 615 branches, read
+# 2026-11-28: each branch's designation and end of life (the 615 page lists R535, R580, R595 and
+# R610; the 620 page R580, R595 and R620).
+SUPPORT_PAGES = tuple(f"https://docs.nvidia.com/datacenter/tesla/drivers/{b}/supported-drivers-and-cuda-toolkit-"
+                      "versions.html" for b in ("620", "615"))
+SUPPORT_READ = "2026-11-28"
+BRANCH_LIFE = {  # branch: (designation, last month supported)
+    "620": ("long-term support branch", "2029-09"),
+    "610": ("new feature branch", "2026-08"),
+    "595": ("production branch", "2027-03"),
+    "580": ("long-term support branch", "2028-06"),
+    "535": ("long-term support branch", "2026-06"),
+}
+
 # Branches gpunode can install that are newer than the Debian data (550), newest first,
-# and what each one is. Turing-only: they drive device IDs 0x1e00 and up only.
+# and what each one is (besides BRANCH_LIFE). Turing-only: they drive device IDs 0x1e00 and up only.
 POST_DATA = (
     # (branch, Turing and newer only, what it is, source)
-    ("620", True, "newer than the production branch", "issue 12 (2026-11); NVIDIA release notes"),
-    ("610", True, "newer than the production branch", "issue 12 (2026-11); NVIDIA release notes"),
-    ("595", True, "production branch", SUPPORT_MATRIX),
+    ("620", True, "", ""),
+    ("610", True, "", ""),
+    ("595", True, "", ""),
     ("590", True, "the first branch without Maxwell, Pascal and Volta",
      "NVIDIA CUDA 13.0 / driver 580 release notes"),
-    ("580", False, "long-term support branch until 2028-06; the last for Maxwell, Pascal and Volta",
-     SUPPORT_MATRIX + "; NVIDIA CUDA 13.0 / driver 580 release notes"),
+    ("580", False, "the last for Maxwell, Pascal and Volta", "NVIDIA CUDA 13.0 / driver 580 release notes"),
     ("570", False, "the first branch for Blackwell",
      "NVIDIA data center driver 570 release notes (B200, GB200)"),
 )
 DATA_BRANCH_NOTES = {
-    "535": ("long-term support branch until 2026-06", SUPPORT_MATRIX),
     "470": ("the last for Kepler", "Debian nvidia-detect (nvidia-tesla-470.ids)"),
     "390": ("the last for Fermi", "Debian nvidia-detect (nvidia-legacy-390xx.ids)"),
     "340": ("the last for the Tesla architecture", "Debian nvidia-detect (nvidia-legacy-340xx.ids)"),
@@ -107,6 +124,11 @@ BLACKWELL_RANGES = (
 # Grace Hopper (GH200) device IDs (NVIDIA gpu-admin-tools, gpu/devid_names.py): the
 # GPU is a Hopper in the branch lists, but the open kernel modules are required.
 GRACE_HOPPER_IDS = ("2342", "2343", "2345", "2348")
+# DGX Spark's GB10: "NVIDIA Corporation GB20B [GB10] [10de:2e12] (rev a1)" in the lspci -nn output
+# of the Gentoo Wiki's "DGX Spark" page (https://wiki.gentoo.org/wiki/DGX_Spark, 2026-09-11); not in
+# gpu-admin-tools' ranges. A Blackwell: open modules only; driven from 580, the branch DGX OS ships.
+GB10 = ("2e12", "580", "Blackwell GB10 (DGX Spark)")
+GB10_SOURCE = "https://wiki.gentoo.org/wiki/DGX_Spark (lspci -nn: GB20B [GB10] [10de:2e12])"
 
 # Names for datacenter parts that older pci.ids files (Debian 12's among them)
 # lack or name only by chip; used when the system's pci.ids has no name.
@@ -128,6 +150,7 @@ KNOWN_NAMES = {
     "27b8": "L4",
     "2901": "B200",
     "2941": "GB200",
+    "2e12": "GB10",
 }
 
 ID_RE = re.compile(r"^10[dD][eE]([0-9a-fA-F]{4})$")
@@ -203,8 +226,12 @@ def build_table(data_dir):
         only = read_ids(data_dir, name) - known
         known |= only
         legacy[branch] = sorted(only)
-    notes = {b: note for b, _only, note, _src in POST_DATA if note}
-    notes.update({b: note for b, (note, _src) in DATA_BRANCH_NOTES.items()})
+    groups.setdefault(" ".join(b for b in branches if int(b) >= int(GB10[1])), []).append(GB10[0])
+    notes = {b: f"{kind} until {end}" for b, (kind, end) in BRANCH_LIFE.items()}
+    for branch, note in [(b, note) for b, _only, note, _src in POST_DATA] + [
+            (b, note) for b, (note, _src) in DATA_BRANCH_NOTES.items()]:
+        if note:
+            notes[branch] = f"{notes[branch]}; {note}" if branch in notes else note
     return {
         "source": f"Debian nvidia-detect {data_version(data_dir)}",
         "branches": branches,
@@ -216,8 +243,10 @@ def build_table(data_dir):
         "data_branch": "550",  # the newest branch the data's per-branch lists describe
         "blackwell": [b for b in branches if int(b) >= int(BLACKWELL_FIRST_BRANCH)],
         "names": dict(sorted(KNOWN_NAMES.items())),
+        "ends": {b: BRANCH_LIFE[b][1] for b in branches if b in BRANCH_LIFE},
         "sources": [f"Debian nvidia-detect {data_version(data_dir)} (data/nvidia-detect-ids)",
-                    SUPPORT_MATRIX, OPEN_MODULES_BLOG, ADMIN_TOOLS],
+                    *SUPPORT_PAGES,
+                    OPEN_MODULES_BLOG, ADMIN_TOOLS, GB10_SOURCE],
     }
 
 
@@ -250,20 +279,23 @@ def render(table):
         "",
         "Made by scripts/gen-branch-table.py, which cites each source beside its data:",
         f"{table['source']}'s per-branch ID lists (data/nvidia-detect-ids),",
-        "NVIDIA's support matrix and release notes, NVIDIA's statement that Grace Hopper",
-        "and Blackwell need the open kernel modules, and NVIDIA gpu-admin-tools' Blackwell",
-        "device ID ranges. Regenerate with that script.",
+        f"NVIDIA's support pages of the 620 and 615 branches (read {SUPPORT_READ}) and release",
+        "notes, NVIDIA's statement that Grace Hopper and Blackwell need the open kernel",
+        "modules, NVIDIA gpu-admin-tools' Blackwell device ID ranges, and the GB10's ID from",
+        "published lspci output. Regenerate with that script.",
         "",
-        "BRANCHES lists the branches gpunode installs, newest first, and BRANCH_NOTES what",
-        "some of them are. SUPPORT maps the branches (space-separated, newest first) to the",
-        "device IDs they all drive; ARCH_SUPPORT adds branches that drive some IDs on one",
-        "machine type only. BLACKWELL_RANGES are the Blackwell chips' device ID ranges,",
-        "driven by BLACKWELL_BRANCHES; they and GRACE_HOPPER_IDS need the open kernel",
-        "modules. LEGACY_ONLY names the last (uninstallable) legacy branch of GPUs no branch",
-        "in BRANCHES drives. An ID in none of these above HIGHEST_KNOWN_ID is newer than the",
-        "data and is served by NEWEST_BRANCH; one below it, unknown to DATA_BRANCH, by the",
-        "branches after DATA_BRANCH that drive its known neighbours. TURING_FIRST_ID: the",
-        "open kernel modules drive this ID and up, and branches from 590 on only these.",
+        "BRANCHES lists the branches gpunode installs, newest first, BRANCH_NOTES what",
+        "some of them are, BRANCH_ENDS the last month NVIDIA supports some. SUPPORT maps",
+        "the branches (space-separated, newest first) to the device IDs they all drive;",
+        "ARCH_SUPPORT adds branches that drive some IDs on one machine type only.",
+        "BLACKWELL_RANGES are the Blackwell chips' device ID ranges, driven by",
+        "BLACKWELL_BRANCHES (the GB10's one ID by its SUPPORT entry); they and",
+        "GRACE_HOPPER_IDS need the open kernel modules. LEGACY_ONLY names the last",
+        "(uninstallable) legacy branch of GPUs no branch in BRANCHES drives. An ID in none",
+        "of these above HIGHEST_KNOWN_ID is newer than the data and is served by",
+        "NEWEST_BRANCH; one below it, unknown to DATA_BRANCH, by the branches after",
+        "DATA_BRANCH that drive its known neighbours. TURING_FIRST_ID: the open kernel",
+        "modules drive this ID and up, and branches from 590 on only these.",
         "NAMES are fallback names when pci.ids has none.",
         '"""',
         "",
@@ -281,6 +313,8 @@ def render(table):
     ]
     for branch, note in table["notes"].items():
         out.append(f'    "{branch}": "{note}",')
+    out += ["}", "", "BRANCH_ENDS = {"]
+    out += [f'    "{branch}": "{end}",' for branch, end in table["ends"].items()]
     out += ["}", "", "SUPPORT = {"]
     for key in sorted(table["groups"], key=lambda k: (-len(k.split()), k)):
         out.append(f'    "{key}": {_ids_literal(table["groups"][key], 4)},')
@@ -291,7 +325,7 @@ def render(table):
             out.append(f'        "{branch}": {_ids_literal(ids, 8)},')
         out.append("    },")
     out += ["}", "", f'BLACKWELL_BRANCHES = "{" ".join(table["blackwell"])}"', "BLACKWELL_RANGES = ("]
-    for low, high, chip in BLACKWELL_RANGES:
+    for low, high, chip in (*BLACKWELL_RANGES, (GB10[0], GB10[0], GB10[2])):
         out.append(f'    ("{low}", "{high}", "{chip}"),')
     out += [")", f"GRACE_HOPPER_IDS = ({_quoted(GRACE_HOPPER_IDS)})", "", "LEGACY_ONLY = {"]
     for branch, ids in table["legacy"].items():

@@ -1,6 +1,7 @@
 """module_utils/gpunode/host/packages.py: dpkg's database as the driver role reads it."""
 
 from ansible.module_utils.gpunode.host.packages import (
+    exact_depends,
     installed,
     interrupted,
     journal_entries,
@@ -53,3 +54,43 @@ def test_madison_says_which_versions_the_index_knows():
     assert version_known(known, "nvidia-driver", "535.129.03")  # an epoch does not hide the version
     assert not version_known(known, "cuda-drivers-570")
     assert version_known(known, "nvidia-driver")
+
+
+# apt-cache show nvidia-open-570 nvidia-tesla-570-driver nvidia-tesla-570-open-kernel-dkms: every version
+# the repository holds (the newest first), as dpkg-scanpackages writes them
+SHOW = """Package: nvidia-open-570
+Version: 570.133.20-0ubuntu1
+Depends: nvidia-headless-570-server-open (= {new}), nvidia-utils-570-server (= {new})
+Description: NVIDIA open driver metapackage
+ a continuation line: (= {old})
+
+Package: nvidia-open-570
+Version: 570.124.06-0ubuntu1
+Pre-Depends: nvidia-kernel-common-570:amd64 (= {old})
+Depends: nvidia-headless-570-server-open (= {old}), nvidia-utils-570-server (= {old}),
+ dkms, libc6 (>= 2.34), nvidia-firmware-570 (>= 570.124.06), nvidia-compute-utils-570-server (= {old})
+Description: NVIDIA open driver metapackage
+
+Package: nvidia-tesla-570-driver
+Version: 570.124.06-0ubuntu1
+Depends: nvidia-dkms-570-server (= {old}) | nvidia-dkms-570-server-open (= {old})
+
+Package: nvidia-tesla-570-open-kernel-dkms
+Version: 570.124.06-0ubuntu1
+Depends: nvidia-dkms-570-server-open (= {old})
+""".format(old="570.124.06-0ubuntu1", new="570.133.20-0ubuntu1")
+
+
+def test_exact_depends_names_what_a_version_needs_at_that_very_version():
+    """apt takes a dependency's newest version: an older exact one must be asked for."""
+    assert exact_depends(SHOW, "570.124.06") == [  # a folded Depends line read whole
+        "nvidia-compute-utils-570-server", "nvidia-dkms-570-server-open", "nvidia-headless-570-server-open",
+        "nvidia-kernel-common-570", "nvidia-utils-570-server"]
+    assert exact_depends(SHOW, "570.133.20") == ["nvidia-headless-570-server-open", "nvidia-utils-570-server"]
+    assert exact_depends(SHOW, "570.86.10") == [] and exact_depends("", "570.124.06") == []
+
+
+def test_exact_depends_takes_the_first_of_alternatives_none_of_which_is_named():
+    tesla = "Package: nvidia-tesla-570-driver" + SHOW.split("Package: nvidia-tesla-570-driver")[1]
+    tesla = tesla.split("\n\n", maxsplit=1)[0]
+    assert exact_depends(tesla, "570.124.06") == ["nvidia-dkms-570-server"]

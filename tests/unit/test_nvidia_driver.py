@@ -531,6 +531,43 @@ def test_a_pinned_version_moves_only_the_packages_of_the_branch_at_another_versi
     assert not any(spec.startswith("libnvidia-compute-535") for spec in steps["install_packages"])
 
 
+# What the repository says an install of 570.124.06 takes at that version (read_version_set over
+# NVIDIA's layout, as tests/simnode/fakes/driver/make-packages.sh builds it)
+SET_570_OPEN = ["nvidia-open-570", "nvidia-headless-570-server-open", "nvidia-utils-570-server",
+                "nvidia-dkms-570-server-open", "nvidia-compute-utils-570-server",
+                "libnvidia-compute-570-server"]
+
+
+def test_a_first_install_of_an_older_point_release_asks_for_every_package_of_its_set():
+    """570.124.06 while the repository also holds 570.133.20: apt takes each dependency's newest
+    version unless asked, and refuses the exact older one ("held broken packages")."""
+    steps = plan(state(version_set=SET_570_OPEN), request(UBUNTU2404, version="570.124.06",
+                                                            package_source="cuda"))
+    assert steps["install_packages"] == [f"{name}=570.124.06-*" for name in SET_570_OPEN]
+
+
+def test_a_branch_change_to_an_older_point_release_asks_for_its_set_and_not_the_old_branch():
+    packages = (*BASE, "nvidia-open-535 535.129.03-0ubuntu1 hold",
+                "nvidia-headless-535-server-open 535.129.03-0ubuntu1",
+                "libnvidia-compute-570-server 570.124.06-0ubuntu1")  # already at the version: not asked
+    host = state("535.129.03", "535.129.03", "535.129.03", flavor="open", packages=packages,
+                 version_set=SET_570_OPEN)
+    steps = plan(host, request(UBUNTU2404, version="570.124.06", package_source="cuda"))
+    assert steps["install_packages"] == [f"{name}=570.124.06-*" for name in SET_570_OPEN[:-1]]
+    assert steps["unhold"] == ["nvidia-open-535"]
+
+
+def test_a_downgrade_asks_for_the_set_and_moves_installed_packages_of_the_branch_back():
+    packages = (*BASE, *(f"{name} 570.133.20-0ubuntu1" for name in SET_570_OPEN),
+                "nvidia-fabricmanager-570 570.133.20-0ubuntu1")
+    host = state("570.133.20", "570.133.20", "570.133.20", flavor="open", packages=packages,
+                 version_set=SET_570_OPEN[:3])
+    steps = plan(host, request(UBUNTU2404, version="570.124.06", package_source="cuda"))
+    assert steps["install_packages"][:3] == [f"{name}=570.124.06-*" for name in SET_570_OPEN[:3]]
+    assert sorted(steps["install_packages"]) == sorted(
+        f"{name}=570.124.06-*" for name in [*SET_570_OPEN, "nvidia-fabricmanager-570"])
+
+
 def test_cuda_590_install_requests_the_pinning_package_first():
     steps = plan(state(), request(UBUNTU2404, version="590.48.01", package_source="cuda"))
     assert steps["install_packages"] == ["nvidia-driver-pinning-590.48.01", "nvidia-open=590.48.01-*"]

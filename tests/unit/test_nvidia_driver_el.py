@@ -95,6 +95,16 @@ def test_a_bare_el_node_installs_the_version_as_dnf_asks_it_and_holds_with_versi
     assert steps["blacklist_nouveau"]
 
 
+def test_an_el_install_of_an_older_point_release_asks_for_its_whole_set_as_name_version():
+    """dnf spells a version request name-version (any epoch, release); the set is what the
+    repository says nvidia-open-580.95.05 requires at that version (``dnf repoquery``)."""
+    req = request(ROCKY9, gpu(H100), version="580.95.05")
+    steps = plan(dict(bare(), version_set=["nvidia-open", "nvidia-driver", "kmod-nvidia-open-dkms",
+                                           "nvidia-driver-libs"]), req)
+    assert steps["install_packages"] == ["nvidia-open-580.95.05", "nvidia-driver-580.95.05",
+                                         "kmod-nvidia-open-dkms-580.95.05", "nvidia-driver-libs-580.95.05"]
+
+
 def test_a_held_el_driver_is_converged_on_holds():
     req = request(ROCKY9, branch="580")
     installed = dict(bare(), userspace_version="580.95.05", headers_present=True, blacklist_complete=True,

@@ -13,6 +13,7 @@ import nvidia_kernel_modules
 import pytest
 import yaml
 from ansible.module_utils import basic
+from ansible.module_utils.common.warnings import get_warning_messages
 from ansible.module_utils.gpunode.driver import host as driver_host
 from ansible.module_utils.gpunode.driver import state_call as driver_state_call
 from ansible.module_utils.gpunode.host import packages as dpkg_utils
@@ -205,6 +206,85 @@ def test_detection_in_the_plan_call_equals_the_detection_module(fake, run_module
     assert result["ansible_facts"]["nvidia_gpu"]["gpu_count"] == 8
     assert result["ansible_facts"]["nvidia_driver"]["branch"] == detected["ansible_facts"]["nvidia_gpu"][
         "recommended_branch"]
+
+
+def stanza(name, version, *depends):
+    """One package of an ``apt-cache show`` answer, its dependencies at exactly its own version."""
+    deb = f"{version}-0ubuntu1"
+    lines = [f"Package: {name}", f"Version: {deb}"]
+    lines += [f"Depends: {', '.join(f'{d} (= {deb})' for d in depends)}"] if depends else []
+    return "\n".join(lines) + "\n\n"
+
+
+def test_a_first_install_of_an_older_point_release_asks_for_every_package_it_takes(fake, run_module):
+    """The repository holds 570.133.20 and 570.124.06: each package of 570.124.06's set is asked for at
+    it, as the repository's exact dependencies say (apt-cache show, down to the leaves)."""
+    fake.os_info.update(distribution="Ubuntu", distribution_version="24.04")
+    top = ("nvidia-headless-570-server-open", "nvidia-utils-570-server")
+    leaves = ("libnvidia-compute-570-server", "nvidia-compute-utils-570-server",
+              "nvidia-dkms-570-server-open")
+    fake.commands["apt-cache show nvidia-open-570"] = (0, stanza("nvidia-open-570", "570.133.20", *top)
+                                                       + stanza("nvidia-open-570", "570.124.06", *top), "")
+    fake.commands["apt-cache show " + " ".join(top)] = (0, stanza(top[0], "570.124.06", *leaves[1:])
+                                                        + stanza(top[1], "570.124.06", leaves[0]), "")
+    fake.commands["apt-cache show " + " ".join(leaves)] = (0, "".join(stanza(n, "570.124.06")
+                                                                      for n in leaves), "")
+    ok, result = run_module(nvidia_driver_state, fake.args(version="570.124.06", package_source="cuda"),
+                            check_mode=True)
+    assert ok, result
+    wanted = ["nvidia-open-570", *top, *leaves]
+    assert result["plan"]["install_packages"] == [f"{name}=570.124.06-*" for name in wanted]
+    assert "version_set" not in result["state"]
+
+
+def test_dnf_s_set_is_what_provides_the_requirements_at_the_version():
+    class Host:
+        def __init__(self):
+            self.calls = []
+
+        def which(self, name):
+            return f"/usr/bin/{name}"
+
+        def run(self, argv):
+            self.calls.append(argv)
+            answers = {"nvidia-open-580.95.05": "nvidia-driver 580.95.05\nnvidia-driver 580.105.08\n"
+                                                "kmod-nvidia-open-dkms 580.95.05\n",
+                       "kmod-nvidia-open-dkms-580.95.05": "dkms 3.2.1\nnvidia-driver 580.95.05\n"}
+            return 0, answers.get(" ".join(argv[7:]), ""), ""
+
+    host = Host()
+    found = driver_host.read_version_set(host, ["nvidia-open"], "580.95.05", "dnf")
+    assert found == ["nvidia-open", "kmod-nvidia-open-dkms", "nvidia-driver"]
+    assert host.calls[0][:6] == ["/usr/bin/dnf", "repoquery", "--quiet", "--requires", "--resolve", "--qf"]
+
+
+VERA_RUBIN = {"description": "a GPU newer than the branch table", "modules": {}, "devices": [
+    {"address": "0000:01:00.0", "vendor": "10de", "device": "3041", "subsystem_vendor": "10de",
+     "subsystem_device": "0000", "class": "030200"}]}
+
+
+@pytest.mark.parametrize("pin", [{}, {"branch": "620"}, {"version": "620.10.01"}])
+def test_a_gpu_newer_than_the_table_is_told_once_and_not_again_under_a_pinned_branch(
+        fake, run_module, tmp_path, pin):
+    spec = tmp_path / "vera-rubin.yml"
+    spec.write_text(yaml.safe_dump(VERA_RUBIN))
+    make_sysfs.make_tree(make_sysfs.load_spec(str(spec)), str(tmp_path / "node"))
+    roots = {"sysfs_root": str(tmp_path / "node" / "sys"), "proc_root": str(tmp_path / "node" / "proc"),
+             "pci_ids_path": PCI_IDS}
+    ok, result = run_module(nvidia_driver_state, fake.args(gpu=None, package_source="cuda", **roots, **pin),
+                            check_mode=True)
+    assert ok, result
+    assert result["ansible_facts"]["nvidia_gpu"]["recommended_branch"] == "620"
+    told = [w for w in get_warning_messages() if "10de:3041 is newer than the branch table" in w]
+    assert len(told) == (0 if pin else 1) and all("the newest branch, 620" in w for w in told)
+
+
+def test_a_pinned_branch_past_its_end_of_life_is_warned_about(fake, run_module):
+    ok, result = run_module(nvidia_driver_state, fake.args(branch="535", package_source="cuda"),
+                            check_mode=True)
+    assert ok, result
+    assert any("driver branch 535 has reached its end of life" in w for w in get_warning_messages())
+    assert any("branch 535 has reached its end" in w for w in result["request"]["warnings"])
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -542,7 +542,7 @@ def test_product_name(pci_name, product):
     ("2342", True, True),    # GH200 (Grace Hopper)
     ("2901", True, True),    # B200 (Blackwell GB100)
     ("2b85", True, True),    # GeForce RTX 5090 (Blackwell GB202)
-    ("2e12", True, False),   # outside NVIDIA's Blackwell chip ranges: not assumed open-only
+    ("2e12", True, True),    # GB10 (DGX Spark): outside the chip ranges, in the table (issue 41)
 ])
 def test_architecture_thresholds(device_id, turing, open_only):
     assert is_turing_or_newer(device_id) is turing

@@ -3,7 +3,13 @@
 
 import pytest
 from ansible.module_utils.gpunode.driver import branches as nvidia_branches
-from ansible.module_utils.gpunode.driver.gpu import branches_for, choose_branches
+from ansible.module_utils.gpunode.driver.gpu import (
+    blackwell_chip,
+    branches_for,
+    choose_branches,
+    ended_branch,
+    needs_open_module,
+)
 from conftest import ROOT, load_file
 
 gen = load_file(ROOT / "scripts" / "gen-branch-table.py", "gen_branch_table")
@@ -81,9 +87,42 @@ def test_volta_gets_390_only_on_x86_64():
     assert branches_for("1db1", "aarch64")[0][0] == "580"
 
 
-def test_gpu_newer_than_the_data_gets_the_newest_branch_quietly():
-    branches, note = branches_for("3300")  # after the data's highest and outside every known range
-    assert branches == [nvidia_branches.NEWEST_BRANCH] and note is None
+@pytest.mark.parametrize("device_id", ["3300", "3041"])  # 3041: a Vera Rubin, outside every known range
+def test_gpu_newer_than_the_data_gets_the_newest_branch_and_a_note_naming_id_and_branch(device_id):
+    branches, note = branches_for(device_id)
+    assert branches == [nvidia_branches.NEWEST_BRANCH]
+    assert f"10de:{device_id} is newer than the branch table" in note
+    assert f"the newest branch, {nvidia_branches.NEWEST_BRANCH}" in note
+    _supported, recommended, warnings = choose_branches([device_id])
+    assert recommended == nvidia_branches.NEWEST_BRANCH and warnings == [note]
+
+
+def test_gb10_of_dgx_spark_is_driven_from_580_on_by_the_open_modules_only():
+    """10de:2e12 (lspci -nn on the Gentoo Wiki's DGX Spark page): outside the Blackwell chip ranges."""
+    branches, note = branches_for("2e12")
+    assert note is None and branches == [b for b in nvidia_branches.BRANCHES if int(b) >= 580]
+    assert needs_open_module("2e12") and blackwell_chip("2e12") == "Blackwell GB10 (DGX Spark)"
+    assert nvidia_branches.NAMES["2e12"] == "GB10"
+    assert not needs_open_module("2e13")  # one ID, not a range
+
+
+@pytest.mark.parametrize(("branch", "kind", "end"), [
+    ("620", "long-term support", "2029-09"), ("595", "production", "2027-03"),
+    ("580", "long-term support", "2028-06"), ("610", "new feature", "2026-08"),
+    ("535", "long-term support", "2026-06"),
+])
+def test_branch_kinds_and_ends_as_nvidia_s_620_and_615_pages_say(branch, kind, end):
+    assert kind in nvidia_branches.BRANCH_NOTES[branch] and end in nvidia_branches.BRANCH_NOTES[branch]
+    assert nvidia_branches.BRANCH_ENDS[branch] == end
+    assert "newer than the production" not in " ".join(nvidia_branches.BRANCH_NOTES.values())
+
+
+def test_an_ended_branch_is_told_after_its_last_month_only():
+    assert ended_branch("610", "2026-08-31") is None
+    assert "branch 610 has reached its end of life (new feature branch until 2026-08" in ended_branch(
+        "610", "2026-09-01")
+    assert ended_branch("535", "2026-11-28") and not ended_branch("620", "2026-11-28")
+    assert ended_branch("590", "2040-01") is None  # no end date known: nothing said
 
 
 @pytest.mark.parametrize("device_id", ["2901", "2941", "2b85", "2c02", "2d04", "2f04", "3182"])
@@ -94,7 +133,8 @@ def test_blackwell_is_driven_from_570_on(device_id):
 
 
 def test_the_branches_issue_12_names():
-    """R580 the LTS branch and the last for Maxwell, Pascal and Volta; R595 production; R610/R620 newer."""
+    """R580 the LTS branch and the last for Maxwell, Pascal and Volta; R595 production; R610/R620 newer
+    (issue 41: R620 a long-term branch, R610 a new feature branch)."""
     notes = nvidia_branches.BRANCH_NOTES
     assert "long-term support" in notes["580"] and "2028-06" in notes["580"]
     assert "production" in notes["595"]
@@ -108,7 +148,8 @@ def test_the_branches_issue_12_names():
 
 def test_the_table_names_its_sources_and_each_branch_note_has_one():
     assert any("nvidia-detect" in s for s in nvidia_branches.SOURCES)
-    assert gen.SUPPORT_MATRIX in nvidia_branches.SOURCES and gen.OPEN_MODULES_BLOG in nvidia_branches.SOURCES
+    assert set(gen.SUPPORT_PAGES) <= set(nvidia_branches.SOURCES)
+    assert gen.OPEN_MODULES_BLOG in nvidia_branches.SOURCES and gen.GB10_SOURCE in nvidia_branches.SOURCES
     assert any("gpu-admin-tools" in s for s in nvidia_branches.SOURCES)
     for branch, _only, note, source in gen.POST_DATA:
         assert not note or source, branch

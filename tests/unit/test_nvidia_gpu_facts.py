@@ -6,6 +6,7 @@ import pytest
 import yaml
 from ansible.module_utils.common.warnings import get_warning_messages
 from ansible.module_utils.gpunode.driver import gpu as gpu_utils
+from ansible.module_utils.gpunode.driver.driver import build_request
 from conftest import FIXTURES, ROOT, load_file
 
 PCI_IDS = str(FIXTURES / "pci-ids" / "pci.ids")
@@ -86,3 +87,33 @@ def test_return_documents_every_fact_key(run_module, node):
     facts = result["ansible_facts"]["nvidia_gpu"]
     assert set(facts) == set(documented)
     assert set(facts["devices"][0]) == set(documented["devices"]["contains"])
+
+
+def _one_gpu(tmp_path, device, machine_spec="one-gpu"):
+    spec = tmp_path / f"{machine_spec}.yml"
+    spec.write_text(yaml.safe_dump({"description": f"one GPU 10de:{device}", "modules": {}, "devices": [
+        {"address": "000f:01:00.0", "vendor": "10de", "device": device, "subsystem_vendor": "10de",
+         "subsystem_device": "0000", "class": "030000"}]}))
+    make_sysfs.make_tree(make_sysfs.load_spec(str(spec)), str(tmp_path / "node"))
+    return {"sysfs_root": str(tmp_path / "node" / "sys"), "proc_root": str(tmp_path / "node" / "proc"),
+            "pci_ids_path": PCI_IDS}
+
+
+def test_a_gpu_newer_than_the_table_is_served_by_the_newest_branch_with_a_warning(run_module, tmp_path):
+    ok, result = run_module(nvidia_gpu_facts, _one_gpu(tmp_path, "3041"))  # a Vera Rubin
+    facts = result["ansible_facts"]["nvidia_gpu"]
+    assert ok and facts["recommended_branch"] == facts["supported_branches"][0] == "620"
+    warnings = [w for w in get_warning_messages() if "10de:3041" in w]
+    assert len(warnings) == 1 and "assuming the newest branch, 620, drives it" in warnings[0]
+    assert facts["warnings"] == warnings
+
+
+def test_dgx_spark_s_gb10_takes_the_580_dgx_os_ships_with_the_open_modules(run_module, tmp_path):
+    ok, result = run_module(nvidia_gpu_facts, _one_gpu(tmp_path, "2e12"))
+    facts = result["ansible_facts"]["nvidia_gpu"]
+    assert ok and facts["supported_branches"][-1] == "580" and facts["open_kernel_module_required"]
+    assert get_warning_messages() == ()
+    os_info = {"distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "aarch64",
+               "kernel": "6.17.0-1014-nvidia"}
+    request = build_request({"branch": "580", "package_source": "cuda", "keyring": "/k.asc"}, facts, os_info)
+    assert request["module_type"] == "open" and request["warnings"] == []

@@ -5,29 +5,34 @@
 
 Made by scripts/gen-branch-table.py, which cites each source beside its data:
 Debian nvidia-detect 550.163.01-5.1's per-branch ID lists (data/nvidia-detect-ids),
-NVIDIA's support matrix and release notes, NVIDIA's statement that Grace Hopper
-and Blackwell need the open kernel modules, and NVIDIA gpu-admin-tools' Blackwell
-device ID ranges. Regenerate with that script.
+NVIDIA's support pages of the 620 and 615 branches (read 2026-11-28) and release
+notes, NVIDIA's statement that Grace Hopper and Blackwell need the open kernel
+modules, NVIDIA gpu-admin-tools' Blackwell device ID ranges, and the GB10's ID from
+published lspci output. Regenerate with that script.
 
-BRANCHES lists the branches gpunode installs, newest first, and BRANCH_NOTES what
-some of them are. SUPPORT maps the branches (space-separated, newest first) to the
-device IDs they all drive; ARCH_SUPPORT adds branches that drive some IDs on one
-machine type only. BLACKWELL_RANGES are the Blackwell chips' device ID ranges,
-driven by BLACKWELL_BRANCHES; they and GRACE_HOPPER_IDS need the open kernel
-modules. LEGACY_ONLY names the last (uninstallable) legacy branch of GPUs no branch
-in BRANCHES drives. An ID in none of these above HIGHEST_KNOWN_ID is newer than the
-data and is served by NEWEST_BRANCH; one below it, unknown to DATA_BRANCH, by the
-branches after DATA_BRANCH that drive its known neighbours. TURING_FIRST_ID: the
-open kernel modules drive this ID and up, and branches from 590 on only these.
+BRANCHES lists the branches gpunode installs, newest first, BRANCH_NOTES what
+some of them are, BRANCH_ENDS the last month NVIDIA supports some. SUPPORT maps
+the branches (space-separated, newest first) to the device IDs they all drive;
+ARCH_SUPPORT adds branches that drive some IDs on one machine type only.
+BLACKWELL_RANGES are the Blackwell chips' device ID ranges, driven by
+BLACKWELL_BRANCHES (the GB10's one ID by its SUPPORT entry); they and
+GRACE_HOPPER_IDS need the open kernel modules. LEGACY_ONLY names the last
+(uninstallable) legacy branch of GPUs no branch in BRANCHES drives. An ID in none
+of these above HIGHEST_KNOWN_ID is newer than the data and is served by
+NEWEST_BRANCH; one below it, unknown to DATA_BRANCH, by the branches after
+DATA_BRANCH that drive its known neighbours. TURING_FIRST_ID: the open kernel
+modules drive this ID and up, and branches from 590 on only these.
 NAMES are fallback names when pci.ids has none.
 """
 
 DATA_SOURCE = "Debian nvidia-detect 550.163.01-5.1"
 SOURCES = (
     "Debian nvidia-detect 550.163.01-5.1 (data/nvidia-detect-ids)",
-    "https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html",
+    "https://docs.nvidia.com/datacenter/tesla/drivers/620/supported-drivers-and-cuda-toolkit-versions.html",
+    "https://docs.nvidia.com/datacenter/tesla/drivers/615/supported-drivers-and-cuda-toolkit-versions.html",
     "https://developer.nvidia.com/blog/nvidia-transitions-fully-towards-open-source-gpu-kernel-modules/",
     "https://github.com/NVIDIA/gpu-admin-tools (gpu/devid_chips.py, gpu/devid_names.py @82422cc)",
+    "https://wiki.gentoo.org/wiki/DGX_Spark (lspci -nn: GB20B [GB10] [10de:2e12])",
 )
 BRANCHES = ("620", "610", "595", "590", "580", "570", "550", "535", "470", "390", "340")
 NEWEST_BRANCH = "620"
@@ -36,9 +41,9 @@ DATA_BRANCH = "550"
 TURING_FIRST_ID = "1e00"
 
 BRANCH_NOTES = {
-    "620": "newer than the production branch",
-    "610": "newer than the production branch",
-    "595": "production branch",
+    "620": "long-term support branch until 2029-09",
+    "610": "new feature branch until 2026-08",
+    "595": "production branch until 2027-03",
     "590": "the first branch without Maxwell, Pascal and Volta",
     "580": "long-term support branch until 2028-06; the last for Maxwell, Pascal and Volta",
     "570": "the first branch for Blackwell",
@@ -46,6 +51,14 @@ BRANCH_NOTES = {
     "470": "the last for Kepler",
     "390": "the last for Fermi",
     "340": "the last for the Tesla architecture",
+}
+
+BRANCH_ENDS = {
+    "620": "2029-09",
+    "610": "2026-08",
+    "595": "2027-03",
+    "580": "2028-06",
+    "535": "2026-06",
 }
 
 SUPPORT = {
@@ -82,6 +95,7 @@ SUPPORT = {
         "1ba2 1c23 1c31 1c90 1c91 1c92 1c94 1c96 1cbd 1cfa 1cfb 1d02 1d11 1d13 1d16 1d34 1d52 1d81 "
         "1db1 1db3 1db4 1db5 1db6 1db7 1db8 1dba 1df0 1df2 1df6"
     ),
+    "620 610 595 590 580": "2e12",
     "470 390 340": (
         "0fc0 0fc1 0fc2 0fc6 0fc8 0fcd 0fce 0fd1 0fd2 0fd3 0fd4 0fd5 0fd8 0fd9 0fdf 0fe0 0fe1 0fe2 "
         "0fe3 0fe4 0fe9 0fea 0fec 0ff3 0ff6 0ff8 0ff9 0ffa 0ffb 0ffc 0ffd 0ffe 0fff 1001 1004 1005 "
@@ -138,6 +152,7 @@ BLACKWELL_RANGES = (
     ("2f00", "2f7f", "Blackwell GB205"),
     ("3180", "31ff", "Blackwell GB110"),
     ("3200", "327f", "Blackwell GB112"),
+    ("2e12", "2e12", "Blackwell GB10 (DGX Spark)"),
 )
 GRACE_HOPPER_IDS = ("2342", "2343", "2345", "2348")
 
@@ -183,4 +198,5 @@ NAMES = {
     "27b8": "L4",
     "2901": "B200",
     "2941": "GB200",
+    "2e12": "GB10",
 }

@@ -19,7 +19,7 @@ Domain errors are raised as :class:`DriverError` and turned into
 import re
 
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
-from ansible.module_utils.gpunode.driver.gpu import is_turing_or_newer, needs_open_module
+from ansible.module_utils.gpunode.driver.gpu import ended_branch, is_turing_or_newer, needs_open_module
 from ansible.module_utils.gpunode.host.packages import AptSourceError, deb822_text
 
 #: Kernel modules of the driver, in the order they must be unloaded.
@@ -258,7 +258,7 @@ def build_request(params, gpu, os_info):
         "headers_package": nvidia_packages.headers_package(os_info["kernel"], family),
         "build_prerequisites": list(nvidia_packages.build_prerequisites(family)),
         "package_manager": "dnf" if family == "rhel" else "apt",
-        "warnings": [],
+        "warnings": [w for w in [ended_branch(branch)] if w],  # chosen or pinned, past NVIDIA's support
         "packages": None,
         "fabricmanager_package": None,
         "repository": None,

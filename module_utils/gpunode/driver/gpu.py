@@ -22,11 +22,14 @@ What is read (``SYS`` = sysfs_root, ``PROC`` = proc_root):
 import gzip
 import os
 import re
+import time
 
 from ansible.module_utils.gpunode.driver import branches as nvidia_branches
 from ansible.module_utils.gpunode.host import files
 
 NVIDIA_VENDOR = "10de"
+#: What the warning on a GPU newer than the branch table says (the driver role drops it on a pinned branch).
+NEWER_THAN_TABLE = "is newer than the branch table"
 
 #: The system's pci.ids, in the order the module looks for one.
 PCI_IDS_CANDIDATES = (
@@ -378,7 +381,9 @@ def branches_for(device_id, machine="x86_64"):
         return [], (f"{NVIDIA_VENDOR}:{device_id} is driven only by the legacy {legacy} branch "
                     f"(gpunode installs {', '.join(order)})")
     if int(device_id, 16) > int(nvidia_branches.HIGHEST_KNOWN_ID, 16):
-        return [nvidia_branches.NEWEST_BRANCH], None
+        newest = nvidia_branches.NEWEST_BRANCH
+        return [newest], (f"{NVIDIA_VENDOR}:{device_id} {NEWER_THAN_TABLE} ({nvidia_branches.DATA_SOURCE} "
+                          f"and NVIDIA's chip ranges): assuming the newest branch, {newest}, drives it")
     # Within the data's range but unknown to its driver (e.g. 2335, H200, released after
     # 535.261.03's list was cut): IDs are allocated in chip order, so the GPU is of its known
     # neighbours' generation and driven by the branches after DATA_BRANCH that drive both
@@ -390,6 +395,17 @@ def branches_for(device_id, machine="x86_64"):
                           f"drive its neighbouring IDs drive it: {', '.join(branches)}")
     return [], (f"{unknown}, and no branch after {nvidia_branches.DATA_BRANCH} drives its neighbouring "
                 f"IDs (an older GPU no branch gpunode installs is known to drive)")
+
+
+def ended_branch(branch, today=None):
+    """A warning when NVIDIA's support of ``branch`` ended before ``today`` (``YYYY-MM...``, default
+    now; :data:`BRANCH_ENDS`), else None."""
+    end = nvidia_branches.BRANCH_ENDS.get(str(branch))
+    if not end or (today or time.strftime("%Y-%m"))[:7] <= end:
+        return None
+    note = nvidia_branches.BRANCH_NOTES[str(branch)]
+    return (f"driver branch {branch} has reached its end of life ({note}, NVIDIA's support matrix): "
+            "it gets no more fixes; choose a supported branch")
 
 
 def _neighbour_branches(index, device_id):
@@ -429,7 +445,7 @@ def choose_branches(gpu_ids, machine="x86_64"):
             f"{NVIDIA_VENDOR}:{d}: {', '.join(b) if b else 'none'}" for d, b in sorted(per_device.items()))
         warnings.append(f"no single driver branch drives every GPU on this host ({detail})")
         return [], None, warnings
-    return supported, supported[0], warnings
+    return supported, supported[0], warnings + [w for w in [ended_branch(supported[0])] if w]
 
 
 def summary_line(facts):

@@ -48,6 +48,7 @@ from ansible.module_utils.gpunode.host.files import exists, glob, is_dir, read_f
 from ansible.module_utils.gpunode.host.packages import (
     ADMINDIR,
     DpkgError,
+    exact_depends,
     installed,
     manager,
     parse_madison,
@@ -195,6 +196,25 @@ def read_index(host, names):
         return None
     _rc, out, _err = host.run([madison, "madison", *names])
     return parse_madison(out)
+
+
+def read_version_set(host, names, version, package_manager="apt"):
+    """The packages an install of ``names`` at driver ``version`` takes at that very version, as the
+    repositories say, ``names`` first: apt, what they depend on with ``(= <version>-...)``
+    (``apt-cache show``); dnf, what provides their requirements at the version (``dnf repoquery
+    --requires --resolve``); and so on down. [] without the tool."""
+    tool = host.which("dnf" if package_manager == "dnf" else "apt-cache")
+    found, todo = [], list(names) if tool else []
+    while todo:
+        found += todo
+        if package_manager == "dnf":
+            _rc, out, _err = host.run([tool, "repoquery", "--quiet", "--requires", "--resolve", "--qf",
+                                       "%{name} %{version}", *(f"{name}-{version}" for name in todo)])
+            depends = [line.split()[0] for line in out.splitlines() if line.split()[1:] == [version]]
+        else:
+            depends = exact_depends(host.run([tool, "show", *todo])[1], version)
+        todo = sorted(set(depends) - set(found))
+    return found
 
 
 def read_signed_archive(host, request, state):

@@ -124,7 +124,8 @@ def plan_install(state, request, _steps):
     if install and request.get("signed_auto"):
         reasons.append("Secure Boot is on and no signing key is set: Canonical's signed NVIDIA modules "
                        "(nvidia_driver_method: ubuntu-signed)")
-    specs = _install_specs(request, state.get("packages")) if install and request["packages"] else []
+    specs = _install_specs(request, state.get("packages"), state.get("version_set")) \
+        if install and request["packages"] else []
     return {"install": install, "install_packages": specs, "dkms_build": dkms_build,
             "dkms_module": registered and registered["module"],
             "dkms_version": registered and registered["version"]}, reasons
@@ -439,12 +440,14 @@ def held_packages(packages):
             if entry["want"] == "hold" and entry["status"] not in ("not-installed", "config-files")}
 
 
-def _install_specs(request, packages):
-    """apt requests for an install: the top-level packages at the version, and with a
-    version, every installed package of that branch at another version too (apt does not
-    downgrade an exact dependency on its own). One already at the version needs no request,
-    and may come from a source the node no longer has (an image's package, a repository
-    since removed): apt could not locate it."""
+def _install_specs(request, packages, version_set=None):
+    """apt or dnf requests for an install: the top-level packages at the version, and with a
+    version, every package the repositories say that version's install takes (``version_set``,
+    :func:`~ansible.module_utils.gpunode.driver.host.read_version_set`) and every installed
+    package of that branch at another version (apt takes a dependency's newest version and
+    refuses an older exact one it is not asked for; it does not downgrade one on its own either).
+    One installed at the version needs no request, and may come from a source the node no
+    longer has (an image's package, a repository since removed): apt could not locate it."""
     version = request["version"]
     specs = []
     pin = request["packages"]["pin"]
@@ -453,11 +456,13 @@ def _install_specs(request, packages):
     names = list(request["packages"]["install"])
     if version:
         prefix = request["branch"] + "."
+        names += [name for name in version_set or () if name not in names
+                  and upstream_version(installed(packages or {}, name) or "") != version]
         names += sorted(name for name, entry in (packages or {}).items()
                         if nvidia_packages.is_driver_package(name) and installed(packages, name)
                         and upstream_version(entry["version"] or "").startswith(prefix)
-                        and upstream_version(entry["version"] or "") != version and name != pin
-                        and not name.startswith("nvidia-driver-pinning-"))
+                        and upstream_version(entry["version"] or "") != version)
+        names = [name for name in names if name != pin and not name.startswith("nvidia-driver-pinning-")]
         if request["method"] == "ubuntu-signed":  # the DKMS side goes (plan's remove)
             names = [name for name in names if not _DKMS_SIDE_RE.match(name)]
     unversioned = request["packages"].get("unversioned") or ()

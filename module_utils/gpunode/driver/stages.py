@@ -23,6 +23,7 @@ from ansible.module_utils.gpunode.driver.host import (
     read_signed_archive,
     read_smi,
     read_state,
+    read_version_set,
 )
 from ansible.module_utils.gpunode.driver.plan import (
     index_lookups,
@@ -48,7 +49,7 @@ class VerifyError(DriverError):
 
 def public(state):
     """The state as returned: without dpkg's packages and the apt index."""
-    return {k: v for k, v in state.items() if k not in ("packages", "index")}
+    return {k: v for k, v in state.items() if k not in ("packages", "index", "version_set")}
 
 
 def verify(state, request, gpu):
@@ -106,13 +107,17 @@ def read_request(host, params, gpu, os_info):
 
 def planned(host, state, request):
     """The plan; planned again with the apt index when it depends on packages it names (apt only:
-    dnf refreshes its repositories' metadata itself when it installs)."""
+    dnf refreshes its repositories' metadata itself when it installs), and with the packages an
+    install of a version takes at that version (``version_set``: each is asked for at it)."""
     steps = plan(state, request)
-    lookups = index_lookups(steps, request) if request.get("package_manager", "apt") == "apt" else []
+    manager = request.get("package_manager") or "apt"
+    lookups = index_lookups(steps, request) if manager == "apt" else []
     if lookups:
         state["index"] = read_index(host, lookups) or {}
-        steps = plan(state, request)
-    return steps
+    if steps["install"] and request["version"] and request["packages"]:  # every package at the version
+        state["version_set"] = read_version_set(host, request["packages"]["install"], request["version"],
+                                                manager)
+    return plan(state, request) if lookups or state.get("version_set") else steps
 
 
 def read_smi_when_needed(host, params, state, steps):

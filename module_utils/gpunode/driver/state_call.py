@@ -14,7 +14,7 @@ import platform
 
 from ansible.module_utils.common.sys_info import get_distribution, get_distribution_version
 from ansible.module_utils.gpunode.driver.driver import DriverError
-from ansible.module_utils.gpunode.driver.gpu import GpuDetectError, detect
+from ansible.module_utils.gpunode.driver.gpu import NEWER_THAN_TABLE, GpuDetectError, detect
 from ansible.module_utils.gpunode.driver.host import refresh_index
 from ansible.module_utils.gpunode.driver.stages import evaluate
 from ansible.module_utils.gpunode.formats import values
@@ -100,8 +100,9 @@ def read(module, params=None, stage="plan"):
         gpu, warnings = detect(params["sysfs_root"], params["proc_root"], params["pci_ids_path"],
                                require_gpu=params["require_gpu"], require_branch=params["require_branch"],
                                machine=platform.machine())
-        for warning in warnings:
-            module.warn(warning)
+        for warning in warnings:  # a GPU newer than the table: the user's pinned branch is no assumption
+            if not (NEWER_THAN_TABLE in warning and (params.get("branch") or params.get("version"))):
+                module.warn(warning)
         params["gpu"] = facts["nvidia_gpu"] = gpu
     if not gpu.get("present"):
         return {"changed": False, "ansible_facts": facts, "msg": "no NVIDIA GPU: nothing to do",

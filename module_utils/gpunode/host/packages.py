@@ -124,6 +124,31 @@ def parse_madison(text):
     return known
 
 
+#: One ``Depends`` alternative at an exact version: ``name (= 570.124.06-0ubuntu1)``.
+_FIELD_RE = re.compile(r"^([^\s:]+):((?:.*)(?:\n[ \t].*)*)", re.MULTILINE)
+_EXACT_DEPENDS_RE = re.compile(r"^([a-z0-9][a-z0-9+.-]*)(?::[a-z0-9]+)?\s*\(\s*=\s*([^)\s]+)\s*\)$")
+
+
+def exact_depends(text, version):
+    """What the packages at driver ``version`` in ``apt-cache show`` stanzas depend on at exactly that
+    version (``(= <version>-<revision>)``): apt takes a dependency's candidate, the newest, and refuses
+    an older exact one unless it is asked for too. Of alternatives all at the version, the first,
+    unless another is named already."""
+    singles, groups = set(), []
+    for stanza in (text or "").split("\n\n"):
+        fields = dict(_FIELD_RE.findall(stanza))  # a field's continuation lines are part of it
+        if fields.get("Version", "").strip().split(":")[-1].split("-")[0] != version:
+            continue
+        for item in ",".join(fields.get(key, "") for key in ("Pre-Depends", "Depends")).split(","):
+            matches = [_EXACT_DEPENDS_RE.match(alternative.strip()) for alternative in item.split("|")]
+            names = [m.group(1) for m in matches if m and m.group(2).split(":")[-1].split("-")[0] == version]
+            if len(names) == 1 == len(matches):
+                singles.add(names[0])
+            elif names and len(names) == len(matches):
+                groups.append(names)
+    return sorted(singles | {group[0] for group in groups if not singles & set(group)})
+
+
 def version_known(known, name, version=None):
     """Whether the index knows ``name`` (at ``version``, any packaging revision, when given)."""
     versions = known.get(name) or []

@@ -21,6 +21,14 @@ description:
     than the table is served by the newest branch, with a warning naming it. Says whether a GPU needs the
     open kernel modules (Grace Hopper, Blackwell, GB10). Warns when the recommended branch has reached its
     end of life.
+  - Tells the host's NVLink fabric and its RDMA network functions from PCI alone, before any driver or
+    InfiniBand module is loaded (RV(ansible_facts.nvidia_gpu.fabric),
+    RV(ansible_facts.nvidia_gpu.rdma_devices)). The PCI VPD of the Mellanox (C(15b3)) network functions
+    (C(bus/pci/devices/*/vpd), readable by root only) tells the NVLink management ports of an HGX B200/B300
+    (C(SW_MNG) in a vendor keyword). A VPD that cannot be read or parsed is warned about, naming the file,
+    and never makes the fabric C(none) - on a host with B200/B300 GPUs and no management port found, such
+    a function makes the fabric C(nvlink5) and stays out of RV(ansible_facts.nvidia_gpu.rdma_devices);
+    elsewhere it is listed there.
   - Never changes anything.
   - A O(sysfs_root) or O(proc_root) that does not exist or is not absolute fails the task (a wrong
     inventory variable would otherwise read as "no GPU"). A host whose sysfs has no C(bus/pci/devices) reports
@@ -196,6 +204,24 @@ ansible_facts:
           type: str
           sample: >-
             Tesla T4 x 1 | NVSwitch: 0 | driver: nvidia 535.129.03 (proprietary) | recommended branch: 620
+        fabric:
+          description:
+            - The NVLink fabric, from PCI IDs, class and VPD. V(mnnvl) - a Grace-Blackwell GPU (GB200
+              C(10de:2941), GB300 C(10de:31c2)), a GB200/GB300 NVL72 compute tray (a host that is not
+              aarch64 adds a warning). V(nvlink5) - a C(15b3) function whose VPD holds C(SW_MNG), the NVLink
+              management port of an HGX B200/B300 (found whether or not C(mlx5_ib) is loaded).
+              V(nvswitch) - NVSwitches as PCI bridges (class C(0680)), HGX A100/H100/H200. V(none)
+              otherwise (a DGX Spark's GB10 too).
+          type: str
+          choices: [none, nvswitch, nvlink5, mnnvl]
+          sample: nvlink5
+        rdma_devices:
+          description: PCI addresses (as RV(ansible_facts.nvidia_gpu.devices[].address)) of the RDMA-capable
+            network functions - vendor C(15b3), class C(02xx), physical functions (no C(physfn) link), not
+            NVLink management ports; sorted.
+          type: list
+          elements: str
+          sample: ["0000:18:00.0", "0000:40:00.0"]
         branch_data:
           description: Where the branch table comes from.
           type: str

@@ -21,7 +21,11 @@ description:
     error was counted since boot (aggregate counts are lifetime counts, reported); C(remapped_rows)
     no pending or failed row remap (pending page retirement on GPUs before Ampere); C(pcie_link) the
     link runs at its maximum width, and at its maximum generation while the GPU is in P0;
-    C(nvlink) every NVLink in use is up; C(fabric) the fabric state is Completed on NVSwitch systems;
+    C(nvlink) every NVLink in use is up; C(fabric) every GPU that reports a fabric has state Completed,
+    status Success and health Healthy (where read), and on a GB200/GB300 NVL72 tray (the fabric kind
+    C(mnnvl) that nvidia_gpu_facts tells from the PCI bus under O(sysfs_root)) a non-zero cluster UUID
+    and the same cluster UUID and clique ID as the node's other GPUs (an HGX B200/B300's clique 0 and
+    all-zero cluster UUID are normal; its fabric still In Progress names NVLSM and C(ib_umad)/C(mlx5_ib));
     C(xid) no hardware XID (NVIDIA's XID catalog - 48, 61 to 64, 74, 79, 92, 95, 119, 120, 121, 140)
     in the kernel log since boot (94 and application XIDs are reported); C(dcgm_diag)
     C(dcgmi diag -r O(dcgm_diag_level)) passes on each GPU that runs no compute process (GPUs in use
@@ -35,7 +39,8 @@ options:
     type: path
   sysfs_root:
     description: Where sysfs is mounted; the C(nvml) check compares the NVIDIA GPUs on its PCI bus with
-      those NVML lists (a simulated node points it at its fake tree).
+      those NVML lists, the C(fabric) check reads the fabric kind from it (a simulated node points it at
+      its fake tree).
     type: path
     default: /sys
   kernel_log:

@@ -12,6 +12,8 @@ and ``proc/`` shaped like the kernel's:
     sys/devices/<parent>/<address>/driver -> sys/bus/pci/drivers/<driver>
     sys/bus/pci/devices/<address> -> sys/devices/<parent>/<address>
     sys/bus/pci/drivers/<driver>/<address> -> the device
+    sys/devices/<parent>/<address>/vpd        (when the spec gives ``vpd``: synthetic, see vpd_image)
+    sys/devices/<parent>/<address>/physfn -> its physical function (an SR-IOV VF, ``physfn``)
     sys/module/<name>/{initstate,version}     (version only when given)
     proc/modules
     proc/driver/nvidia/version                (when the nvidia module is loaded)
@@ -49,8 +51,10 @@ PARENT_RE = re.compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}(/[0-9a-f]{4}:[0-9a-f]{2}:[0
 
 DEVICE_KEYS = {
     "address", "parent", "vendor", "device", "subsystem_vendor", "subsystem_device",
-    "class", "numa_node", "driver", "revision",
+    "class", "numa_node", "driver", "revision", "vpd", "physfn",
 }
+VPD_KEYS = {"id", "read_only"}
+VPD_KEYWORD_RE = re.compile(r"^[A-Z][A-Z0-9]$")
 TOP_KEYS = {"description", "modules", "devices", "nvidia_module_type", "driver_package"}
 PACKAGE_KEYS = {"name", "version", "provides"}
 #: Debian policy 5.6.1 (package names) and 5.6.12 (versions: upstream-revision, no epoch here).
@@ -148,6 +152,9 @@ def validate_spec(data, source="spec"):
         if driver is not None and (not isinstance(driver, str) or not DRIVER_RE.match(driver)):
             raise SpecError(f"{where}: driver {driver!r} is not a driver name")
         revision = dev.get("revision")
+        physfn = dev.get("physfn")
+        if physfn is not None and not ADDRESS_RE.match(str(physfn)):
+            raise SpecError(f"{where}: physfn {physfn!r} is not like 0000:00:1e.0")
         norm_devices.append({
             "address": address,
             "parent": parent,
@@ -162,7 +169,12 @@ def validate_spec(data, source="spec"):
             "driver": driver,
             "revision": None if revision is None else _hex(revision, f"{where}.revision",
                                                            re.compile(r"^[0-9a-f]{2}$"), 2),
+            "vpd": validate_vpd(dev.get("vpd"), f"{where}.vpd"),
+            "physfn": None if physfn is None else str(physfn),
         })
+    for dev in norm_devices:
+        if dev["physfn"] is not None and dev["physfn"] not in seen:
+            raise SpecError(f"{source}: {dev['address']}: physfn {dev['physfn']} is not a device of the spec")
     return {
         "description": str(data.get("description", "")),
         "modules": norm_modules,
@@ -170,6 +182,33 @@ def validate_spec(data, source="spec"):
         "devices": norm_devices,
         "driver_package": validate_package(data.get("driver_package"), norm_modules, source),
     }
+
+
+def validate_vpd(vpd, where):
+    """A device's ``vpd``: ``{id: str, read_only: {keyword: str}}`` (ASCII, at most 255 bytes a value)."""
+    if vpd is None:
+        return None
+    if not isinstance(vpd, dict) or set(vpd) - VPD_KEYS or not isinstance(vpd.get("read_only", {}), dict):
+        raise SpecError(f"{where}: must be a mapping with id (a string) and read_only (keyword: string)")
+    keywords = {str(k): str(v) for k, v in (vpd.get("read_only") or {}).items()}
+    for keyword, value in keywords.items():
+        if not VPD_KEYWORD_RE.match(keyword) or keyword == "RV" or len(value) > 255 or not value.isascii():
+            raise SpecError(f"{where}.read_only: {keyword}: not a PCI VPD keyword (2 characters, not RV) "
+                            "with an ASCII value of at most 255 bytes")
+    return {"id": str(vpd.get("id", "")), "read_only": keywords}
+
+
+def vpd_image(vpd):
+    """A PCI VPD image (PCI Local Bus Specification 3.0, 6.4 and appendix I), synthetic: the 0x82
+    identifier string, a 0x90 VPD-R resource of the spec's keywords (2 characters, a length byte, the
+    value) closed by RV, whose first byte makes the bytes up to it sum to zero, and the 0x78 end tag."""
+    ident = vpd["id"].encode("ascii")
+    body = b"".join(key.encode("ascii") + bytes([len(value)]) + value.encode("ascii")
+                    for key, value in vpd["read_only"].items())
+    body += b"RV\x01"
+    image = (bytes([0x82, len(ident) & 0xFF, len(ident) >> 8]) + ident
+             + bytes([0x90, (len(body) + 1) & 0xFF, (len(body) + 1) >> 8]) + body)
+    return image + bytes([-sum(image) & 0xFF, 0x78])
 
 
 def validate_package(package, modules, source="spec"):
@@ -241,8 +280,10 @@ def build_tree(spec, root):
     drivers_dir = os.path.join(sys_dir, "bus", "pci", "drivers")
     os.makedirs(bus_devices)
     os.makedirs(drivers_dir)
+    dev_dirs = {}
     for dev in spec["devices"]:
-        dev_dir = os.path.join(sys_dir, "devices", *dev["parent"].split("/"), dev["address"])
+        dev_dir = dev_dirs[dev["address"]] = os.path.join(sys_dir, "devices", *dev["parent"].split("/"),
+                                                          dev["address"])
         files = {
             "vendor": f"0x{dev['vendor']}\n",
             "device": f"0x{dev['device']}\n",
@@ -256,12 +297,18 @@ def build_tree(spec, root):
             files["revision"] = f"0x{dev['revision']}\n"
         for name, text in files.items():
             _write(os.path.join(dev_dir, name), text)
+        if dev["vpd"] is not None:
+            with open(os.path.join(dev_dir, "vpd"), "wb") as handle:
+                handle.write(vpd_image(dev["vpd"]))
         _link(dev_dir, os.path.join(bus_devices, dev["address"]))
         if dev["driver"]:
             driver_dir = os.path.join(drivers_dir, dev["driver"])
             os.makedirs(driver_dir, exist_ok=True)
             _link(driver_dir, os.path.join(dev_dir, "driver"))
             _link(dev_dir, os.path.join(driver_dir, dev["address"]))
+    for dev in spec["devices"]:
+        if dev["physfn"]:
+            _link(dev_dirs[dev["physfn"]], os.path.join(dev_dirs[dev["address"]], "physfn"))
     modules_lines = []
     for index, (name, version) in enumerate(sorted(spec["modules"].items())):
         module_dir = os.path.join(sys_dir, "module", name)

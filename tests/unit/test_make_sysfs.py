@@ -123,6 +123,12 @@ BAD_SPECS = [
      "numa_node"),
     ("devices: [{address: '0000:00:1e.0', vendor: '10de', device: '1eb8', class: '030200', colour: red}]",
      "unknown keys"),
+    ("devices: [{address: '0000:1b:00.0', vendor: '15b3', device: '1021', class: '0207', vpd: x}]",
+     "vpd: must be a mapping"),
+    ("devices: [{address: '0000:1b:00.0', vendor: '15b3', device: '1021', class: '0207',"
+     " vpd: {read_only: {VENDOR: SW_MNG}}}]", "not a PCI VPD keyword"),
+    ("devices: [{address: '0000:1b:00.2', vendor: '15b3', device: '101e', class: '0207',"
+     " physfn: '0000:1b:00.0'}]", "physfn 0000:1b:00.0 is not a device of the spec"),
     ("modules: {nvidia: 'latest'}", "not a version"),
     ("modules: [nvidia]", "modules must be a mapping"),
     ("gpus: []", "unknown keys"),

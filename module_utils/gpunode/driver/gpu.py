@@ -25,6 +25,7 @@ import re
 import time
 
 from ansible.module_utils.gpunode.driver import branches as nvidia_branches
+from ansible.module_utils.gpunode.driver import fabric
 from ansible.module_utils.gpunode.host import files
 
 NVIDIA_VENDOR = "10de"
@@ -506,6 +507,13 @@ def named_devices(raw, pci_ids):
     return devices
 
 
+def read_fabric(sysfs_root, devices, machine):
+    """``(fabric, rdma_devices, warnings)``: :func:`fabric.decide` over the NVIDIA ``devices``
+    (:func:`named_devices`) and the Mellanox functions under ``sysfs_root``."""
+    mellanox, _warned = read_pci_devices(sysfs_root, fabric.MELLANOX_VENDOR)  # warned by the first read
+    return fabric.decide(sysfs_root, devices, mellanox, machine)
+
+
 def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86_64"):
     """The ``nvidia_gpu`` facts of a host. Returns ``(facts, warnings)``.
 
@@ -525,6 +533,8 @@ def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86
     supported, recommended, branch_warnings = choose_branches([g["device_id"] for g in gpus], machine)
     warnings.extend(branch_warnings)
     loaded = read_loaded(sysfs_root, proc_root)
+    kind, rdma_devices, fabric_warnings = read_fabric(sysfs_root, devices, machine)
+    warnings.extend(fabric_warnings)
     facts = {
         "present": bool(gpus),
         "gpu_count": len(gpus),
@@ -540,6 +550,8 @@ def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86
         "recommended_branch": recommended,
         "open_kernel_module_capable": bool(gpus) and all(is_turing_or_newer(g["device_id"]) for g in gpus),
         "open_kernel_module_required": any(needs_open_module(g["device_id"]) for g in gpus),
+        "fabric": kind,
+        "rdma_devices": rdma_devices,
         "branch_data": nvidia_branches.DATA_SOURCE,
         "pci_ids_path": pci_ids_path,
         "warnings": list(warnings),

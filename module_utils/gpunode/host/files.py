@@ -295,6 +295,10 @@ def exists(path):
     return os.path.exists(path)
 
 
+def lexists(path):
+    return os.path.lexists(path)
+
+
 def is_dir(path):
     return os.path.isdir(path)
 

@@ -9,6 +9,8 @@ command: :mod:`validate.run` reads, these judge. Standard library only;
 Python 3.8+ (runs on managed nodes).
 """
 
+from collections import Counter
+
 from ansible.module_utils.gpunode.validate import xid
 from ansible.module_utils.gpunode.validate.smi import describe, uncorrectable
 
@@ -111,13 +113,52 @@ def pcie_link(gpu):
     return result("pcie_link", gpu, True, shown)
 
 
-def fabric(gpu):
-    state, status = gpu["fabric_state"], gpu["fabric_status"]
-    if state in (None, "N/A"):
-        return skipped("fabric", gpu, "not an NVSwitch system (fabric state N/A)")
-    if state == "Completed" and status in ("Success", "N/A", None):
-        return result("fabric", gpu, True, f"fabric state Completed, status {status}")
-    return result("fabric", gpu, False, f"fabric state {state}, status {status} (wanted Completed, Success)")
+#: What an NVLink5 fabric still ``In Progress`` waits for (Fabric Manager User Guide, NVLink5: the
+#: fabric manager's unit starts NVLSM on a management port first; gpu-operator issue 2781).
+NVLINK5_NEEDS = ("an NVLink5 fabric needs NVLSM running, started by nvidia-fabricmanager, on the "
+                 "management ports, and the ib_umad and mlx5_ib modules loaded before it")
+NOT_APPLICABLE = (None, "N/A")
+
+
+def _zero_uuid(uuid):
+    return uuid in NOT_APPLICABLE or not uuid.replace("0", "").replace("-", "")
+
+
+def _fabric_problems(gpu, kind):
+    state, status, health = gpu["fabric_state"], gpu["fabric_status"], gpu["fabric_health"]
+    problems = []
+    if state != "Completed":
+        needs = f" ({NVLINK5_NEEDS})" if kind == "nvlink5" and state == "In Progress" else ""
+        problems.append(f"fabric state {state}, wanted Completed{needs}")
+    if status not in ("Success", *NOT_APPLICABLE):
+        problems.append(f"fabric status {status}, wanted Success")
+    if health not in ("Healthy", *NOT_APPLICABLE):
+        problems.append(f"fabric health summary {health}, wanted Healthy")
+    if kind == "mnnvl" and _zero_uuid(gpu["fabric_cluster"]):
+        problems.append(f"clusterUuid {gpu['fabric_cluster']}: not in a multi-node NVLink domain")
+    return problems
+
+
+def fabric(gpus, kind):
+    """Each GPU that reports a fabric: state Completed, status Success, health Healthy where read; on an
+    ``mnnvl`` node (:mod:`driver.fabric`) a non-zero clusterUuid and one (clusterUuid, cliqueId) for all."""
+    reporting = [gpu for gpu in gpus if gpu["fabric_state"] not in NOT_APPLICABLE]
+    pairs = Counter((gpu["fabric_cluster"], gpu["fabric_clique"]) for gpu in reporting)
+    common = pairs.most_common(1)[0][0] if pairs else None
+    results = []
+    for gpu in gpus:
+        if gpu not in reporting:
+            results.append(skipped("fabric", gpu, "not an NVSwitch system (fabric state N/A)"))
+            continue
+        problems = _fabric_problems(gpu, kind)
+        pair = (gpu["fabric_cluster"], gpu["fabric_clique"])
+        if kind == "mnnvl" and pair != common:
+            problems.append(f"cliqueId {pair[1]} of clusterUuid {pair[0]}, while the node's other GPUs have "
+                            f"cliqueId {common[1]} of clusterUuid {common[0]} (one per node)")
+        shown = (f"fabric state Completed, status {gpu['fabric_status']}, health {gpu['fabric_health']}"
+                 + (f", cliqueId {pair[1]}, clusterUuid {pair[0]}" if kind == "mnnvl" else "") + f" ({kind})")
+        results.append(result("fabric", gpu, not problems, "; ".join(problems) or shown))
+    return results
 
 
 def nvlink(gpus, links, error=None):

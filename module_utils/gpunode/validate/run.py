@@ -9,8 +9,9 @@ module: ``run(argv) -> (rc, out, err)`` with the C locale, ``which(name)``,
 """
 
 import os
+import platform
 
-from ansible.module_utils.gpunode.driver.gpu import classify, read_pci_devices
+from ansible.module_utils.gpunode.driver.gpu import classify, named_devices, read_fabric, read_pci_devices
 from ansible.module_utils.gpunode.host.files import is_executable, read_file
 from ansible.module_utils.gpunode.validate import checks, dcgm, smi, xid
 from ansible.module_utils.gpunode.validate.container import container
@@ -102,6 +103,16 @@ def run_nvlink(host, params, reading):
     return checks.nvlink(reading["gpus"], smi.parse_nvlink_status(out))
 
 
+def run_fabric(_host, params, reading):
+    """The fabric check, on the kind nvidia_gpu_facts tells from the PCI bus (read only where a GPU
+    reports a fabric)."""
+    kind = None
+    if any(gpu["fabric_state"] not in checks.NOT_APPLICABLE for gpu in reading["gpus"]):
+        root = params.get("sysfs_root") or "/sys"
+        kind = read_fabric(root, named_devices(read_pci_devices(root)[0], {}), platform.machine())[0]
+    return checks.fabric(reading["gpus"], kind)
+
+
 def run_dcgm(host, params, reading):
     level = params.get("dcgm_diag_level") or 1
     dcgmi = host.which("dcgmi")
@@ -133,10 +144,10 @@ def _step(name, host, params, reading):
     if name == "driver_version":
         return checks.driver_version(reading, params.get("driver_version"))
     per_gpu = {"persistence": checks.persistence, "ecc": checks.ecc, "remapped_rows": checks.remapped_rows,
-               "pcie_link": checks.pcie_link, "fabric": checks.fabric}
+               "pcie_link": checks.pcie_link}
     if name in per_gpu:
         return [per_gpu[name](gpu) for gpu in reading["gpus"]]
-    readers = {"nvlink": run_nvlink, "xid": run_xid, "dcgm_diag": run_dcgm}
+    readers = {"nvlink": run_nvlink, "xid": run_xid, "dcgm_diag": run_dcgm, "fabric": run_fabric}
     return readers[name](host, params, reading)
 
 

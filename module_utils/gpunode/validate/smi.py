@@ -109,6 +109,9 @@ def _gpu(gpu, index):
         "performance_state": _text(gpu, "performance_state"),
         "fabric_state": _text(gpu, "fabric/state"),
         "fabric_status": _text(gpu, "fabric/status"),
+        "fabric_health": _text(gpu, "fabric/health/summary"),
+        "fabric_clique": _text(gpu, "fabric/cliqueId"),
+        "fabric_cluster": _text(gpu, "fabric/clusterUuid"),
         "processes": _processes(gpu),
     }
 

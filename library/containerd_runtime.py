@@ -98,7 +98,7 @@ options:
     type: path
     default: /var/backups/gpunode
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - module_attributes
   - node_lock
 notes:
   - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
@@ -106,13 +106,6 @@ notes:
     headers read C(link -> target). A link to a file that does not exist yet gets that file
     created (as with template follow=yes); a link into a folder that does not exist, or a link
     loop, fails naming the link.
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """

@@ -55,15 +55,8 @@ notes:
     loop, fails naming the link.
 extends_documentation_fragment:
   - ansible.builtin.files
-  - ansible.builtin.action_common_attributes
+  - module_attributes
   - node_lock
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """

@@ -42,14 +42,7 @@ options:
     type: path
     default: /var/lib/dpkg
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
+  - module_attributes
 requirements:
   - dpkg
 author:

@@ -21,7 +21,7 @@ description:
   - A symbolic link is followed, its target written and the link kept; a link is never removed, and a
     link into a folder that does not exist fails naming the link.
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - module_attributes
   - node_lock
 options:
   files:
@@ -46,13 +46,6 @@ options:
         daemon loads - C(config.yaml.1234.2026-11-27@10:00:00~)).
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 notes:
   - In check mode the comparison is made and nothing is written.
 author:

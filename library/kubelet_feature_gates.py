@@ -176,18 +176,9 @@ notes:
   - Paths (O(config_file), O(flags_file), O(rke_cluster_yml), O(rke2_config), O(kubelet_path),
     O(proc_root), O(unit_files)) must be absolute and hold no newline.
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.facts
+  - module_attributes
+  - module_attributes.facts
   - node_lock
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  facts:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """

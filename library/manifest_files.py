@@ -36,7 +36,7 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - module_attributes
   - node_lock
 notes:
   - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
@@ -46,13 +46,6 @@ notes:
     loop, fails naming the link.
   - A file in O(remove) that is a symbolic link is the operator's, so the module fails naming it
     and removes neither the link nor its target.
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """

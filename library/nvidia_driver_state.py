@@ -39,19 +39,10 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.facts
+  - module_attributes.no_diff
+  - module_attributes.facts
   - node_lock
   - nvidia_driver_request
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """

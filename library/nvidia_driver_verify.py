@@ -19,18 +19,9 @@ description:
   - Changes nothing.
 version_added: "1.0.0"
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.facts
+  - module_attributes.no_diff
+  - module_attributes.facts
   - nvidia_driver_request
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """

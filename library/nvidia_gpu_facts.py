@@ -53,17 +53,8 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.facts
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
+  - module_attributes.no_diff
+  - module_attributes.facts
 notes:
   - Names are the product names of C(pci.ids) (the bracketed part, C(TU104GL [Tesla T4]) gives
     C(Tesla T4)); the subsystem's name is used for NVIDIA's own boards (subsystem vendor C(10de)).

@@ -61,15 +61,8 @@ options:
       - nvidia-persistenced.service
       - nvidia-fabricmanager.service
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - module_attributes
   - node_lock
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 author:
   - gpunode maintainers (@gpunode)
 """

@@ -96,7 +96,7 @@ backup_files:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.host.edits import apply_into, changed_since, diff, headers
 from ansible.module_utils.gpunode.host.files import FileError
-from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 
 FILE_OPTIONS = {
     "path": {"type": "path", "required": True},
@@ -139,13 +139,7 @@ def run(module):
 
 
 def main():
-    module = build_module()
-    try:
-        with module_lock(module):
-            result = run(module)
-    except (FileError, NodeLockError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+    exit_run(build_module(), run)
 
 
 if __name__ == "__main__":

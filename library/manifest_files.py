@@ -95,7 +95,7 @@ from ansible.module_utils.gpunode.host.files import (
     resolved_path,
     write_text,
 )
-from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 
 
 def build_module():
@@ -154,13 +154,7 @@ def write_change(module, change, result):
 
 
 def main():
-    module = build_module()
-    try:
-        with module_lock(module):
-            result = run(module)
-    except (ManifestFilesError, NodeLockError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+    exit_run(build_module(), run, (ManifestFilesError,))
 
 
 if __name__ == "__main__":

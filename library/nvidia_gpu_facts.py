@@ -204,6 +204,7 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.driver.gpu import GpuDetectError, detect
+from ansible.module_utils.gpunode.host.lock import exit_run
 
 ARGUMENT_SPEC = {
     "sysfs_root": {"type": "path", "default": "/sys"},
@@ -229,12 +230,7 @@ def run(module):
 
 
 def main():
-    module = build_module()
-    try:
-        result = run(module)
-    except GpuDetectError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+    exit_run(build_module(), run, (GpuDetectError,), lock=False)
 
 
 if __name__ == "__main__":

@@ -161,7 +161,7 @@ from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR, ya
 from ansible.module_utils.gpunode.host import systemd
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import read_text
-from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 
 ARGUMENT_SPEC = {
     "config": {"type": "dict"},
@@ -237,14 +237,9 @@ def run(module, commands):
 
 
 def main():
-    module = build_module()
     commands = []  # what ran before a refusal or a failed command, for the failure's result
-    try:
-        with module_lock(module):
-            result = run(module, commands)
-    except (MigError, NodeLockError) as exc:
-        module.fail_json(msg=str(exc), changed=bool(commands), commands=commands)
-    module.exit_json(**result)
+    exit_run(build_module(), lambda module: run(module, commands), (MigError,),
+             failed=lambda exc: {"changed": bool(commands), "commands": commands})
 
 
 if __name__ == "__main__":

@@ -12,38 +12,26 @@ collection's name in front, as for ``node_lock``.
 """
 
 
-class ModuleDocFragment:
-    DOCUMENTATION = r"""
+_SHARED = r"""
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target, if not
       supported the action will be skipped.
     support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in
-      diff mode
-    support: full
   platform:
     description: Target OS/families that can be operated against
     support: N/A
     platforms: posix
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in
+      diff mode
 """
 
-    NO_DIFF = r"""
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target, if not
-      supported the action will be skipped.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in
-      diff mode
-    support: none
-  platform:
-    description: Target OS/families that can be operated against
-    support: N/A
-    platforms: posix
-"""
+
+class ModuleDocFragment:
+    DOCUMENTATION = _SHARED + "    support: full\n"
+
+    NO_DIFF = _SHARED + "    support: none\n"
 
     FACTS = r"""
 attributes:

@@ -98,7 +98,7 @@ options:
     type: path
     default: /var/backups/gpunode
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - module_attributes
   - node_lock
 notes:
   - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
@@ -106,13 +106,6 @@ notes:
     headers read C(link -> target). A link to a file that does not exist yet gets that file
     created (as with template follow=yes); a link into a folder that does not exist, or a link
     loop, fails naming the link.
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """
@@ -195,7 +188,7 @@ from ansible.module_utils.gpunode.formats.toml_reader import TOML_IMPORT_ERROR, 
 from ansible.module_utils.gpunode.host.backups import DEFAULT_BACKUP_DIR
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import read_text
-from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 from ansible.module_utils.gpunode.host.systemd import running_state
 from ansible.module_utils.gpunode.runtime import containerd_dropin as steps
 from ansible.module_utils.gpunode.runtime.containerd_config import (
@@ -267,13 +260,7 @@ def run(module):
 
 
 def main():
-    module = build_module()
-    try:
-        with module_lock(module):
-            result = run(module)
-    except NodeLockError as exc:
-        module.fail_json(msg=str(exc), **steps.empty_result())
-    module.exit_json(**result)
+    exit_run(build_module(), run, failed=lambda exc: steps.empty_result())
 
 
 if __name__ == "__main__":

@@ -55,15 +55,8 @@ notes:
     loop, fails naming the link.
 extends_documentation_fragment:
   - ansible.builtin.files
-  - ansible.builtin.action_common_attributes
+  - module_attributes
   - node_lock
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """
@@ -132,7 +125,7 @@ from ansible.module_utils.gpunode.formats.json_config import JSONConfigError, pl
 from ansible.module_utils.gpunode.host.backups import backup_beside
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import exists, read_text, resolved_path, shown_path, write_text
-from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 from ansible.module_utils.gpunode.host.systemd import running_state
 
 NEW_FILE_MODE = 0o644
@@ -194,12 +187,7 @@ def run(module):
 
 def main():
     module = build_module()
-    try:
-        with module_lock(module):
-            result = run(module)
-    except NodeLockError as exc:
-        module.fail_json(msg=str(exc), changed=False, path=module.params["path"])
-    module.exit_json(**result)
+    exit_run(module, run, failed=lambda exc: {"changed": False, "path": module.params["path"]})
 
 
 if __name__ == "__main__":

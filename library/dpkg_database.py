@@ -42,14 +42,7 @@ options:
     type: path
     default: /var/lib/dpkg
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
+  - module_attributes
 requirements:
   - dpkg
 author:
@@ -83,6 +76,7 @@ configured:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.host.commands import Host
+from ansible.module_utils.gpunode.host.lock import exit_run
 from ansible.module_utils.gpunode.host.packages import (
     FRONTEND_LOCKED_ENV,
     Apt,
@@ -165,12 +159,7 @@ def run(module):
 
 
 def main():
-    module = build_module()
-    try:
-        result = run(module)
-    except DpkgError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+    exit_run(build_module(), run, (DpkgError,), lock=False)
 
 
 if __name__ == "__main__":

@@ -191,14 +191,7 @@ options:
     type: dict
     default: {}
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
+  - module_attributes.no_diff
 author:
   - gpunode maintainers (@gpunode)
 """

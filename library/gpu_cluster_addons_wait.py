@@ -47,14 +47,7 @@ options:
     type: int
     default: 10
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
+  - module_attributes.no_diff
 author:
   - gpunode maintainers (@gpunode)
 """

@@ -53,14 +53,7 @@ options:
     type: dict
     default: {}
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
+  - module_attributes.no_diff
 author:
   - gpunode maintainers (@gpunode)
 """
@@ -110,6 +103,7 @@ import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.addons.webhook_cert import WebhookCertError, plan, secret
+from ansible.module_utils.gpunode.host.lock import exit_run
 
 
 def build_module():
@@ -148,12 +142,7 @@ def run(module, now=None):
 
 
 def main():
-    module = build_module()
-    try:
-        result = run(module)
-    except WebhookCertError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+    exit_run(build_module(), run, (WebhookCertError,), lock=False)
 
 
 if __name__ == "__main__":

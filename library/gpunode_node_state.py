@@ -48,17 +48,8 @@ options:
         read found). Converged when that validation passed with that driver; omitted, it is not read.
     type: dict
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.facts
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
+  - module_attributes.no_diff
+  - module_attributes.facts
 author:
   - gpunode maintainers (@gpunode)
 """

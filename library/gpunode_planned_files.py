@@ -21,7 +21,7 @@ description:
   - A symbolic link is followed, its target written and the link kept; a link is never removed, and a
     link into a folder that does not exist fails naming the link.
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - module_attributes
   - node_lock
 options:
   files:
@@ -46,13 +46,6 @@ options:
         daemon loads - C(config.yaml.1234.2026-11-27@10:00:00~)).
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 notes:
   - In check mode the comparison is made and nothing is written.
 author:
@@ -103,7 +96,7 @@ backup_files:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.host.edits import apply_into, changed_since, diff, headers
 from ansible.module_utils.gpunode.host.files import FileError
-from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 
 FILE_OPTIONS = {
     "path": {"type": "path", "required": True},
@@ -146,13 +139,7 @@ def run(module):
 
 
 def main():
-    module = build_module()
-    try:
-        with module_lock(module):
-            result = run(module)
-    except (FileError, NodeLockError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+    exit_run(build_module(), run)
 
 
 if __name__ == "__main__":

@@ -204,7 +204,7 @@ options:
     type: path
     default: /proc
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - module_attributes
   - node_lock
 notes:
   - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
@@ -214,13 +214,6 @@ notes:
     loop, fails naming the link.
   - With O(state=absent), a configuration file to remove that is a symbolic link is the
     operator's, so the module fails naming it and removes neither the link nor its target.
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """
@@ -370,7 +363,7 @@ import copy
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.gpunode.formats import k8s_names, values
 from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR
-from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 from ansible.module_utils.gpunode.scheduler import apply
 from ansible.module_utils.gpunode.scheduler.api import (
     DEFAULT_MANIFEST,
@@ -469,12 +462,7 @@ def main():
     if YAML_IMPORT_ERROR:
         module.fail_json(msg=missing_required_lib("PyYAML (python3-yaml)"), exception=YAML_IMPORT_ERROR,
                          missing_library="PyYAML", missing_packages=[PACKAGES["PyYAML"]])
-    try:
-        with module_lock(module):
-            result = run(module)
-    except (KubeSchedulerError, NodeLockError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+    exit_run(module, run, (KubeSchedulerError,))
 
 
 if __name__ == "__main__":

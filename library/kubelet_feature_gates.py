@@ -176,18 +176,9 @@ notes:
   - Paths (O(config_file), O(flags_file), O(rke_cluster_yml), O(rke2_config), O(kubelet_path),
     O(proc_root), O(unit_files)) must be absolute and hold no newline.
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.facts
+  - module_attributes
+  - module_attributes.facts
   - node_lock
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  facts:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """
@@ -335,7 +326,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR
 from ansible.module_utils.gpunode.host.edits import apply_into
 from ansible.module_utils.gpunode.host.files import FileError
-from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 from ansible.module_utils.gpunode.kubelet.discovery import MissingRequirement, PlanError
 from ansible.module_utils.gpunode.kubelet.state_call import (
     ARGUMENT_SPEC,
@@ -370,13 +361,7 @@ def run(module):
 
 
 def main():
-    module = build_module()
-    try:
-        with module_lock(module):
-            result = run(module)
-    except NodeLockError as exc:
-        module.fail_json(msg=str(exc), changed=False)
-    module.exit_json(**result)
+    exit_run(build_module(), run, failed=lambda exc: {"changed": False})
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - module_attributes
   - node_lock
 notes:
   - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
@@ -46,13 +46,6 @@ notes:
     loop, fails naming the link.
   - A file in O(remove) that is a symbolic link is the operator's, so the module fails naming it
     and removes neither the link nor its target.
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """
@@ -100,7 +93,7 @@ from ansible.module_utils.gpunode.host.files import (
     resolved_path,
     write_text,
 )
-from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 
 
 def build_module():
@@ -158,13 +151,7 @@ def write_change(module, change, result):
 
 
 def main():
-    module = build_module()
-    try:
-        with module_lock(module):
-            result = run(module)
-    except (ManifestFilesError, NodeLockError) as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+    exit_run(build_module(), run, (ManifestFilesError,))
 
 
 if __name__ == "__main__":

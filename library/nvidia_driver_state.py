@@ -39,19 +39,10 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.facts
+  - module_attributes.no_diff
+  - module_attributes.facts
   - node_lock
   - nvidia_driver_request
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """
@@ -505,7 +496,7 @@ state:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.driver.state_call import ARGUMENT_SPEC, ERRORS, read
-from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 
 
 def build_module():
@@ -513,15 +504,7 @@ def build_module():
 
 
 def main():
-    module = build_module()
-    try:
-        with module_lock(module):
-            result = read(module)
-    except ERRORS as exc:
-        module.fail_json(msg=str(exc), **getattr(exc, "result", {}))
-    except NodeLockError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+    exit_run(build_module(), read, ERRORS, failed=lambda exc: getattr(exc, "result", {}))
 
 
 if __name__ == "__main__":

@@ -19,18 +19,9 @@ description:
   - Changes nothing.
 version_added: "1.0.0"
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.facts
+  - module_attributes.no_diff
+  - module_attributes.facts
   - nvidia_driver_request
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 author:
   - gpunode maintainers (@gpunode)
 """
@@ -73,6 +64,7 @@ state:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.driver.state_call import ERRORS, REQUEST_SPEC, read
+from ansible.module_utils.gpunode.host.lock import exit_run
 
 # what the result holds (the plan and the request are nvidia_driver_state's)
 RETURNED = ("changed", "ansible_facts", "state", "msg")
@@ -82,13 +74,13 @@ def build_module():
     return AnsibleModule(argument_spec=dict(REQUEST_SPEC), supports_check_mode=True)
 
 
+def run(module):
+    result = read(module, stage="final")
+    return {key: result[key] for key in RETURNED if key in result}
+
+
 def main():
-    module = build_module()
-    try:
-        result = read(module, stage="final")
-    except ERRORS as exc:
-        module.fail_json(msg=str(exc), **getattr(exc, "result", {}))
-    module.exit_json(**{key: result[key] for key in RETURNED if key in result})
+    exit_run(build_module(), run, ERRORS, failed=lambda exc: getattr(exc, "result", {}), lock=False)
 
 
 if __name__ == "__main__":

@@ -62,17 +62,8 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.facts
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
+  - module_attributes.no_diff
+  - module_attributes.facts
 notes:
   - Names are the product names of C(pci.ids) (the bracketed part, C(TU104GL [Tesla T4]) gives
     C(Tesla T4)); the subsystem's name is used for NVIDIA's own boards (subsystem vendor C(10de)).
@@ -240,6 +231,7 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.driver.gpu import GpuDetectError, detect
+from ansible.module_utils.gpunode.host.lock import exit_run
 
 ARGUMENT_SPEC = {
     "sysfs_root": {"type": "path", "default": "/sys"},
@@ -265,12 +257,7 @@ def run(module):
 
 
 def main():
-    module = build_module()
-    try:
-        result = run(module)
-    except GpuDetectError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+    exit_run(build_module(), run, (GpuDetectError,), lock=False)
 
 
 if __name__ == "__main__":

@@ -73,14 +73,7 @@ options:
       V(registry.local:5000/mirror/nvidia/cuda:12.9.1-base-ubuntu24.04)).
     type: str
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - module_attributes.no_diff
 author:
   - gpunode maintainers (@gpunode)
 """

@@ -68,14 +68,7 @@ options:
         running driver. Not checked in check mode (a simulated install leaves nothing on disk).
     type: str
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
+  - module_attributes.no_diff
 author:
   - gpunode maintainers (@gpunode)
 """

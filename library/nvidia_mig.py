@@ -61,15 +61,8 @@ options:
       - nvidia-persistenced.service
       - nvidia-fabricmanager.service
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - module_attributes
   - node_lock
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 author:
   - gpunode maintainers (@gpunode)
 """
@@ -167,7 +160,7 @@ from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR, ya
 from ansible.module_utils.gpunode.host import systemd
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import read_text
-from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, NodeLockError, module_lock
+from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 
 ARGUMENT_SPEC = {
     "config": {"type": "dict"},
@@ -243,14 +236,9 @@ def run(module, commands):
 
 
 def main():
-    module = build_module()
     commands = []  # what ran before a refusal or a failed command, for the failure's result
-    try:
-        with module_lock(module):
-            result = run(module, commands)
-    except (MigError, NodeLockError) as exc:
-        module.fail_json(msg=str(exc), changed=bool(commands), commands=commands)
-    module.exit_json(**result)
+    exit_run(build_module(), lambda module: run(module, commands), (MigError,),
+             failed=lambda exc: {"changed": bool(commands), "commands": commands})
 
 
 if __name__ == "__main__":

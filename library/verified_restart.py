@@ -86,17 +86,10 @@ options:
     type: int
     default: 30
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - module_attributes.no_diff
 notes:
   - Restoring a backup over a path that is a symbolic link writes the link's target and keeps
     the link; a file that did not exist before is removed at the link's target, the link kept.
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
 author:
   - gpunode maintainers (@gpunode)
 """

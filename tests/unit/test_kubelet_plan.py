@@ -206,6 +206,27 @@ def test_cgroup_v1_refusal_before_anything_is_written(run_module, tmp_path):
     assert ok and result["changed"]
 
 
+@pytest.mark.parametrize("version_from", ["kubernetes_version", "kubelet_path"])
+def test_with_no_kubelet_running_the_given_config_files_fail_cgroup_v1_counts(run_module, tmp_path,
+                                                                               version_from):
+    """An image build: no kubelet process, no unit; the version given, or the binary's; cgroup v1."""
+    node = Node(tmp_path, "1.35.2", MOUNT_V1)
+    config = node.write("/etc/kubernetes/kubelet-config.yaml", "kind: KubeletConfiguration\n")
+    version = {"kubernetes_version": "1.35.2"} if version_from == "kubernetes_version" else {
+        "kubelet_path": node.kubelet}
+    args = node.args(gates={"DRAConsumableCapacity": True}, config_file=config, **version)
+    ok, result = run_module(kubelet_feature_gates, args)
+    assert not ok
+    assert "cgroup v1" in result["msg"] and "nothing written" in result["msg"]
+    assert node.read("/etc/kubernetes/kubelet-config.yaml") == "kind: KubeletConfiguration\n"
+    node.write("/etc/kubernetes/kubelet-config.yaml", CONFIG)
+    ok, result = run_module(kubelet_feature_gates, args)
+    assert ok, result
+    assert result["changed"] and result["kubernetes_version"] == "1.35.2"
+    written = yaml.safe_load(node.read("/etc/kubernetes/kubelet-config.yaml"))
+    assert written["failCgroupV1"] is False and written["featureGates"] == {"DRAConsumableCapacity": True}
+
+
 def test_a_removed_flag_stops_the_restart_and_names_its_file(run_module, tmp_path):
     node = kubeadm_node(
         tmp_path, version="1.35.0", kubeadm_flags="--pod-infra-container-image=registry.k8s.io/pause:3.10"

@@ -8,7 +8,7 @@ option the same type (``str`` when unsaid), default, choices, ``required``,
 action plugin of its name is compared with the plugin's ``ARGUMENT_SPEC``.
 The options of the project's documentation fragments (doc_fragments/) that a
 module names in ``extends_documentation_fragment`` count as its own, as
-ansible-doc and validate-modules merge them.
+ansible-doc and validate-modules merge them (``module_attributes`` has none).
 """
 
 import importlib
@@ -50,7 +50,8 @@ def documented_options(name):
         stem, _, variable = fragment.partition(".")
         if stem in FRAGMENTS:
             holder = load_file(FRAGMENTS[stem], f"{stem}_doc_fragment").ModuleDocFragment
-            options.update(yaml.safe_load(getattr(holder, variable.upper() or "DOCUMENTATION"))["options"])
+            merged = yaml.safe_load(getattr(holder, variable.upper() or "DOCUMENTATION"))
+            options.update(merged.get("options") or {})
     return options
 
 
@@ -82,6 +83,15 @@ def test_a_project_fragment_documents_the_option_of_each_module_that_names_it():
     documentation = yaml.safe_load(importlib.import_module("nvidia_mig").DOCUMENTATION)
     assert "lock_timeout" not in documentation["options"]
     assert documented_options("nvidia_mig")["lock_timeout"]["type"] == "int"
+
+
+@pytest.mark.parametrize("name", sorted(set(MODULES) - ACTIONS))
+def test_a_module_takes_its_attributes_from_the_one_fragment(name):
+    """check_mode, diff_mode and platform come from module_attributes (its diff variant), not a copy."""
+    documentation = yaml.safe_load(importlib.import_module(name).DOCUMENTATION)
+    fragments = documentation.get("extends_documentation_fragment") or []
+    assert len({"module_attributes", "module_attributes.no_diff"} & set(fragments)) == 1, fragments
+    assert not set(documentation.get("attributes") or {}) & {"check_mode", "diff_mode", "platform"}
 
 
 def test_a_difference_names_the_option_and_what_differs():

@@ -37,7 +37,7 @@ Standard library only; Python 3.8+ (also runs on managed nodes).
 
 import re
 
-from ansible.module_utils.gpunode.formats.values import ValueSyntaxError, refuse, string
+from ansible.module_utils.gpunode.formats.values import ValueSyntaxError, checked, refuse, string
 
 DNS_LABEL_MAX = 63
 DNS_SUBDOMAIN_MAX = 253
@@ -78,18 +78,13 @@ def _fits(pattern, value, most):
 
 def dns_label(option, value, what="an RFC 1123 label name"):
     """A DNS label name (namespaces, RuntimeClass handlers, container and port names)."""
-    string(option, value, what, DNS_LABEL_RULE)
-    if not _fits(_DNS_LABEL, value, DNS_LABEL_MAX):
-        refuse(option, value, what, DNS_LABEL_RULE)
-    return value
+    return checked(option, value, what, DNS_LABEL_RULE, lambda text: _fits(_DNS_LABEL, text, DNS_LABEL_MAX))
 
 
 def dns_subdomain(option, value, what="a DNS subdomain name"):
     """A DNS subdomain name (most object names: nodes, ConfigMaps, Deployments...)."""
-    string(option, value, what, DNS_SUBDOMAIN_RULE)
-    if not _fits(_DNS_SUBDOMAIN, value, DNS_SUBDOMAIN_MAX):
-        refuse(option, value, what, DNS_SUBDOMAIN_RULE)
-    return value
+    return checked(option, value, what, DNS_SUBDOMAIN_RULE,
+                   lambda text: _fits(_DNS_SUBDOMAIN, text, DNS_SUBDOMAIN_MAX))
 
 
 def namespace(option, value):
@@ -126,10 +121,8 @@ def label_value(option, value):
         refuse(option, value, "a label value", "a string: quote it, 'true' or 'false'")
     if isinstance(value, (int, float)):
         value = str(value)
-    string(option, value, "a label value", LABEL_VALUE_RULE)
-    if value and not _fits(_NAME, value, NAME_MAX):
-        refuse(option, value, "a label value", LABEL_VALUE_RULE)
-    return value
+    return checked(option, value, "a label value", LABEL_VALUE_RULE,
+                   lambda text: not text or _fits(_NAME, text, NAME_MAX))
 
 
 def labels(option, value, allow_null=True):
@@ -243,10 +236,7 @@ def quantity(option, value):
     """A resource quantity (``500m``, ``64Mi``, ``1``, ``1.5``); a non-negative number is taken as is."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
         return value
-    string(option, value, "a quantity", QUANTITY_RULE)
-    if not _QUANTITY.fullmatch(value):
-        refuse(option, value, "a quantity", QUANTITY_RULE)
-    return value
+    return checked(option, value, "a quantity", QUANTITY_RULE, _QUANTITY.fullmatch)
 
 
 def resources(option, value):
@@ -293,19 +283,14 @@ IMAGE_RULE = ("[registry[:port]/]path[:tag][@digest]: path components of lower-c
 def image_repository(option, value):
     """An image without tag or digest: ``[registry[:port]/]path`` (``nvcr.io/nvidia/k8s-device-plugin``)."""
     rule = "[registry[:port]/]path, no tag or digest: " + IMAGE_RULE.split(": ", 1)[1]
-    string(option, value, "an image repository", rule)
-    if len(value) > REPOSITORY_MAX or not _REPOSITORY.fullmatch(value):
-        refuse(option, value, "an image repository", rule)
-    return value
+    return checked(option, value, "an image repository", rule,
+                   lambda text: len(text) <= REPOSITORY_MAX and _REPOSITORY.fullmatch(text))
 
 
 def image_tag(option, value):
     """What follows ``repository:`` - a tag, optionally pinned to a digest (``v0.17.0@sha256:...``)."""
     rule = "a tag of at most 128 letters, digits, '_', '.', '-' (not first: '.', '-'), optionally @digest"
-    string(option, value, "an image tag", rule)
-    if not _TAG_OR_DIGEST.fullmatch(value):
-        refuse(option, value, "an image tag", rule)
-    return value
+    return checked(option, value, "an image tag", rule, _TAG_OR_DIGEST.fullmatch)
 
 
 def image_reference(option, value):

@@ -41,6 +41,14 @@ def string(option, value, what, rule):
     return value
 
 
+def checked(option, value, what, rule, valid):
+    """``value`` when it is a string that ``valid`` accepts (a predicate: a pattern's ``fullmatch``),
+    else refused with the same rule."""
+    if not isinstance(value, str) or not valid(value):
+        refuse(option, value, what, rule)
+    return value
+
+
 # ---------------------------------------------------------------- applying a table
 
 
@@ -92,18 +100,14 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 def path(option, value):
     """A file a module reads or writes: absolute; no control character (newline, NUL...), quote or '\\'."""
     rule = "an absolute path without control characters (newline, carriage return, NUL, tab), quotes or '\\'"
-    string(option, value, "a file path", rule)
-    if not value.startswith("/") or _CONTROL.search(value) or re.search(r"[\"'`\\]", value):
-        refuse(option, value, "a file path", rule)
-    return value
+    return checked(option, value, "a file path", rule, lambda text: text.startswith("/")
+                   and not _CONTROL.search(text) and not re.search(r"[\"'`\\]", text))
 
 
 def word_path(option, value):
     """An absolute path that lands as one word in a file or on a command line (see ``_WORD_PATH``)."""
-    string(option, value, "a path", WORD_PATH_RULE)
-    if not value.startswith("/") or not _WORD_PATH.fullmatch(value) or "//" in value:
-        refuse(option, value, "a path", WORD_PATH_RULE)
-    return value
+    return checked(option, value, "a path", WORD_PATH_RULE, lambda text: text.startswith("/")
+                   and _WORD_PATH.fullmatch(text) and "//" not in text)
 
 
 def command(option, value):
@@ -155,10 +159,8 @@ def apt_uri(option, value):
 def url_segment(option, value):
     """One path segment of a URL (an extender's verb): RFC 3986 unreserved characters."""
     rule = "letters, digits and . _ ~ - (RFC 3986 unreserved characters), not empty"
-    string(option, value, "a URL path segment", rule)
-    if not re.fullmatch(r"[A-Za-z0-9._~-]+", value) or value in (".", ".."):
-        refuse(option, value, "a URL path segment", rule)
-    return value
+    return checked(option, value, "a URL path segment", rule,
+                   lambda text: re.fullmatch(r"[A-Za-z0-9._~-]+", text) and text not in (".", ".."))
 
 
 # ---------------------------------------------------------------- container runtimes
@@ -172,10 +174,7 @@ def containerd_runtime_name(option, value):
     every tool that reads the runtime's name back (crictl, the RuntimeClass).
     """
     rule = "letters, digits, '_', '.' and '-' ([A-Za-z0-9_.-]+)"
-    string(option, value, "a containerd runtime name", rule)
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", value):
-        refuse(option, value, "a containerd runtime name", rule)
-    return value
+    return checked(option, value, "a containerd runtime name", rule, re.compile(r"[A-Za-z0-9_.-]+").fullmatch)
 
 
 def containerd_runtime_type(option, value):
@@ -188,19 +187,15 @@ def containerd_runtime_type(option, value):
     """
     rule = ("io.containerd.NAME.vN (or io.containerd.runtime.v1.linux), NAME of lower-case letters, digits, "
             "'_' and '-'")
-    string(option, value, "a containerd runtime type", rule)
-    if not re.fullmatch(r"io\.containerd\.[a-z0-9_-]+\.v[0-9]+(\.[a-z0-9_-]+)?", value):
-        refuse(option, value, "a containerd runtime type", rule)
-    return value
+    return checked(option, value, "a containerd runtime type", rule,
+                   re.compile(r"io\.containerd\.[a-z0-9_-]+\.v[0-9]+(\.[a-z0-9_-]+)?").fullmatch)
 
 
 def debian_version(option, value):
     """A Debian package version ``[epoch:]upstream[-revision]``, starting with a digit (Policy 5.6.12)."""
     rule = "[epoch:]upstream[-revision] of letters, digits and . + ~ - :, starting with a digit"
-    string(option, value, "a package version", rule)
-    if not re.fullmatch(r"([0-9]+:)?[0-9][A-Za-z0-9.+~-]*", value):
-        refuse(option, value, "a package version", rule)
-    return value
+    return checked(option, value, "a package version", rule,
+                   re.compile(r"([0-9]+:)?[0-9][A-Za-z0-9.+~-]*").fullmatch)
 
 
 def optional(rule):
@@ -215,25 +210,18 @@ def optional(rule):
 def env_variable(option, value):
     """A shell/systemd environment variable name (what ``$NAME`` in ExecStart= expands)."""
     rule = "[A-Za-z_][A-Za-z0-9_]*"
-    string(option, value, "a variable name", rule)
-    if not re.fullmatch(rule, value):
-        refuse(option, value, "a variable name", rule)
-    return value
+    return checked(option, value, "a variable name", rule, re.compile(rule).fullmatch)
 
 
 def unit_name(option, value):
     """A systemd unit name (systemd.unit(5): at most 255 of letters, digits and ``:-_.\\@``)."""
     rule = "letters, digits and :-_.\\@, at most 255"
-    string(option, value, "a systemd unit name", rule)
-    if not re.fullmatch(r"[A-Za-z0-9:_.\\@-]{1,255}", value):
-        refuse(option, value, "a systemd unit name", rule)
-    return value
+    return checked(option, value, "a systemd unit name", rule,
+                   re.compile(r"[A-Za-z0-9:_.\\@-]{1,255}").fullmatch)
 
 
 def one_line(option, value):
     """A value written as one line of a line-oriented file (an apt source line): no control character."""
     rule = "one line: no newline, carriage return, NUL or other control character"
-    string(option, value, "a single line", rule)
-    if _CONTROL.search(value.replace("\t", " ")) or not value.strip():
-        refuse(option, value, "a single line", rule)
-    return value
+    return checked(option, value, "a single line", rule,
+                   lambda text: not _CONTROL.search(text.replace("\t", " ")) and text.strip())

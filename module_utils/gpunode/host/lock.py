@@ -28,7 +28,7 @@ import fcntl
 import os
 import time
 
-from ansible.module_utils.gpunode.host.files import make_folders
+from ansible.module_utils.gpunode.host.files import FileError, make_folders
 
 LOCK_DIR = "/run/gpunode"
 LOCK_NAME = "lock"
@@ -109,3 +109,15 @@ def module_lock(module):
         return contextlib.nullcontext()
     return node_lock(module.params["lock_timeout"],
                      lambda: os.path.dirname(os.path.abspath(module.tmpdir)))
+
+
+def exit_run(module, run, errors=(), failed=None, lock=True):
+    """The tail of a module's main(): exit with ``run(module)``'s result, run under ``module_lock``
+    (``lock``: for a module that edits the node). A NodeLockError, a FileError or one of ``errors``
+    (each names what is wrong) fails the module with its message and the keys of ``failed(exc)``."""
+    try:
+        with module_lock(module) if lock else contextlib.nullcontext():
+            result = run(module)
+    except (NodeLockError, FileError, *errors) as exc:
+        module.fail_json(msg=str(exc), **(failed(exc) if failed else {}))
+    module.exit_json(**result)

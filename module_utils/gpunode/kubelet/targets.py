@@ -125,12 +125,16 @@ class Target:
         """The kubelet's config documents in its order: --config, then --config-dir drop-ins."""
         return [doc[1] for doc in self.config_documents(replace)]
 
+    def config_path(self, args):
+        """The --config file the kubelet reads, as ``args`` (its next start) say."""
+        return flag_value(args, "config")
+
     def config_documents(self, replace=None):
         """(path, data) of each config document the kubelet reads, in its order."""
         replace = replace or {}
         args = self.next_args()
         docs = []
-        config = flag_value(args, "config")
+        config = self.config_path(args)
         paths = [config] if config else []
         directory = flag_value(args, "config-dir")
         if directory and config_dir_read(self.version, self.found.environment()):
@@ -189,6 +193,11 @@ class ConfigTarget(Target):
         if name in self.flag_gates({}):
             return self.flags_origin("--feature-gates")
         return "a drop-in of the kubelet's --config-dir"
+
+    def config_path(self, args):
+        """Where no kubelet command is known (none runs, no unit: an image build), this file is the
+        configuration the kubelet will be given (its failCgroupV1 counts), as for _auto_kind."""
+        return flag_value(args, "config") or (None if args else self.path)
 
     def config_files(self):
         return [self.path]

@@ -209,7 +209,9 @@ FACTS = ("nvidia_gpu", "nvidia_driver", "nvidia_container_runtime", "kubelet_gpu
 def from_hostvars(hostvars, hosts):
     """(host_facts, changes) of ``hosts``, read from the play's ``hostvars``: the changes are the
     host's ``gpunode_changes`` and, after them, what a role skipped there and why (``skipped: ...``,
-    from ``nvidia_driver.skipped``, ``kubelet_gpu.skipped`` and the host's ``gpunode_skipped``)."""
+    from ``nvidia_driver.skipped``, ``kubelet_gpu.skipped`` and the host's ``gpunode_skipped``). A host
+    that site.yml's first play refused (``gpunode_node_state.refusal``) says so first, and its driver is
+    the one the read found (the read publishes a driver plan's facts as that plan would leave them)."""
     host_facts, changes = {}, {}
     for host in hosts:
         variables = hostvars.get(host) or {}
@@ -219,8 +221,23 @@ def from_hostvars(hostvars, hosts):
         skipped = list((facts.get("nvidia_driver") or {}).get("skipped") or [])
         skipped += list((facts.get("kubelet_gpu") or {}).get("skipped") or [])
         skipped += list(variables.get("gpunode_skipped") or [])
-        changes[host] = list(variables.get("gpunode_changes") or []) + [f"skipped: {s}" for s in skipped]
+        refused, driver = _refused(variables)
+        if driver:
+            host_facts[host]["nvidia_driver"] = driver
+        changes[host] = refused + list(variables.get("gpunode_changes") or []) \
+            + [f"skipped: {s}" for s in skipped]
     return host_facts, changes
+
+
+def _refused(variables):
+    """(["refused: GPU in use by ..."], the driver the read found) for a host that
+    playbooks/node_state.yml refused, else ([], None)."""
+    read = variables.get("gpunode_node_state")
+    if not isinstance(read, dict) or not read.get("refusal"):
+        return [], None
+    work = (read.get("disruption") or {}).get("gpu_work") or []
+    text = ", ".join(f"pid {p.get('pid')} ({p.get('unit') or p.get('command')})" for p in work)
+    return [f"refused: GPU in use by {text}"], ((read.get("plans") or {}).get("driver") or {}).get("before")
 
 
 class ActionModule(ActionBase):

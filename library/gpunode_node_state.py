@@ -22,6 +22,11 @@ description:
     holds what its state module returns for the same arguments, so that its role in the same run carries
     out that plan without reading the node again. The kubelet's plan also carries the files to write
     (C(edits)), which C(gpunode_planned_files) writes if each file still holds what this read found.
+  - Says whether carrying out the plans disrupts GPU work on the node (RV(disruption) - a driver install
+    or reload, a reboot, a container engine or kubelet restart, or a concern not read, which counts as
+    unknown; never a first install on a host without a loaded NVIDIA module), which processes hold a GPU
+    device (C(/dev/nvidia[0-9]+), read from C(/proc) only when a change is disruptive) and, when both hold
+    and O(allow_in_use) is false, the message that refuses the node (RV(refusal)).
   - Publishes the facts of the converged concerns (C(nvidia_gpu), C(nvidia_driver),
     C(nvidia_container_runtime), C(kubelet_gpu)) and of the plan handed over, and shows their warnings;
     the roles that go on publish their own. Changes nothing.
@@ -47,6 +52,20 @@ options:
         V(/var/lib/gpunode/validated.json)) and C(driver_version) (empty - the loaded driver the driver
         read found). Converged when that validation passed with that driver; omitted, it is not read.
     type: dict
+  gpu_services:
+    description:
+      - The services gpunode stops itself around a driver change (the driver role's
+        C(nvidia_driver_gpu_services), a name without a suffix meaning C(NAME.service)) - their processes
+        are no GPU work in RV(disruption.gpu_work).
+    type: list
+    elements: str
+    default: []
+  allow_in_use:
+    description:
+      - Carry out a disruptive change on a node with GPU work (C(gpunode_rollout_allow_in_use)) - RV(refusal)
+        is then null; RV(disruption) is reported all the same.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - module_attributes.no_diff
   - module_attributes.facts
@@ -125,6 +144,40 @@ plans:
         when O(kubelet) was given, the concerns given before it are converged, and the kubelet has changes
         planned
   sample: {}
+disruption:
+  description: Whether carrying out the plans read disrupts GPU work on the node.
+  type: dict
+  returned: always
+  contains:
+    disruptive:
+      description: Some plan installs, reloads or reboots the driver, or restarts the container engine or
+        the kubelet, or a concern that may change was not read (unknown). False on a host without a loaded
+        NVIDIA module (a first install).
+      type: bool
+      returned: always
+    reasons:
+      description: >-
+        Why, one line each (C(driver install 535.129.03 -> 570.133.20), C(driver reload),
+        C(reboot), C(container engine restart (containerd)), C(kubelet restart),
+        C(kubelet: not read (a concern before it changes))).
+      type: list
+      elements: str
+      returned: always
+    gpu_work:
+      description: The processes with a GPU device (C(/dev/nvidia[0-9]+)) open, but those of O(gpu_services)
+        - C(pid), C(command) (its command line) and C(unit) (its systemd service, or null); empty when
+        nothing is disruptive (not looked for).
+      type: list
+      elements: dict
+      returned: always
+  sample: {disruptive: true, reasons: [driver install 535.129.03 -> 570.133.20, driver reload],
+           gpu_work: [{pid: 4242, command: python3 train.py, unit: train.service}]}
+refusal:
+  description: When the plans are disruptive, the node has GPU work and O(allow_in_use) is false, the message
+    that fails the node before anything changes (naming the node, each process and the reasons, and the
+    variable C(gpunode_rollout_allow_in_use)); else null.
+  type: str
+  returned: always
 ansible_facts:
   description: The facts of the converged concerns and of the plans handed over, as their own modules
     publish them.
@@ -153,12 +206,15 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.node_state import read
+from ansible.module_utils.gpunode.rollout.disruption import assess
 
 ARGUMENT_SPEC = {
     "driver": {"type": "dict"},
     "container_runtime": {"type": "dict"},
     "kubelet": {"type": "dict"},
     "validated": {"type": "dict"},
+    "gpu_services": {"type": "list", "elements": "str", "default": []},
+    "allow_in_use": {"type": "bool", "default": False},
 }
 
 
@@ -169,6 +225,7 @@ def build_module():
 def main():
     module = build_module()
     result = read(module, module.params)
+    result.update(assess(result, module.params["gpu_services"], module.params["allow_in_use"]))
     for warning in result.pop("warnings"):
         module.warn(warning)
     module.exit_json(changed=False, **result)

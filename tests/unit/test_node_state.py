@@ -14,8 +14,10 @@ import nvidia_container_runtime_state
 import nvidia_driver_state
 import pytest
 from ansible.module_utils.gpunode import node_state
+from ansible.module_utils.gpunode.host import processes
 from ansible.module_utils.gpunode.kubelet import state_call as kubelet_state_call
 from ansible.module_utils.gpunode.runtime import reader as crr
+from fake_proc import FakeProc
 from test_container_runtime_state import WANTED, build, converge, fresh_node
 from test_kubelet_plan import kubeadm_node
 from test_nvidia_driver_modules import FakeHost
@@ -199,3 +201,29 @@ def test_a_runtime_read_before_a_driver_change_is_not_handed_over(node, run_modu
     # the driver's change may change what the runtime needs: its role reads it after the driver's
     assert set(result["plans"]) == {"driver"}
     assert "nvidia_container_runtime" not in result["ansible_facts"]
+
+
+def test_a_driver_change_on_a_node_with_gpu_work_returns_the_refusal(node, run_module, monkeypatch, tmp_path):
+    proc = FakeProc(tmp_path)
+    proc.open_files(proc.add(4242, "python3", ["python3", "train.py"]), "/dev/nvidia0", unit="train.service")
+    proc.open_files(proc.add(812, "nvidia-persistenced", ["nvidia-persistenced"]), "/dev/nvidia0",
+                    unit="nvidia-persistenced.service")
+    monkeypatch.setattr(processes, "PROC", str(proc.root))
+    args = concerns(node, driver={"version": "535.183.01"})
+    ok, result = run_module(gpunode_node_state, dict(args, gpu_services=["nvidia-persistenced"]),
+                            check_mode=True)
+    assert ok, result
+    assert result["converged"]["driver"] is False and "driver" in result["plans"]  # the read as before
+    assert result["disruption"]["reasons"][:2] == ["driver install 535.129.03 -> 535.183.01", "driver reload"]
+    assert result["disruption"]["gpu_work"] == [
+        {"pid": 4242, "command": "python3 train.py", "unit": "train.service"}]
+    assert "pid 4242 (train.service): python3 train.py" in result["refusal"]
+    ok, allowed = run_module(gpunode_node_state, dict(args, allow_in_use=True), check_mode=True)
+    assert ok and allowed["refusal"] is None and len(allowed["disruption"]["gpu_work"]) == 2
+
+
+def test_a_converged_node_is_not_disruptive(node, run_module, monkeypatch):
+    monkeypatch.setattr(processes, "gpu_holders", lambda *args: pytest.fail("scanned /proc"))
+    ok, result = run_module(gpunode_node_state, concerns(node), check_mode=True)
+    assert ok and result["disruption"] == {"disruptive": False, "reasons": [], "gpu_work": []}
+    assert result["refusal"] is None

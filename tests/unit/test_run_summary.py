@@ -211,3 +211,44 @@ def test_a_host_without_a_kubelet_says_why_in_the_table(summary):
     _facts, changes = summary.from_hostvars({"vm": {"ansible_facts": {"kubelet_gpu": kubelet}}}, ["vm"])
     assert changes["vm"] == ["skipped: kubelet: no service manager (systemd) on this host to run a kubelet: "
                              "no feature gates set"]
+
+
+def test_a_host_refused_for_its_gpu_work_says_so_with_the_driver_it_runs(summary):
+    read = {"refusal": "gpu-01: refused, ...",
+            "disruption": {"disruptive": True, "reasons": ["driver reload"],
+                           "gpu_work": [{"pid": 4242, "command": "python3 train.py", "unit": "train.service"},
+                                        {"pid": 5000, "command": "sleep infinity", "unit": None}]},
+            "plans": {"driver": {"before": {"installed_version": "535.129.03",
+                                            "loaded_version": "535.129.03"}}}}
+    # what the read published: the driver as its plan would leave it
+    facts = {"nvidia_driver": {"installed_version": "570.133.20", "loaded_version": "570.133.20"}}
+    hostvars = {"gpu-01": {"gpunode_node_state": read, "ansible_facts": facts},
+                "gpu-02": {"gpunode_node_state": dict(read, refusal=None), "ansible_facts": facts}}
+    host_facts, changes = summary.from_hostvars(hostvars, ["gpu-01", "gpu-02"])
+    refused, allowed = summary.rows(["gpu-01", "gpu-02"], host_facts, changes)
+    assert refused[2] == "535.129.03" and allowed[2] == "570.133.20"
+    assert refused[-1] == "refused: GPU in use by pid 4242 (train.service), pid 5000 (sleep infinity)"
+    assert allowed[-1] == "nothing"
+
+
+def test_when_every_gpu_node_is_refused_the_run_fails_them_and_still_prints_the_table(tmp_path):
+    """playbooks/node_state.yml's refusal play (localhost in it: a play where every host failed would end
+    the run), then summary.yml, as site.yml runs them."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": {
+        "gpu-01": {"ansible_connection": "local"}, "gpu-02": {"ansible_connection": "local"}}}}}}))
+    read = {"refusal": "REFUSED-{{ inventory_hostname }}",
+            "disruption": {"gpu_work": [{"pid": 4242, "command": "sleep infinity", "unit": "work.service"}]}}
+    refusal_play = yaml.safe_load((ROOT / "playbooks" / "node_state.yml").read_text())[1]
+    playbook = tmp_path / "site.yml"
+    playbook.write_text(yaml.safe_dump([
+        {"hosts": "gpu_nodes", "gather_facts": False,
+         "tasks": [{"ansible.builtin.set_fact": {"gpunode_node_state": read}}]},
+        refusal_play,
+        {"ansible.builtin.import_playbook": str(ROOT / "playbooks" / "summary.yml")},
+    ]))
+    done = ansible_playbook(playbook, inventory, check=False)
+    assert done.returncode == 2, done.stdout[-3000:]
+    output = done.stdout + done.stderr
+    assert "REFUSED-gpu-01" in output and "REFUSED-gpu-02" in output
+    assert output.count("refused: GPU in use by pid 4242 (work.service)") == 2, done.stdout[-3000:]

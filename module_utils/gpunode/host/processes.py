@@ -9,7 +9,8 @@
   (``stat`` field 22, clock ticks after boot), oldest first;
 - :func:`command_lines` lists every process's command line (for a match on
   more than ``comm``);
-- :func:`start_time` is when one process started, in wall-clock seconds.
+- :func:`start_time` is when one process started, in wall-clock seconds;
+- :func:`gpu_holders` lists the processes holding a GPU device open (GPU work).
 
 Times: ``starttime`` counts from boot, so a wall-clock time needs the time since
 boot now. For this kernel's ``/proc`` that is ``CLOCK_BOOTTIME`` (the clock
@@ -22,12 +23,18 @@ Standard library only; Python 3.8+ (this runs on target hosts).
 """
 
 import os
+import re
 import time
 from collections import namedtuple
 
 PROC = "/proc"
 
 Process = namedtuple("Process", "pid argv unit started_after_boot")
+Holder = namedtuple("Holder", "pid argv unit")
+# A GPU's own device (DESIGN.md: a process holding /dev/nvidia[0-9]*). A CUDA context opens the
+# device of each GPU it uses; /dev/nvidiactl, nvidia-uvm and nvidia-caps are also opened by
+# tools that only look (nvidia-smi, monitoring), so they alone are no work.
+GPU_DEVICE = re.compile(r"/dev/nvidia[0-9]+\Z")
 
 
 def unit_of_cgroup(text):
@@ -142,3 +149,34 @@ def stale_files(started, paths):
         except OSError:
             continue
     return stale
+
+
+def _holds_gpu(fd_dir, listdir, readlink):
+    try:
+        names = listdir(fd_dir)
+    except OSError:
+        return False  # another user's process (no permission), or gone meanwhile
+    for name in names:
+        try:
+            if GPU_DEVICE.match(readlink(os.path.join(fd_dir, name))):
+                return True
+        except OSError:
+            continue  # closed meanwhile
+    return False
+
+
+def gpu_holders(proc_root=PROC, listdir=os.listdir, readlink=os.readlink):
+    """The processes with a GPU device open (a link of ``/proc/PID/fd/*`` to ``/dev/nvidiaN``), as
+    :class:`Holder` tuples (pid, argv, systemd service or None), by pid; a process whose fds or
+    command line cannot be read is left out."""
+    found = []
+    for pid in _pids(proc_root, listdir):
+        base = os.path.join(proc_root, pid)
+        if not _holds_gpu(os.path.join(base, "fd"), listdir, readlink):
+            continue
+        try:
+            argv = [arg for arg in _read(os.path.join(base, "cmdline")).split("\0") if arg]
+        except OSError:
+            continue  # gone meanwhile
+        found.append(Holder(int(pid), argv, _unit(_read, base)))
+    return sorted(found)

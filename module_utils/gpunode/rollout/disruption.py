@@ -1,0 +1,88 @@
+# Copyright: (c) 2026, gpunode maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Whether carrying out a node's plans disrupts its GPU work, and the refusal when it would.
+
+Read from the result of the one read of every concern (``node_state.read``): each concern that
+changes says why it disrupts (a driver install or reload, a reboot, a container engine or kubelet
+restart); a concern not read because one before it changes, or whose read failed, is unknown and
+counts as disruptive. A bare host (no NVIDIA module loaded) has no GPU work to disrupt: its first
+install is never disruptive. GPU work is a process holding ``/dev/nvidiaN`` open
+(``host.processes.gpu_holders``) other than the services gpunode stops itself around a driver
+change; /proc is scanned only when a change is disruptive. DESIGN.md, "Rollout".
+"""
+
+import platform
+
+from ansible.module_utils.gpunode.host import processes
+
+ALLOW_VARIABLE = "gpunode_rollout_allow_in_use"
+# the concerns whose change can stop GPU work (the validation record's is a read)
+CHANGING = ("driver", "container_runtime", "kubelet")
+
+
+def driver_reasons(result):
+    """Why the driver's plan disrupts: [] on a bare host (nothing loaded: nothing runs on the GPUs)."""
+    plan, loaded = result.get("plan") or {}, (result.get("before") or {}).get("loaded_version")
+    if not loaded:
+        return []
+    request = result.get("request") or {}
+    reasons = [f"driver install {loaded} -> {request.get('version') or request.get('wanted')}"] \
+        if plan.get("install") else []
+    return reasons + [why for step, why in (("unload", "driver reload"), ("reboot_required", "reboot"))
+                      if plan.get(step)]
+
+
+def runtime_reasons(result):
+    plan = result.get("plan") or {}
+    engines = [(plan[name].get("flavor") or name) if name == "rancher" else name
+               for name in ("docker", "containerd", "rancher") if (plan.get(name) or {}).get("restart")]
+    return [f"container engine restart ({', '.join(engines)})"] if engines else []
+
+
+def kubelet_reasons(result):
+    return ["kubelet restart"] if result.get("restart_required") else []
+
+
+REASONS = {"driver": driver_reasons, "container_runtime": runtime_reasons, "kubelet": kubelet_reasons}
+
+
+def reasons(read):
+    """Why carrying out the read's plans disrupts the node's GPU work ([]: it does not)."""
+    plans, found = read.get("plans") or {}, []
+    if "driver" in plans and not (plans["driver"].get("before") or {}).get("loaded_version"):
+        return []  # a first install: the concerns after it change nothing that runs on a GPU
+    for name in CHANGING:
+        if name not in read["converged"] or read["converged"][name]:
+            continue
+        if name in plans:
+            found += REASONS[name](plans[name])
+        else:
+            found.append(f"{name}: not read ({read['reasons'].get(name)})")
+    return found
+
+
+def gpu_work(gpu_services):
+    """The processes holding a GPU, as ``{pid, command, unit}``, but those of ``gpu_services``."""
+    own = {name if "." in name else name + ".service" for name in gpu_services}
+    return [{"pid": holder.pid, "command": " ".join(holder.argv), "unit": holder.unit}
+            for holder in processes.gpu_holders(processes.PROC) if holder.unit not in own]
+
+
+def refusal(node, disruption):
+    """The message that fails a node whose disruptive change would hit its GPU work."""
+    work = "; ".join(f"pid {p['pid']} ({p['unit'] or 'no systemd unit'}): {p['command'] or '?'}"
+                     for p in disruption["gpu_work"])
+    return (f"{node}: refused, GPU work runs here and this run would disrupt it "
+            f"({', '.join(disruption['reasons'])}): {work}. Nothing was changed. Stop that work, or set "
+            f"{ALLOW_VARIABLE}: true to change the node anyway (the work may fail).")
+
+
+def assess(read, gpu_services, allow_in_use, node=None):
+    """``{"disruption": {disruptive, reasons, gpu_work}, "refusal": message or None}`` for the
+    result of ``node_state.read``."""
+    why = reasons(read)
+    disruption = {"disruptive": bool(why), "reasons": why, "gpu_work": gpu_work(gpu_services) if why else []}
+    refused = disruption["gpu_work"] and not allow_in_use
+    return {"disruption": disruption,
+            "refusal": refusal(node or platform.node(), disruption) if refused else None}

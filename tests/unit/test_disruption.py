@@ -1,0 +1,159 @@
+"""GPU work and disruption: the processes holding a GPU (host/processes.gpu_holders), whether a
+node's plans disrupt them (rollout/disruption.py) and the message that refuses the node."""
+
+import os
+
+import pytest
+from ansible.module_utils.gpunode.host import processes
+from ansible.module_utils.gpunode.rollout import disruption
+from fake_proc import FakeProc
+
+TRAIN = ["python3", "train.py", "--epochs", "3"]
+
+
+@pytest.fixture
+def proc(tmp_path, monkeypatch):
+    """A node's /proc: a training job on GPU 0, persistenced on every GPU, nvidia-smi (control device
+    only), a shell, and the kernel's processes with no fd folder."""
+    fake = FakeProc(tmp_path)
+    fake.open_files(fake.add(4242, "python3", TRAIN), "/dev/null", "/dev/nvidiactl", "/dev/nvidia-uvm",
+                    "/dev/nvidia0", unit="train.service")
+    fake.open_files(fake.add(812, "nvidia-persistenced", ["/usr/bin/nvidia-persistenced"]),
+                    "/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia1", unit="nvidia-persistenced.service")
+    fake.open_files(fake.add(900, "nvidia-smi", ["nvidia-smi"]), "/dev/nvidiactl",
+                    "/dev/nvidia-caps/nvidia-cap1")
+    fake.open_files(fake.add(901, "bash", ["bash"]), "/dev/pts/0", "/dev/nvidia10x")
+    fake.add(2, "kthreadd", [])
+    monkeypatch.setattr(processes, "PROC", str(fake.root))
+    return fake
+
+
+def test_a_process_holding_a_gpu_device_is_found_with_its_command_line_and_unit(proc):
+    assert processes.gpu_holders(str(proc.root)) == [
+        (812, ["/usr/bin/nvidia-persistenced"], "nvidia-persistenced.service"),
+        (4242, TRAIN, "train.service"),
+    ]
+
+
+def test_fds_that_cannot_be_read_are_skipped(proc):
+    proc.open_files(proc.add(5000, "other", ["other-user-job"]), "/dev/nvidia1")
+    proc.open_files(proc.add(5001, "gone", ["exited-job"]), "/dev/nvidia2")
+    denied, gone = str(proc.root / "5000" / "fd"), str(proc.root / "5001" / "fd" / "0")
+
+    def listdir(path):
+        if path == denied:
+            raise PermissionError(13, "Permission denied", path)
+        return os.listdir(path)
+
+    def readlink(path):
+        if path == gone:
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return os.readlink(path)
+
+    found = processes.gpu_holders(str(proc.root), listdir=listdir, readlink=readlink)
+    assert [holder.pid for holder in found] == [812, 4242]
+
+
+def test_gpu_work_leaves_out_the_services_gpunode_stops_itself(proc):
+    assert disruption.gpu_work(["nvidia-persistenced", "nvidia-dcgm"]) == [
+        {"pid": 4242, "command": "python3 train.py --epochs 3", "unit": "train.service"}]
+    assert [p["pid"] for p in disruption.gpu_work(["train.service"])] == [812]
+
+
+def driver_plan(loaded="535.129.03", **steps):
+    plan = {"install": False, "unload": False, "load": False, "reboot_required": False, **steps}
+    return {"plan": plan, "before": {"loaded_version": loaded},
+            "request": {"version": "570.133.20", "wanted": "570.133.20"}}
+
+
+def driver_change(**steps):
+    """A read whose driver changes: the concerns after it are not read."""
+    return {"converged": {"driver": False, "container_runtime": False, "kubelet": False, "validated": False},
+            "reasons": {"driver": "changes planned", "container_runtime": "a concern before it changes",
+                        "kubelet": "a concern before it changes", "validated": "a concern before it changes"},
+            "plans": {"driver": driver_plan(**steps)}}
+
+
+NOT_READ = ["container_runtime: not read (a concern before it changes)",
+            "kubelet: not read (a concern before it changes)"]
+
+
+@pytest.mark.parametrize("steps, why", [
+    ({"install": True, "unload": True, "load": True},
+     ["driver install 535.129.03 -> 570.133.20", "driver reload"]),
+    ({"install": True, "reboot_required": True}, ["driver install 535.129.03 -> 570.133.20", "reboot"]),
+    ({"unload": True, "load": True}, ["driver reload"]),
+    ({}, []),  # a hold, a persistence unit: nothing that stops the GPUs
+])
+def test_each_driver_step_that_stops_the_gpus_is_a_reason_and_later_concerns_are_unknown(steps, why):
+    assert disruption.reasons(driver_change(**steps)) == why + NOT_READ
+
+
+def test_a_first_install_on_a_host_without_a_loaded_module_is_never_disruptive(proc):
+    read = driver_change(install=True, load=True)
+    read["plans"]["driver"]["before"]["loaded_version"] = None
+    assert disruption.assess(read, [], False, node="gpu-01") == {
+        "disruption": {"disruptive": False, "reasons": [], "gpu_work": []}, "refusal": None}
+
+
+def converged_driver(runtime=None, kubelet=None):
+    plans = {name: plan for name, plan in (("container_runtime", runtime), ("kubelet", kubelet)) if plan}
+    converged = {"driver": True, "container_runtime": runtime is None,
+                 "kubelet": runtime is None and kubelet is None}
+    reasons = {name: "changes planned" for name in plans}
+    if runtime:
+        reasons["kubelet"] = "a concern before it changes"
+    return {"converged": converged, "reasons": reasons, "plans": plans}
+
+
+def runtime_plan(**restarts):
+    plan = {"docker": {"restart": False}, "containerd": {"restart": False},
+            "rancher": {"flavor": None, "restart": False}}
+    for name, value in restarts.items():
+        plan[name].update(value)
+    return {"plan": plan}
+
+
+def test_engine_and_kubelet_restarts_are_reasons():
+    assert disruption.reasons(converged_driver(kubelet={"restart_required": True})) == ["kubelet restart"]
+    assert disruption.reasons(converged_driver(kubelet={"restart_required": False})) == []
+    read = converged_driver(runtime=runtime_plan(containerd={"restart": True}, docker={"restart": True}))
+    assert disruption.reasons(read) == ["container engine restart (docker, containerd)",
+                                        "kubelet: not read (a concern before it changes)"]
+    read = converged_driver(runtime=runtime_plan(rancher={"flavor": "rke2", "restart": True}))
+    assert disruption.reasons(read)[0] == "container engine restart (rke2)"
+
+
+def test_a_concern_whose_read_failed_is_unknown_and_a_converged_node_or_one_not_given_is_not():
+    read = {"converged": {"driver": True, "container_runtime": True, "kubelet": False},
+            "reasons": {"kubelet": "read again by its role: PyYAML is missing"}, "plans": {}}
+    assert disruption.reasons(read) == ["kubelet: not read (read again by its role: PyYAML is missing)"]
+    assert disruption.reasons(converged_driver()) == []
+    assert disruption.reasons({"converged": {"validated": False}, "reasons": {}, "plans": {}}) == []
+
+
+def test_a_disruptive_change_on_a_node_with_gpu_work_is_refused_naming_node_work_reasons_variable(proc):
+    got = disruption.assess(driver_change(install=True, unload=True), ["nvidia-persistenced"], False,
+                            node="gpu-01")
+    assert got["disruption"]["gpu_work"] == [
+        {"pid": 4242, "command": "python3 train.py --epochs 3", "unit": "train.service"}]
+    assert got["refusal"] == (
+        "gpu-01: refused, GPU work runs here and this run would disrupt it (driver install 535.129.03 -> "
+        "570.133.20, driver reload, container_runtime: not read (a concern before it changes), kubelet: not "
+        "read (a concern before it changes)): pid 4242 (train.service): python3 train.py --epochs 3. Nothing "
+        "was changed. Stop that work, or set gpunode_rollout_allow_in_use: true to change the node anyway "
+        "(the work may fail).")
+
+
+def test_allowed_or_without_gpu_work_nothing_is_refused_and_the_disruption_is_still_told(proc):
+    allowed = disruption.assess(driver_change(unload=True), [], True, node="gpu-01")
+    assert allowed["refusal"] is None and allowed["disruption"]["disruptive"]
+    assert [p["pid"] for p in allowed["disruption"]["gpu_work"]] == [812, 4242]
+    idle = disruption.assess(driver_change(unload=True), ["nvidia-persistenced", "train"], False)
+    assert idle["refusal"] is None
+    assert idle["disruption"] == {"disruptive": True, "reasons": ["driver reload", *NOT_READ], "gpu_work": []}
+
+
+def test_nothing_disruptive_scans_no_proc(monkeypatch):
+    monkeypatch.setattr(processes, "gpu_holders", lambda *args: pytest.fail("scanned /proc"))
+    assert disruption.assess(converged_driver(), [], False)["disruption"]["gpu_work"] == []

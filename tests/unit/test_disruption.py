@@ -141,8 +141,8 @@ def test_a_disruptive_change_on_a_node_with_gpu_work_is_refused_naming_node_work
         "gpu-01: refused, GPU work runs here and this run would disrupt it (driver install 535.129.03 -> "
         "570.133.20, driver reload, container_runtime: not read (a concern before it changes), kubelet: not "
         "read (a concern before it changes)): pid 4242 (train.service): python3 train.py --epochs 3. Nothing "
-        "was changed. Stop that work, or set gpunode_rollout_allow_in_use: true to change the node anyway "
-        "(the work may fail).")
+        "was changed. Stop that work (for a driver change, playbooks/upgrade_driver.yml drains the node "
+        "first), or set gpunode_rollout_allow_in_use: true to change the node anyway (the work may fail).")
 
 
 def test_allowed_or_without_gpu_work_nothing_is_refused_and_the_disruption_is_still_told(proc):

@@ -65,6 +65,19 @@ def test_a_condition_type_that_is_no_qualified_name_is_refused(run_module):
     assert "gpu_cluster_addons_readiness_condition_type (readiness_condition_type)" in result["msg"]
 
 
+@CONTROLLER
+@pytest.mark.parametrize("on", [False, True])
+def test_gpunodes_daemonsets_tolerate_the_rules_taint_when_it_is_on(on):
+    expression = yaml.safe_load((ROOT / "roles/gpu_cluster_addons/vars/main.yml").read_text())[
+        "__gpu_cluster_addons_gate_tolerations"]
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    environment.filters.update(FilterModule().filters())
+    rendered = environment.from_string(expression).render(
+        gpu_cluster_addons_readiness_rule=on, gpu_cluster_addons_readiness_taint_key="readiness.k8s.io/gpu-x")
+    keys = [t["key"] for t in yaml.safe_load(rendered)]
+    assert keys == ["gpunode.io/gpu-unvalidated"] + (["readiness.k8s.io/gpu-x"] if on else [])
+
+
 # ---------------------------------------------------------------- against the controller's CRD
 
 

@@ -190,6 +190,25 @@ options:
         Empty values keep the defaults.
     type: dict
     default: {}
+  readiness_rule:
+    description:
+      - C(gpu_cluster_addons_readiness_rule) - render or apply the Node Readiness Controller's
+        C(NodeReadinessRule) C(gpunode-gpu-validated) (RV(readiness_rule)); false puts its file in
+        C(manifests.absent).
+    type: bool
+    default: false
+  readiness_taint_key:
+    description:
+      - C(gpu_cluster_addons_readiness_taint_key) - the taint the rule keeps on GPU nodes whose condition
+        O(readiness_condition_type) is not C(True); the controller manages keys C(readiness.k8s.io/<name>)
+        only.
+    type: str
+    default: readiness.k8s.io/gpunode-gpu-unvalidated
+  readiness_condition_type:
+    description:
+      - C(gpu_cluster_addons_readiness_condition_type) - the Node condition the rule requires C(True).
+    type: str
+    default: gpunode.io/GPUValidated
 extends_documentation_fragment:
   - module_attributes.no_diff
 author:
@@ -286,6 +305,23 @@ manifests:
       description: The other modes' and turned-off options' files (C(file), C(template)).
       type: list
       elements: dict
+readiness_rule:
+  description: The NodeReadinessRule - whether it is rendered, its name, condition type and taint key.
+  returned: always
+  type: dict
+  contains:
+    enabled:
+      description: O(readiness_rule).
+      type: bool
+    name:
+      description: C(gpunode-gpu-validated).
+      type: str
+    condition_type:
+      description: O(readiness_condition_type).
+      type: str
+    taint_key:
+      description: O(readiness_taint_key).
+      type: str
 runtime_class_name:
   description: C(nvidia) when the device plugin pods must ask for the RuntimeClass, else null.
   returned: always
@@ -485,6 +521,9 @@ ARGUMENT_SPEC = {
     "field_manager": {"type": "str"},
     "allocations": {"type": "dict", "default": {}},
     "dra": {"type": "dict", "default": {}},
+    "readiness_rule": {"type": "bool", "default": False},
+    "readiness_taint_key": {"type": "str", "default": "readiness.k8s.io/gpunode-gpu-unvalidated"},
+    "readiness_condition_type": {"type": "str", "default": "gpunode.io/GPUValidated"},
 }
 
 

@@ -441,7 +441,7 @@ def test_every_mode_removes_every_file_of_the_others(mode):
     """Modes are exclusive: what any other mode (or an option turned off) writes, this one removes."""
     everything = set()
     for other in ga.MODES:
-        plan = catalogue.manifest_plan(other, "1.30", options=ALL_OPTIONS)
+        plan = catalogue.manifest_plan(other, "1.30", options=ALL_OPTIONS, readiness_rule=True)
         everything |= {m["file"] for m in plan["present"]}
     plan = catalogue.manifest_plan(mode, "1.30")
     present, absent = {m["file"] for m in plan["present"]}, {m["file"] for m in plan["absent"]}

@@ -11,6 +11,9 @@ from ansible.module_utils.gpunode.addons.cluster import MODES, GpuAddonsError, a
 # The manifests of each mode: (file, template). Files sort in the order they
 # must be applied; names are stable because GitOps repositories track them.
 _RUNTIMECLASS = ("40-runtimeclass-nvidia.yaml", "runtimeclass-nvidia.yaml.j2")
+# The Node Readiness Controller's rule (gpu_cluster_addons_readiness_rule), in every mode.
+_READINESS_RULE = (
+    "70-nodereadinessrule-gpunode-gpu-validated.yaml", "nodereadinessrule-gpunode-gpu-validated.yaml.j2")
 _CATALOGUE = {
     "nvidia": (
         ("10-serviceaccount-nvidia-device-plugin.yaml", "serviceaccount-nvidia-device-plugin.yaml.j2"),
@@ -94,7 +97,7 @@ _OPTIONAL = {
 }
 
 
-def manifest_plan(mode, kubernetes_version, runtime_class=True, options=()):
+def manifest_plan(mode, kubernetes_version, runtime_class=True, options=(), readiness_rule=False):
     """``{"present": [{file, template}], "absent": [{file, template}]}``.
 
     ``present``: the files of ``mode`` in apply order, with those of its
@@ -103,7 +106,8 @@ def manifest_plan(mode, kubernetes_version, runtime_class=True, options=()):
     switching removes the others' objects; turning an option off removes its
     files). The RuntimeClass belongs to every mode; with ``runtime_class``
     false it is in neither list: pods may use it, so gpunode stops managing
-    it but never deletes it.
+    it but never deletes it. The readiness rule belongs to every mode, in ``present`` with
+    ``readiness_rule``, else in ``absent``.
     """
     if mode not in MODES:
         raise GpuAddonsError(f"gpu_cluster_addons_mode: {mode!r} is not one of {', '.join(MODES)}")
@@ -115,7 +119,9 @@ def manifest_plan(mode, kubernetes_version, runtime_class=True, options=()):
         if key.split("-", 1)[0] == mode:
             present.extend(_OPTIONAL.get(key, ()))
     everything = [entry for files in _CATALOGUE.values() for entry in files]
-    everything += [entry for files in _OPTIONAL.values() for entry in files]
+    everything += [entry for files in _OPTIONAL.values() for entry in files] + [_READINESS_RULE]
+    if readiness_rule:
+        present.append(_READINESS_RULE)
     names = {entry[0] for entry in present}
     absent = sorted({entry for entry in everything if entry[0] not in names})
     if runtime_class and apis["runtimeclass"]:

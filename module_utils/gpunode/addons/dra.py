@@ -191,7 +191,8 @@ def pools(mode, by_host):
 
 
 def _is_runtime_class(entry):
-    return "runtimeclass" in entry["template"]
+    """The RuntimeClass, or another file of every mode (the readiness rule)."""
+    return "runtimeclass" in entry["template"] or "nodereadinessrule" in entry["template"]
 
 
 def template_plan(mode, halves, base):

@@ -29,6 +29,8 @@ OPTION_RULES = {
     "control_plane_label": ("gpu_cluster_addons_control_plane_label", k8s_names.node_label_term),
     "runtime_class_handler": ("gpu_cluster_addons_runtime_class_handler", k8s_names.runtime_class_handler),
     "extra_node_labels": ("gpu_cluster_addons_extra_node_labels", k8s_names.labels),
+    "readiness_taint_key": ("gpu_cluster_addons_readiness_taint_key", k8s_names.taint_key),
+    "readiness_condition_type": ("gpu_cluster_addons_readiness_condition_type", k8s_names.qualified_name),
 }
 
 # The containers' resources the templates write: option resources' key -> the role variable.

@@ -36,6 +36,9 @@ from ansible.module_utils.gpunode.addons.gpu_nodes import (
 from ansible.module_utils.gpunode.addons.inputs import check_inputs, check_node_names
 from ansible.module_utils.gpunode.formats import values
 
+READINESS_PREFIX = "readiness.k8s.io/"
+READINESS_RULE_NAME = "gpunode-gpu-validated"
+
 
 def host_records(hosts, host_facts, node_names):
     """What the decisions need of each GPU host, from the facts the play gathered on it."""
@@ -218,13 +221,26 @@ def images_and_dra(params, version, by_host, hosts):
     return images, dra_plan
 
 
+def readiness_rule(params):
+    """The NodeReadinessRule's name, condition and taint; its CRD takes taint keys under
+    ``readiness.k8s.io/`` only (CEL rule of spec.taint, node-readiness-controller v0.5.0)."""
+    key = params["readiness_taint_key"]
+    if params["readiness_rule"] and (not key.startswith(READINESS_PREFIX) or key.count("/") != 1):
+        raise GpuAddonsError(
+            f"gpu_cluster_addons_readiness_taint_key: {key!r}: the Node Readiness Controller manages only "
+            f"taint keys {READINESS_PREFIX}<name> (its CRD refuses others)")
+    return {"enabled": params["readiness_rule"], "name": READINESS_RULE_NAME, "taint_key": key,
+            "condition_type": params["readiness_condition_type"]}
+
+
 def manifests(params, version, resolved, hami_plan, dra_plan):
     """The manifest files to render (the mode's, with DRA's halves), and the workloads to wait for."""
     mode = params["mode"]
     plugin_mode = "nvidia" if mode == "dra" else mode
     optional = options(plugin_mode, resolved, hami_plan)
-    files = manifest_plan(plugin_mode, version, params["runtime_class"], optional)
+    files = manifest_plan(plugin_mode, version, params["runtime_class"], optional, params["readiness_rule"])
     return {
+        "readiness_rule": readiness_rule(params),
         "manifests": dra.template_plan(mode, dra_plan["halves"], files),
         "resource": RESOURCE_BY_MODE.get(plugin_mode),
         "workloads": dra.workloads(WORKLOADS_BY_MODE.get(plugin_mode, ()), dra_plan["halves"]),

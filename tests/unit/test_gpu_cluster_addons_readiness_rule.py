@@ -1,0 +1,178 @@
+"""gpu_cluster_addons_readiness_rule: the NodeReadinessRule gpunode-gpu-validated, decided by
+gpu_cluster_addons_plan and rendered from the role's template, checked against the Node Readiness
+Controller's own CRD (../shared/fixtures/readiness/crd, main and v0.5.0): its openAPI schema with
+jsonschema and its CEL rules (x-kubernetes-validations) evaluated by a CEL runtime (cel-python),
+not re-coded here.
+"""
+
+import pathlib
+
+import gpu_cluster_addons_plan
+import pytest
+import yaml
+from conftest import shared_files
+
+try:  # the controller's (every test using them is marked controller); targets have none of them
+    import celpy
+    import jinja2
+    import jsonschema
+    from ansible.plugins.filter.core import FilterModule
+    from celpy import celtypes
+except ImportError:
+    celpy = jinja2 = jsonschema = FilterModule = celtypes = None
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "roles/gpu_cluster_addons/templates/nodereadinessrule-gpunode-gpu-validated.yaml.j2"
+RULE_FILE = "70-nodereadinessrule-gpunode-gpu-validated.yaml"
+CONTROLLER = pytest.mark.controller(reason="jinja2, jsonschema and cel-python are the controller's")
+
+
+def plan(run_module, mode="nvidia", **args):
+    args = dict({"mode": mode, "kubernetes_version": "1.34"}, **args)
+    ok, result = run_module(gpu_cluster_addons_plan, args, check_mode=True)
+    assert ok, result
+    return result
+
+
+def files(result, which):
+    return [entry["file"] for entry in result["manifests"][which]]
+
+
+@pytest.mark.parametrize("mode", ["nvidia", "gpushare", "hami", "dra"])
+def test_the_rule_is_a_file_of_every_mode_when_on_and_taken_away_when_off(run_module, mode):
+    on = plan(run_module, mode, readiness_rule=True)
+    assert RULE_FILE in files(on, "present") and RULE_FILE not in files(on, "absent")
+    assert on["readiness_rule"] == {"enabled": True, "name": "gpunode-gpu-validated",
+                                    "taint_key": "readiness.k8s.io/gpunode-gpu-unvalidated",
+                                    "condition_type": "gpunode.io/GPUValidated"}
+    off = plan(run_module, mode)
+    assert RULE_FILE in files(off, "absent") and RULE_FILE not in files(off, "present")
+
+
+@pytest.mark.parametrize("key", ["gpunode.io/gpu-unvalidated", "readiness.k8s.io/a/b",
+                                 "startup-taint.cluster-autoscaler.kubernetes.io/gpunode"])
+def test_a_taint_key_the_controller_cannot_manage_is_refused(run_module, key):
+    ok, result = run_module(gpu_cluster_addons_plan, {"mode": "nvidia", "kubernetes_version": "1.34",
+                                                      "readiness_rule": True, "readiness_taint_key": key})
+    assert not ok and "gpu_cluster_addons_readiness_taint_key" in result["msg"] and repr(key) in result["msg"]
+
+
+def test_a_condition_type_that_is_no_qualified_name_is_refused(run_module):
+    ok, result = run_module(gpu_cluster_addons_plan, {"mode": "nvidia", "kubernetes_version": "1.34",
+                                                      "readiness_rule": True,
+                                                      "readiness_condition_type": "gpunode.io/GPU Validated"})
+    assert not ok
+    assert "gpu_cluster_addons_readiness_condition_type (readiness_condition_type)" in result["msg"]
+
+
+@CONTROLLER
+@pytest.mark.parametrize("on", [False, True])
+def test_gpunodes_daemonsets_tolerate_the_rules_taint_when_it_is_on(on):
+    expression = yaml.safe_load((ROOT / "roles/gpu_cluster_addons/vars/main.yml").read_text())[
+        "__gpu_cluster_addons_gate_tolerations"]
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    environment.filters.update(FilterModule().filters())
+    rendered = environment.from_string(expression).render(
+        gpu_cluster_addons_readiness_rule=on, gpu_cluster_addons_readiness_taint_key="readiness.k8s.io/gpu-x")
+    keys = [t["key"] for t in yaml.safe_load(rendered)]
+    assert keys == ["gpunode.io/gpu-unvalidated"] + (["readiness.k8s.io/gpu-x"] if on else [])
+
+
+# ---------------------------------------------------------------- against the controller's CRD
+
+
+def render(plan_result):
+    """The role's template as the role renders it (ansible-core's own filters)."""
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    environment.filters.update(FilterModule().filters())
+    text = environment.from_string(TEMPLATE.read_text()).render(
+        ansible_managed="Ansible managed", __gpu_cluster_addons_plan=plan_result,
+        __gpu_cluster_addons_common_labels={"app.kubernetes.io/managed-by": "gpunode"})
+    return yaml.safe_load(text)
+
+
+def _split(text, separator):
+    """Kubernetes' CEL strings extension ``split`` (cel-go ext.Strings, enabled for CRD rules:
+    https://kubernetes.io/docs/reference/using-api/cel/), which standard CEL lacks."""
+    return celtypes.ListType([celtypes.StringType(part) for part in str(text).split(str(separator))])
+
+
+def cel_failures(schema, value, path="spec"):
+    """The messages of the x-kubernetes-validations rules ``value`` breaks (rules on oldSelf are
+    transition rules, which a create skips), walking the schema along the object."""
+    failures = []
+    environment = celpy.Environment()
+    for rule in schema.get("x-kubernetes-validations") or []:
+        if "oldSelf" in rule["rule"]:
+            continue
+        program = environment.program(environment.compile(rule["rule"]), functions={"split": _split})
+        try:
+            outcome = program.evaluate({"self": celpy.json_to_cel(value)})
+        except celpy.CELEvalError as exc:
+            outcome = exc
+        if outcome is not True and outcome != celpy.celtypes.BoolType(True):
+            failures.append(f"{path}: {rule.get('message') or rule['rule']}")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in (schema.get("properties") or {}):
+                failures += cel_failures(schema["properties"][key], item, f"{path}.{key}")
+    if isinstance(value, list) and "items" in schema:
+        for index, item in enumerate(value):
+            failures += cel_failures(schema["items"], item, f"{path}[{index}]")
+    return failures
+
+
+def problems(crd_path, obj):
+    """What the API server would refuse in ``obj``: schema errors and broken CEL rules."""
+    crd = yaml.safe_load(crd_path.read_text())
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == obj["apiVersion"].split("/")[1])
+    schema = version["schema"]["openAPIV3Schema"]
+    assert obj["kind"] == crd["spec"]["names"]["kind"]
+    found = [f"schema: {error.message}" for error in jsonschema.Draft7Validator(schema).iter_errors(obj)]
+    return found + cel_failures(schema["properties"]["spec"], obj.get("spec") or {})
+
+
+CRDS = shared_files("readiness/crd", "**/*.yaml")
+
+
+@CONTROLLER
+@pytest.mark.parametrize("crd", CRDS, ids=lambda p: p.parent.name)
+def test_the_rendered_rule_is_what_design_says_and_the_crd_admits_it(run_module, crd):
+    rule = render(plan(run_module, readiness_rule=True))
+    assert rule["apiVersion"] == "readiness.node.x-k8s.io/v1alpha1" and rule["kind"] == "NodeReadinessRule"
+    assert rule["metadata"]["name"] == "gpunode-gpu-validated"
+    assert rule["spec"] == {
+        "conditions": [{"type": "gpunode.io/GPUValidated", "requiredStatus": "True"}],
+        "taint": {"key": "readiness.k8s.io/gpunode-gpu-unvalidated", "effect": "NoSchedule"},
+        "enforcementMode": "continuous",
+        "nodeSelector": {"matchLabels": {"nvidia.com/gpu.present": "true"}},
+    }
+    assert problems(crd, rule) == []
+
+
+@CONTROLLER
+@pytest.mark.parametrize("crd", CRDS, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("example", shared_files("readiness/examples", "*/*.yaml"), ids=lambda p: p.stem)
+def test_the_upstream_examples_pass_the_same_checks(crd, example):
+    assert problems(crd, yaml.safe_load(example.read_text())) == []
+
+
+BROKEN = {
+    "a key outside readiness.k8s.io/": (
+        lambda spec: spec["taint"].update(key="gpunode.io/gpu-unvalidated"), "taint key must start with"),
+    "two slashes in the key": (
+        lambda spec: spec["taint"].update(key="readiness.k8s.io/a/b"), "exactly one '/'"),
+    "no nodeSelector": (lambda spec: spec.pop("nodeSelector"), "'nodeSelector' is a required property"),
+    "an unknown mode": (lambda spec: spec.update(enforcementMode="always"), "'always' is not one of"),
+    "an unknown effect": (lambda spec: spec["taint"].update(effect="NoRun"), "taint effect must be one of"),
+}
+
+
+@CONTROLLER
+@pytest.mark.parametrize("crd", CRDS, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_what_the_crd_refuses_is_refused(run_module, crd, case):
+    rule = render(plan(run_module, readiness_rule=True))
+    breaks, expected = BROKEN[case]
+    breaks(rule["spec"])
+    assert any(expected in problem for problem in problems(crd, rule)), problems(crd, rule)

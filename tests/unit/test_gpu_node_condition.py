@@ -1,0 +1,288 @@
+"""gpu_node_condition against a small recording API server that asks for a client certificate, as a
+kubelet's kubeconfig holds one (module_utils/gpunode/kubelet/identity.py, readiness/condition.py).
+
+The certificates are made with the openssl program (the targets' unit virtualenvs have no
+cryptography); a test that needs them is skipped, saying so, where it is missing.
+"""
+
+import base64
+import copy
+import http.server
+import json
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+
+import gpu_node_condition
+import pytest
+from ansible.module_utils.gpunode.kubelet import identity
+
+NOW = "2026-11-28T12:00:00Z"
+EARLIER = "2026-11-01T08:00:00Z"
+TYPE = "gpunode.io/GPUValidated"
+NODE = "gpu-1"
+EXTENSIONS = {
+    "ca": "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n"
+          "subjectKeyIdentifier=hash\n",
+    "server": "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+              "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\nauthorityKeyIdentifier=keyid\n",
+    "client": "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+              "extendedKeyUsage=clientAuth\nauthorityKeyIdentifier=keyid\n",
+}
+
+
+def _openssl(*args):
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A throwaway CA, the API server's certificate (127.0.0.1) and the kubelet's (system:node:gpu-1)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl program is not installed: it makes the test certificates")
+    folder = tmp_path_factory.mktemp("pki")
+    for name in ("server", "client"):
+        (folder / f"{name}.ext").write_text(EXTENSIONS[name])
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    (folder / "req.cnf").write_text("[req]\ndistinguished_name=dn\n[dn]\n[ca]\n" + EXTENSIONS["ca"])
+    _openssl("req", "-x509", *ec, "-keyout", str(folder / "ca.key"), "-out", str(folder / "ca.crt"),
+             "-days", "2", "-subj", "/CN=gpunode test CA", "-config", str(folder / "req.cnf"),
+             "-extensions", "ca")
+    for name, subject in (("server", "/CN=127.0.0.1"), ("client", f"/O=system:nodes/CN=system:node:{NODE}")):
+        _openssl("req", "-new", *ec, "-keyout", str(folder / f"{name}.key"),
+                 "-out", str(folder / f"{name}.csr"), "-subj", subject, "-config", str(folder / "req.cnf"))
+        _openssl("x509", "-req", "-in", str(folder / f"{name}.csr"), "-CA", str(folder / "ca.crt"),
+                 "-CAkey", str(folder / "ca.key"), "-set_serial", "7", "-days", "2",
+                 "-out", str(folder / f"{name}.crt"), "-extfile", str(folder / f"{name}.ext"))
+    # what kubelet-client-current.pem holds: certificate and key in one file
+    (folder / "kubelet-client-current.pem").write_text(
+        (folder / "client.crt").read_text() + (folder / "client.key").read_text())
+    return folder
+
+
+def _node(conditions):
+    return {"kind": "Node", "apiVersion": "v1", "metadata": {"name": NODE},
+            "status": {"conditions": conditions}}
+
+
+OTHERS = [
+    {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory", "message": "ok",
+     "lastHeartbeatTime": EARLIER, "lastTransitionTime": EARLIER},
+    {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet posts ready status",
+     "lastHeartbeatTime": EARLIER, "lastTransitionTime": EARLIER},
+]
+
+
+class ApiServer(http.server.ThreadingHTTPServer):
+    """Answers GET /api/v1/nodes/NAME and PATCH .../status as the API server does (conditions merge
+    by type in a strategic-merge patch); records each request and the client certificate's CN."""
+
+    def __init__(self, pki):
+        super().__init__(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(pki / "server.crt"), str(pki / "server.key"))
+        context.load_verify_locations(str(pki / "ca.crt"))
+        context.verify_mode = ssl.CERT_REQUIRED
+        self.socket = context.wrap_socket(self.socket, server_side=True)
+        self.nodes = {NODE: _node(copy.deepcopy(OTHERS))}
+        self.requests = []
+        self.forbid_patch = False
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def _answer(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _status(self, code, reason, message):
+        self._answer(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
+                            "message": message, "code": code})
+
+    def _record(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length)) if length else None
+        subject = dict(pair[0] for pair in self.connection.getpeercert()["subject"])
+        self.server.requests.append({"method": self.command, "path": self.path, "body": body,
+                                     "content_type": self.headers.get("Content-Type"),
+                                     "client": subject.get("commonName")})
+        parts = self.path.split("/")  # /api/v1/nodes/NAME[/status]
+        return body, self.server.nodes.get(parts[4]) if len(parts) > 4 else None, parts
+
+    def do_GET(self):
+        _body, node, parts = self._record()
+        if node is None:
+            return self._status(404, "NotFound", f'nodes "{parts[-1]}" not found')
+        return self._answer(200, node)
+
+    def do_PATCH(self):
+        body, node, parts = self._record()
+        if self.server.forbid_patch:
+            return self._status(403, "Forbidden", f'nodes "{parts[4]}" is forbidden: node "other" '
+                                                  "is not allowed to modify node \"gpu-1\"")
+        if node is None or parts[5:] != ["status"]:
+            return self._status(404, "NotFound", "not found")
+        conditions = node["status"]["conditions"]
+        for patched in body["status"]["conditions"]:
+            same = [c for c in conditions if c["type"] == patched["type"]]
+            if same:
+                same[0].update(patched)
+            else:
+                conditions.append(patched)
+        return self._answer(200, node)
+
+
+@pytest.fixture
+def server(pki):
+    api = ApiServer(pki)
+    thread = threading.Thread(target=api.serve_forever, daemon=True)
+    thread.start()
+    yield api
+    api.shutdown()
+    api.server_close()
+
+
+def kubeconfig(folder, pki, server_url, data=False):
+    """A kubelet's kubeconfig: files as kubeadm writes them, or the -data form."""
+    pem = str(pki / "kubelet-client-current.pem")
+    if data:
+        def encoded(name):
+            return base64.b64encode((pki / name).read_bytes()).decode()
+        cluster = {"server": server_url, "certificate-authority-data": encoded("ca.crt")}
+        user = {"client-certificate-data": encoded("client.crt"), "client-key-data": encoded("client.key")}
+    else:
+        cluster = {"server": server_url, "certificate-authority": str(pki / "ca.crt")}
+        user = {"client-certificate": pem, "client-key": pem}
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "system:node:gpu-1@kubernetes",
+              "clusters": [{"name": "kubernetes", "cluster": cluster}],
+              "contexts": [{"name": "system:node:gpu-1@kubernetes",
+                            "context": {"cluster": "kubernetes", "user": "system:node:gpu-1"}}],
+              "users": [{"name": "system:node:gpu-1", "user": user}]}
+    path = folder / "kubelet.conf"
+    path.write_text(json.dumps(config))  # JSON is YAML
+    return str(path)
+
+
+@pytest.fixture
+def call(run_module, server, pki, tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_node_condition, "now", lambda: NOW)
+    url = f"https://127.0.0.1:{server.server_address[1]}"
+
+    def _call(check_mode=False, diff=False, data=False, **args):
+        args = dict({"kubeconfig": kubeconfig(tmp_path, pki, url, data), "type": TYPE, "status": "True",
+                     "reason": "Passed", "message": "all checks passed"}, **args)
+        return run_module(gpu_node_condition, args, check_mode=check_mode, diff=diff)
+
+    return _call
+
+
+def _ours(server):
+    return [c for c in server.nodes[NODE]["status"]["conditions"] if c["type"] == TYPE]
+
+
+def test_a_new_condition_is_one_strategic_merge_patch_and_keeps_the_other_conditions(call, server):
+    ok, result = call()
+    assert ok and result["changed"], result
+    expected = {"type": TYPE, "status": "True", "reason": "Passed", "message": "all checks passed",
+                "lastHeartbeatTime": NOW, "lastTransitionTime": NOW}
+    assert [(r["method"], r["path"]) for r in server.requests] == [
+        ("GET", f"/api/v1/nodes/{NODE}"), ("PATCH", f"/api/v1/nodes/{NODE}/status")]
+    patch = server.requests[1]
+    assert patch["body"] == {"status": {"conditions": [expected]}}
+    assert patch["content_type"] == "application/strategic-merge-patch+json"
+    assert {r["client"] for r in server.requests} == {f"system:node:{NODE}"}
+    assert server.nodes[NODE]["status"]["conditions"] == [*OTHERS, expected]
+    assert result["condition"] == expected
+    assert (result["node_name"], result["named_by"]) == (NODE, "client certificate")
+
+
+def test_nothing_is_sent_when_the_condition_already_holds(call, server):
+    call()
+    server.requests.clear()
+    ok, result = call()
+    assert ok and not result["changed"]
+    assert [r["method"] for r in server.requests] == ["GET"]
+
+
+def test_check_mode_only_reads_and_diff_shows_before_and_after(call, server):
+    ok, result = call(check_mode=True, diff=True)
+    assert ok and result["changed"]
+    assert [r["method"] for r in server.requests] == ["GET"]
+    assert _ours(server) == []
+    assert result["diff"]["before"] == ""
+    assert json.loads(result["diff"]["after"])["status"] == "True"
+    assert result["diff"]["before_header"] == f"node {NODE} condition {TYPE}"
+
+
+def test_a_new_message_keeps_the_transition_time_and_a_new_status_moves_it(call, server):
+    server.nodes[NODE]["status"]["conditions"].append(
+        {"type": TYPE, "status": "True", "reason": "Passed", "message": "old", "lastHeartbeatTime": EARLIER,
+         "lastTransitionTime": EARLIER})
+    ok, result = call(diff=True)
+    assert ok and result["changed"]
+    assert server.requests[-1]["body"]["status"]["conditions"][0]["lastTransitionTime"] == EARLIER
+    assert _ours(server)[0]["lastHeartbeatTime"] == NOW
+    assert json.loads(result["diff"]["before"])["message"] == "old"
+    ok, result = call(status="False", reason="NotValidatedSinceBoot")
+    assert ok and result["changed"]
+    assert _ours(server) == [{"type": TYPE, "status": "False", "reason": "NotValidatedSinceBoot",
+                              "message": "all checks passed", "lastHeartbeatTime": NOW,
+                              "lastTransitionTime": NOW}]
+    assert len(server.nodes[NODE]["status"]["conditions"]) == 3
+
+
+def test_credentials_held_as_data_in_the_kubeconfig_work_too(call, server):
+    ok, result = call(data=True)
+    assert ok and result["changed"], result
+    assert server.requests[-1]["client"] == f"system:node:{NODE}"
+
+
+def test_an_unknown_node_and_a_forbidden_patch_name_the_server_and_the_node(call, server):
+    url = f"https://127.0.0.1:{server.server_address[1]}"
+    ok, result = call(node_name="gpu-2")
+    assert not ok
+    assert f"GET /api/v1/nodes/gpu-2: not found (404) for node gpu-2 at {url}" in result["msg"]
+    assert "the Node was not changed" in result["msg"]
+    server.forbid_patch = True
+    ok, result = call()
+    assert not ok
+    assert f"forbidden (403) for node {NODE} at {url}" in result["msg"]
+    assert "is not allowed to modify node" in result["msg"]
+
+
+def test_an_unreachable_server_is_named(run_module, pki, tmp_path):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    path = kubeconfig(tmp_path, pki, f"https://127.0.0.1:{port}")
+    ok, result = run_module(gpu_node_condition, {"kubeconfig": path, "type": TYPE, "status": "True",
+                                                 "reason": "Passed"})
+    assert not ok
+    assert f"cannot reach the API server for node {NODE} at https://127.0.0.1:{port}" in result["msg"]
+    assert path in result["msg"]
+
+
+def test_a_reason_that_is_not_camel_case_is_refused_before_any_request(call, server):
+    ok, result = call(reason="not validated")
+    assert not ok and "reason: 'not validated' is not a CamelCase reason" in result["msg"]
+    assert server.requests == []
+
+
+def test_the_node_name_is_the_certificate_cn_then_the_override_then_the_hostname(pki):
+    pem = (pki / "kubelet-client-current.pem").read_text()
+    assert identity.subject_common_name(pem) == f"system:node:{NODE}"
+    assert identity.node_name_of(pem, [], "host") == (NODE, "client certificate")
+    server_pem = (pki / "server.crt").read_text()
+    argv = ["/usr/bin/kubelet", "--hostname-override", "GPU-9"]
+    assert identity.node_name_of(server_pem, argv, "host") == ("gpu-9", "--hostname-override")
+    assert identity.node_name_of("", ["/usr/bin/kubelet"], "Host.Example\n") == ("host.example", "hostname")
+    garbage = "-----BEGIN CERTIFICATE-----\nbm90IERFUg==\n-----END CERTIFICATE-----"
+    assert identity.subject_common_name(garbage) is None

@@ -50,14 +50,7 @@ options:
     type: str
     default: ""
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  platform:
-    platforms: posix
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
+  - module_attributes
 author:
   - gpunode maintainers (@gpunode)
 """

@@ -74,9 +74,9 @@ def refusal(node, disruption):
     work = "; ".join(f"pid {p['pid']} ({p['unit'] or 'no systemd unit'}): {p['command'] or '?'}"
                      for p in disruption["gpu_work"])
     return (f"{node}: refused, GPU work runs here and this run would disrupt it "
-            f"({', '.join(disruption['reasons'])}): {work}. Nothing was changed. Stop that work (for a driver "
-            f"change, playbooks/upgrade_driver.yml drains the node first), or set {ALLOW_VARIABLE}: true "
-            f"to change the node anyway (the work may fail).")
+            f"({', '.join(disruption['reasons'])}): {work}. Nothing was changed. Stop that work (for a "
+            f"driver change, playbooks/upgrade_driver.yml drains the node first), or set {ALLOW_VARIABLE}: "
+            f"true to change the node anyway (the work may fail).")
 
 
 def assess(read, gpu_services, allow_in_use, node=None):

@@ -31,6 +31,9 @@ COLUMNS = (
     "validated",
     "this run",
 )
+# the GPUs cell names a fabric its NVSwitch count does not show (nvidia_gpu_facts' ``fabric``); the
+# facts carry its kind, not its state (the gpu_validate role's fabric check reads that)
+FABRICS = {"nvlink5": "NVLink5 fabric", "mnnvl": "NVL72 (MNNVL) fabric"}
 
 
 def _gpus(facts):
@@ -43,6 +46,8 @@ def _gpus(facts):
     parts = [f"{count}x {model}" for model, count in counts.items()] or [f"{gpu['gpu_count']} GPU(s)"]
     if gpu.get("nvswitch_count"):
         parts.append(f"{gpu['nvswitch_count']} NVSwitch")
+    if gpu.get("fabric") in FABRICS:
+        parts.append(FABRICS[gpu["fabric"]])
     return ", ".join(parts)
 
 

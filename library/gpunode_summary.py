@@ -9,12 +9,13 @@ DOCUMENTATION = r"""
 module: gpunode_summary
 short_description: Summarise a gpunode run in one table, a row per host
 description:
-  - Builds, from the facts the roles published on each host in this run, one row per host - its GPUs,
-    the NVIDIA driver loaded (module type, whether held), the default runtime of each container engine
-    (and which one the kubelet uses), the kubelet feature gates, the scheduler extender, what offers its
-    GPUs to the cluster, whether a reboot is pending, whether its GPUs passed validation (V(passed),
-    V(failed) with the failed checks, V(not run); an earlier pass with its date) - and what this run
-    changed there (the host's C(gpunode_changes)).
+  - Builds, from the facts the roles published on each host in this run, one row per host - its GPUs (with
+    their NVSwitches, or C(NVLink5 fabric) on an HGX B200/B300, C(NVL72 (MNNVL\) fabric) on a GB200/GB300
+    tray - the fabric's kind; its state is the validation's), the NVIDIA driver loaded (module type, whether
+    held), the default runtime of each container engine (and which one the kubelet uses), the kubelet
+    feature gates, the scheduler extender, what offers its GPUs to the cluster, whether a reboot is
+    pending, whether its GPUs passed validation (V(passed), V(failed) with the failed checks, V(not run);
+    an earlier pass with its date) - and what this run changed there (the host's C(gpunode_changes)).
   - A role that did not run on a host leaves its column at C(-). Changes nothing.
   - An action plugin - it runs on the controller, in the task's own process, and never on a host.
 options:

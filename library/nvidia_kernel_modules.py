@@ -15,9 +15,14 @@ description:
     was; the busy modules are reported in RV(busy), or the task fails with O(fail_on_busy).
   - O(state=present) loads the modules of O(load) that are not loaded, with C(modprobe), then starts
     O(start_services).
-  - O(state=reloaded) does both - unload (as above), then, when nothing stayed busy, load O(load) and start
-    again the services it stopped. With a busy module the old driver keeps running and RV(busy) says why; the
-    caller decides about a reboot.
+  - O(state=reloaded) does both - unload (as above), then, when nothing stayed busy, load O(load) and every
+    module it unloaded (C(nvidia_peermem), C(nvidia_drm), ...; RV(restored)), the last unloaded first, and
+    start again the services it stopped. With a busy module the old driver keeps running and RV(busy) says
+    why; the caller decides about a reboot.
+  - A module that will not load fails the task, naming it and modprobe's message, once the others are loaded
+    and (when C(nvidia) is) the services started again. So C(nvidia_peermem), loaded before a reload and not
+    loading again (C(ib_core) missing), leaves the node its driver and fails the task saying that GPUDirect
+    RDMA is off - a failure, not a warning, as the node had it before.
   - Which modules are loaded is read from C(<proc_root>/modules) (C(<sysfs_root>/module) without it).
 options:
   names:
@@ -26,7 +31,7 @@ options:
     elements: str
     default: [nvidia_uvm, nvidia_drm, nvidia_modeset, nvidia_peermem, nvidia]
   load:
-    description: Modules to load (loading one loads what it depends on).
+    description: Modules to load, the last first (loading one loads what it depends on).
     type: list
     elements: str
     default: [nvidia_uvm, nvidia]
@@ -94,7 +99,12 @@ loaded:
   type: list
   elements: str
 unloaded:
-  description: Modules unloaded by this run (and not loaded again).
+  description: Modules unloaded by this run (with O(state=reloaded), RV(restored) are loaded again).
+  returned: always
+  type: list
+  elements: str
+restored:
+  description: Modules this run unloaded and loaded again (O(state=reloaded)), in the order loaded.
   returned: always
   type: list
   elements: str
@@ -122,6 +132,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.driver.driver import (
     LOAD_MODULES,
+    MODULE_NEEDS,
     NVIDIA_MODULES,
     DriverError,
     version_matches,
@@ -156,7 +167,8 @@ class Modules:
         self.params = module.params
         self.modprobe = module.get_bin_path("modprobe", required=True)
         self.host = Host(module)
-        self.result = {"changed": False, "loaded": [], "unloaded": [], "busy": {}, "stopped": []}
+        self.result = {"changed": False, "loaded": [], "unloaded": [], "restored": [], "busy": {},
+                       "stopped": []}
 
     def loaded(self):
         return set(read_loaded(self.params["sysfs_root"], self.params["proc_root"])["modules"])
@@ -200,23 +212,33 @@ class Modules:
                 break  # what depends on a busy module stays too
 
     def load(self, names):
+        """Load ``names``, the last first; ``{name: modprobe's message}`` of those that would not load."""
+        failed = {}
         for name in reversed(names):
             if name in self.loaded() or (self.module.check_mode and name in self.result["unloaded"]):
                 continue
             if not self.module.check_mode:
                 rc, out, err = self._run([self.modprobe, name])
                 if rc != 0:
-                    self.module.fail_json(msg=f"modprobe {name} failed: {err.strip() or out.strip()}",
-                                          **self.result)
+                    failed[name] = err.strip() or out.strip() or f"rc {rc}"
+                    continue
             self.result["loaded"].append(name)
+        return failed
+
+    def fail_load(self, failed):
+        self.module.fail_json(msg="; ".join(f"modprobe {name} failed: {message}" + (
+            f" ({MODULE_NEEDS[name]})" if name in MODULE_NEEDS else "") for name, message in failed.items()),
+            **self.result)
 
     def put_back(self):
         """A module stayed busy: load again what was unloaded, start what was stopped."""
         unloaded = self.result["unloaded"]
         self.result["unloaded"] = []
-        self.load(list(reversed(unloaded)))
+        failed = self.load(unloaded)
         self.result["loaded"] = []
         self.start_services(list(self.result["stopped"]))
+        if failed:
+            self.fail_load(failed)
 
 
 def running_kernel():
@@ -255,9 +277,14 @@ def run(module):
                                      f"{'; '.join(result['busy'].values())}; the modules and services were "
                                      "put back as they were", **result)
     if params["state"] in ("present", "reloaded") and not result["busy"]:
-        modules.load(params["load"])
-        restart = list(result["stopped"]) if params["state"] == "reloaded" else []
-        modules.start_services(restart + [s for s in params["start_services"] if s not in restart])
+        # every module unloaded goes back, the last unloaded first (nvidia_peermem after nvidia)
+        failed = modules.load([n for n in params["load"] if n not in result["unloaded"]] + result["unloaded"])
+        result["restored"] = [name for name in result["loaded"] if name in result["unloaded"]]
+        if not failed or "nvidia" in modules.loaded():  # the driver is there: what held it starts again
+            restart = list(result["stopped"]) if params["state"] == "reloaded" else []
+            modules.start_services(restart + [s for s in params["start_services"] if s not in restart])
+        if failed:
+            modules.fail_load(failed)
     result["changed"] = any(result.get(key) for key in ("loaded", "unloaded", "stopped", "started"))
     if module.check_mode:
         result["nvidia_loaded"] = params["state"] != "absent" and not result["busy"]

@@ -546,6 +546,59 @@ def test_reload_stops_what_holds_the_gpu_and_starts_it_again(fake, run_module):
     assert len(stops) == 1 and not any("dcgm" in c and "stop" in c for c in fake.calls)
 
 
+RDMA_NODE = ("nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "nvidia")
+
+
+def modprobe_loads(fake):
+    """The modules ``fake`` was asked to load, in order."""
+    return [call[1] for call in fake.calls if call[0].endswith("modprobe") and call[1] != "-r"]
+
+
+def test_reload_puts_back_every_module_it_unloaded_the_last_unloaded_first(fake, run_module):
+    # a GPUDirect RDMA node: a driver change kept nvidia_peermem (and the display modules) away until a reboot
+    fake.load("535.129.03", *RDMA_NODE)
+    scripted_modprobe(fake)
+    running = {"nvidia-persistenced"}
+    scripted_systemctl(fake, running)
+    args = {"state": "reloaded", "stop_services": ["nvidia-persistenced"], "proc_root": str(fake.proc)}
+    ok, result = run_module(nvidia_kernel_modules, args)
+    assert ok, result
+    assert result["unloaded"] == list(RDMA_NODE)
+    assert result["loaded"] == result["restored"] == list(reversed(RDMA_NODE)) == modprobe_loads(fake)
+    assert running == {"nvidia-persistenced"} and result["stopped"] == []
+    ok, result = run_module(nvidia_kernel_modules, args, check_mode=True)
+    assert ok and result["unloaded"] == list(RDMA_NODE) and result["restored"] == []
+
+
+def test_modules_an_earlier_unload_took_go_back_when_asked_for(fake, run_module):
+    # the .run install: state=absent before the installer, then this load, given what it unloaded
+    fake.load("535.129.03", "nvidia_peermem", "nvidia")
+    scripted_modprobe(fake)
+    ok, result = run_module(nvidia_kernel_modules, {"state": "absent", "proc_root": str(fake.proc)})
+    assert ok and result["unloaded"] == ["nvidia_peermem", "nvidia"]
+    ok, result = run_module(nvidia_kernel_modules, {"state": "reloaded", "proc_root": str(fake.proc),
+                                                    "load": ["nvidia_uvm", "nvidia", *result["unloaded"]]})
+    assert ok and result["loaded"] == ["nvidia", "nvidia_peermem", "nvidia_uvm"] and result["restored"] == []
+
+
+def test_a_module_that_does_not_come_back_fails_the_reload_after_the_driver_and_services_are_back(
+        fake, run_module):
+    fake.load("535.129.03", "nvidia_uvm", "nvidia_peermem", "nvidia")
+    scripted_modprobe(fake)
+    fake.commands["modprobe nvidia_peermem"] = (1, "", "modprobe: ERROR: could not insert 'nvidia_peermem': "
+                                                       "Invalid argument")
+    running = {"nvidia-persistenced"}
+    scripted_systemctl(fake, running)
+    args = {"state": "reloaded", "stop_services": ["nvidia-persistenced"], "proc_root": str(fake.proc)}
+    ok, result = run_module(nvidia_kernel_modules, args)
+    assert not ok
+    assert result["msg"] == ("modprobe nvidia_peermem failed: modprobe: ERROR: could not insert "
+                             "'nvidia_peermem': Invalid argument (it needs ib_core (the InfiniBand stack, "
+                             "inbox or DOCA-OFED) loaded first; GPUDirect RDMA is off until it loads)")
+    assert result["loaded"] == result["restored"] == ["nvidia", "nvidia_uvm"]
+    assert running == {"nvidia-persistenced"} and result["stopped"] == []
+
+
 def test_reload_over_a_busy_module_puts_everything_back(fake, run_module):
     fake.load("535.129.03", "nvidia_uvm", "nvidia")
     scripted_modprobe(fake, busy=("nvidia",))

@@ -52,6 +52,19 @@ def test_a_row_per_host_from_its_facts_and_changes(summary):
     assert got[2] == ("new", "-", "-", "-", "-", "-", "-", "-", "-", "nothing")
 
 
+@pytest.mark.parametrize("fabric, cell", [
+    ("nvswitch", "8x H100 SXM5 80GB, 4 NVSwitch"),  # the NVSwitch count names it
+    ("nvlink5", "8x B200, NVLink5 fabric"),
+    ("mnnvl", "4x GB200, NVL72 (MNNVL) fabric"),
+    ("none", "1x Tesla T4"),
+])
+def test_the_gpus_cell_names_the_nvlink_fabric_by_its_kind(summary, fabric, cell):
+    model, count = cell.split(", ")[0].split("x ", 1)[::-1]
+    gpu = {"present": True, "gpu_count": int(count), "nvswitch_count": 4 if fabric == "nvswitch" else 0,
+           "model_counts": {model: int(count)}, "fabric": fabric}
+    assert summary.rows(["node"], {"node": {"nvidia_gpu": gpu}}, {})[0][1] == cell
+
+
 def test_what_needs_attention_reads_plainly(summary):
     facts = {"nvidia_gpu": {"present": False, "gpu_count": 0},
              "nvidia_driver": {"installed_version": None, "reboot_required": True},

@@ -26,6 +26,9 @@ from ansible.module_utils.gpunode.host.packages import AptSourceError, deb822_te
 NVIDIA_MODULES = ("nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "nvidia")
 #: The modules a compute node loads (nvidia_uvm pulls nvidia in).
 LOAD_MODULES = ("nvidia_uvm", "nvidia")
+#: What a module needs loaded before it, said when it will not load (notes/fabric.md, section 3).
+MODULE_NEEDS = {"nvidia_peermem": "it needs ib_core (the InfiniBand stack, inbox or DOCA-OFED) loaded "
+                                  "first; GPUDirect RDMA is off until it loads"}
 
 #: The names NVIDIA's packages register their kernel module source under with DKMS: ``nvidia``
 #: (Debian and Ubuntu, both flavours; EL's proprietary kmod-nvidia-latest-dkms) and ``nvidia-open``

@@ -87,6 +87,13 @@ options:
     description: Hold the driver packages (converged on every run - a false value releases them).
     type: bool
     default: true
+  kernel_hold:
+    description: Hold the running kernel's flavour metapackages (apt - C(linux-image-<flavour>),
+      C(linux-headers-<flavour>), C(linux-<flavour>)) or version-lock C(kernel*) (dnf), so that no new kernel
+      is installed; a false value releases only the holds gpunode made (listed in
+      C(/var/lib/gpunode/kernel-holds)), never the operator's own.
+    type: bool
+    default: false
   install_prerequisites:
     description: Plan kernel headers, DKMS and a compiler when a build needs them.
     type: bool

@@ -293,6 +293,22 @@ plan:
       type: list
       elements: str
       returned: always
+    kernel_hold:
+      description: Kernel packages to hold (O(kernel_hold), not held yet) - the same task holds them.
+      type: list
+      elements: str
+      returned: always
+    kernel_unhold:
+      description: Kernel packages gpunode held to release (O(kernel_hold) false).
+      type: list
+      elements: str
+      returned: always
+    kernel_record:
+      description: The kernel packages gpunode holds, to write to C(/var/lib/gpunode/kernel-holds) (before
+        new holds are made, after holds are released), or null when the record stays.
+      type: list
+      elements: str
+      returned: always
     blacklist_nouveau:
       description: Write the nouveau blacklist and rebuild the initramfs.
       type: bool
@@ -476,6 +492,15 @@ state:
     versionlock_plugin:
       description: On dnf nodes, whether dnf's versionlock plugin (the holds) is installed; null elsewhere.
       type: bool
+      returned: when the host has an NVIDIA GPU
+    running_kernel:
+      description: The running kernel's release (C(<proc_root>/sys/kernel/osrelease)).
+      type: str
+      returned: when the host has an NVIDIA GPU
+    kernel_hold_record:
+      description: The kernel packages gpunode holds, as its record says.
+      type: list
+      elements: str
       returned: when the host has an NVIDIA GPU
     location:
       description: Where the driver's tools are - C(smi) (nvidia-smi's path, on PATH or under an image's

@@ -252,6 +252,7 @@ def build_request(params, gpu, os_info):
         "wanted": version or branch,
         "module_type": module_type,
         "hold": bool(params.get("hold", True)) and method in PACKAGE_METHODS,
+        "kernel_hold": bool(params.get("kernel_hold")),
         "persistence": bool(params.get("persistence", True)),
         "fabricmanager": fabricmanager == "always"
         or (fabricmanager == "auto" and gpu.get("nvswitch_count", 0) > 0),
@@ -309,6 +310,7 @@ def _preinstalled_request(params, gpu, os_info):
         "asked_version": version, "asked_branch": branch, "asked_module_type": params.get("module_type"),
         "check_branch": params.get("check_branch", True),
         "hold": bool(params.get("hold", True)), "persistence": bool(params.get("persistence", True)),
+        "kernel_hold": bool(params.get("kernel_hold")),
         "fabricmanager": fabricmanager == "always"
         or (fabricmanager == "auto" and gpu.get("nvswitch_count", 0) > 0),
         "blacklist_nouveau": False, "install_prerequisites": False, "signing": False, "headers_package": None,

@@ -37,6 +37,7 @@ from ansible.module_utils.gpunode.driver.plan import (
     needs_dkms_status,
 )
 from ansible.module_utils.gpunode.driver.roots import (
+    KERNEL_HOLD_RECORD,
     find_smi,
     lib_dirs,
     location,
@@ -310,6 +311,9 @@ def read_state(host, params, os_info, request):
         "initramfs_command": initramfs_command(host, request.get("package_manager")),
         "module_stream": read_module_stream(host, request),
         "versionlock_plugin": read_versionlock_plugin(host, request),
+        "running_kernel": (read_text(os.path.join(params["proc_root"], "sys/kernel/osrelease"), DriverError)
+                           or kernel).strip(),
+        "kernel_hold_record": (read_text(KERNEL_HOLD_RECORD, DriverError) or "").split(),
     }
     if needs_dkms_status(state, request):
         state["dkms"] = read_dkms(host)

@@ -210,6 +210,31 @@ def debian_archive_source(codename):
 
 # ----------------------------------------------------------------------------- names
 
+#: apt's kernel metapackages and the flavour each follows: Ubuntu's ``linux-<flavour>``,
+#: ``linux-image-<flavour>`` and ``linux-headers-<flavour>`` with their HWE, LTS, series and edge
+#: variants (wiki.ubuntu.com/Kernel/Dev/Meta-Pkgs); Debian's ``linux-image-<flavour>`` and
+#: ``linux-headers-<flavour>`` (``amd64``, ``cloud-amd64``; the Debian Kernel Handbook, ch. 3).
+_KERNEL_META_RE = re.compile(r"^linux(?:-image|-headers)?-(?P<flavour>[a-z][a-z0-9+-]*?)"
+                             r"(?:-(?:hwe|lts)-\d+\.\d+|-\d+\.\d+)?(?:-edge)?$")
+
+
+def kernel_hold_targets(release, packages, package_manager="apt"):
+    """The installed packages that hold the kernel where it is (nvidia_driver_kernel_hold): dnf,
+    ``kernel*``; apt, the metapackages of the running kernel's flavour, the longest ending of
+    ``release`` (``6.8.0-60-generic``, ``6.12.38+deb13-cloud-amd64``) that one names."""
+    names = [name for name, entry in (packages or {}).items()
+             if entry["status"] not in ("not-installed", "config-files")]
+    if package_manager == "dnf":
+        return sorted(name for name in names if name.startswith("kernel"))
+    metas = {}
+    for name in names:
+        match = _KERNEL_META_RE.match(name)
+        if match:
+            metas.setdefault(match.group("flavour"), []).append(name)
+    parts = (release or "").split("-")
+    flavours = ["-".join(parts[i:]) for i in range(1, len(parts)) if parts[i][:1].isalpha()]
+    return sorted(next((metas[f] for f in flavours if f in metas), []))
+
 
 def driver_packages(family, key, source, branch, *, module_type, version=None):
     """The packages that install a driver branch: ``{"install", "pin", "hold"}``.

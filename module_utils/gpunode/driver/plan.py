@@ -48,13 +48,14 @@ def index_lookups(plan_result, request):
 PLAN_KEYS = ("repair_dpkg", "install", "install_packages", "refresh_index", "prerequisites", "dkms_build",
              "dkms_module", "dkms_version", "unhold", "hold", "remove", "kernel_modules", "blacklist_nouveau",
              "unload", "load", "reboot_required", "persistence", "fabricmanager", "module_stream",
-             "version_lock", "allow_erasing")
+             "version_lock", "allow_erasing", "kernel_hold", "kernel_unhold", "kernel_record")
 
 
 #: A plan that changes nothing; ``preinstalled`` plans only :data:`PREINSTALLED_STEPS` over it.
 _LIST_STEPS = ("install_packages", "prerequisites", "unhold", "hold", "remove", "kernel_modules",
-               "persistence")
-_NONE_STEPS = ("dkms_module", "dkms_version", "fabricmanager", "module_stream", "version_lock")
+               "persistence", "kernel_hold", "kernel_unhold")
+_NONE_STEPS = ("dkms_module", "dkms_version", "fabricmanager", "module_stream", "version_lock",
+               "kernel_record")
 EMPTY_STEPS = {key: None if key in _NONE_STEPS else [] if key in _LIST_STEPS else False
                for key in PLAN_KEYS}
 #: The methods whose driver packages the role holds (``preinstalled``: those dpkg says own the loaded driver).
@@ -96,9 +97,10 @@ def plan(state, request):
         parts.update(part)
         reasons.extend(why)
     steps = {key: parts[key] for key in PLAN_KEYS}
-    steps["converged"] = not any(value for key, value in steps.items()
+    steps["converged"] = steps["kernel_record"] is None and not any(value for key, value in steps.items()
                                  if key not in ("dkms_module", "dkms_version", "reboot_required",
-                                                "install_packages", "version_lock", "allow_erasing"))
+                                                "install_packages", "version_lock", "allow_erasing",
+                                                "kernel_record"))
     steps["disruptive"] = steps["install"] or steps["unload"] or steps["reboot_required"]
     steps["reasons"] = reasons
     return steps
@@ -183,6 +185,29 @@ def plan_hold(state, request, steps):
             unhold = sorted(set(unhold) | {p for p in hold_targets if p in held})
     reasons = [f"not held: {', '.join(hold)}"] if hold and not install else []
     return {"unhold": unhold, "hold": hold}, reasons
+
+
+def plan_kernel_hold(state, request, _steps):
+    """``kernel_hold`` and ``kernel_unhold``: the kernel packages held so that no new kernel comes
+    (:func:`~ansible.module_utils.gpunode.driver.packages.kernel_hold_targets`), or released, only
+    those gpunode's record lists (a hold it found made is the operator's); ``kernel_record``: the
+    record to write, None when it stays."""
+    packages = state.get("packages")
+    if packages is None:
+        return {}, []
+    held, recorded = held_packages(packages), sorted(state.get("kernel_hold_record") or ())
+    hold = unhold = []
+    if request.get("kernel_hold"):
+        targets = nvidia_packages.kernel_hold_targets(state.get("running_kernel") or state.get("kernel"),
+                                                      packages, request.get("package_manager"))
+        hold = [name for name in targets if name not in held]
+    else:
+        unhold = [name for name in recorded if name in held]
+    record = sorted({name for name in recorded if name in held} - set(unhold) | set(hold))
+    reasons = [f"kernel not held: {', '.join(hold)}"] if hold else []
+    reasons += [f"kernel held by gpunode, released: {', '.join(unhold)}"] if unhold else []
+    return {"kernel_hold": hold, "kernel_unhold": unhold,
+            "kernel_record": None if record == recorded else record}, reasons
 
 
 def plan_module(state, request, steps):
@@ -338,9 +363,10 @@ def plan_preinstalled_persistence(state, request, steps):
     return plan_persistence(state, request, steps)
 
 
-PREINSTALLED_STEPS = (plan_hold, plan_preinstalled_persistence)
-PLAN_STEPS = (plan_install, plan_signing, plan_dpkg, plan_prerequisites, plan_hold, plan_module,
-              plan_blacklist, plan_persistence, plan_fabricmanager, plan_switch, plan_index, plan_el_branch)
+PREINSTALLED_STEPS = (plan_hold, plan_kernel_hold, plan_preinstalled_persistence)
+PLAN_STEPS = (plan_install, plan_signing, plan_dpkg, plan_prerequisites, plan_hold, plan_kernel_hold,
+              plan_module, plan_blacklist, plan_persistence, plan_fabricmanager, plan_switch, plan_index,
+              plan_el_branch)
 
 
 def install_step(state, request):

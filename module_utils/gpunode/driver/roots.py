@@ -36,6 +36,8 @@ SYSTEM_PREFIXES = ("/usr", "/", "/usr/local")
 RUNFILE_TRACES = ("/usr/bin/nvidia-uninstall", "/var/log/nvidia-installer.log")
 #: The record gpunode writes after each of its own ``.run`` installs (tasks/install_runfile.yml).
 RUNFILE_RECORD = "/var/lib/gpunode/nvidia-driver-runfile"
+#: The kernel packages gpunode holds (nvidia_driver_kernel_hold), one a line (tasks/converge.yml).
+KERNEL_HOLD_RECORD = "/var/lib/gpunode/kernel-holds"
 #: The library directories under an image's prefix.
 PREFIX_LIB_DIRS = ("lib64", "lib", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu")
 

@@ -42,6 +42,7 @@ REQUEST_SPEC = {
     "rpm_repository": {"type": "str"},
     "rpm_key_url": {"type": "str", "no_log": False},
     "hold": {"type": "bool", "default": True},
+    "kernel_hold": {"type": "bool", "default": False},
     "install_prerequisites": {"type": "bool", "default": True},
     "blacklist_nouveau": {"type": "bool", "default": True},
     "blacklist_path": {"type": "path", "default": "/etc/modprobe.d/blacklist-nouveau.conf"},

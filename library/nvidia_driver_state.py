@@ -120,6 +120,10 @@ request:
       description: Whether the driver packages are to be held.
       type: bool
       returned: always
+    kernel_hold:
+      description: Whether the kernel metapackages are to be held (O(kernel_hold)).
+      type: bool
+      returned: always
     persistence:
       description: Whether C(nvidia-persistenced) is to run.
       type: bool

@@ -157,6 +157,7 @@ from ansible.module_utils.gpunode.driver.mig import (
 from ansible.module_utils.gpunode.driver.roots import TOOL_PREFIXES, find_smi
 from ansible.module_utils.gpunode.formats import k8s_names, values
 from ansible.module_utils.gpunode.formats.yaml_edit import YAML_IMPORT_ERROR, yaml
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load
 from ansible.module_utils.gpunode.host import systemd
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import read_text
@@ -201,7 +202,7 @@ def load_config(module, path):
     if YAML_IMPORT_ERROR:
         module.fail_json(msg=missing_required_lib("PyYAML (python3-yaml)"), exception=YAML_IMPORT_ERROR)
     try:
-        return yaml.safe_load(text)
+        return safe_load(text)
     except yaml.YAMLError as exc:
         raise MigError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
 

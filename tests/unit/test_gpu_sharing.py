@@ -12,6 +12,7 @@ from ansible.module_utils import basic
 from ansible.module_utils.gpunode.addons import device_plugin_config as dpc
 from ansible.module_utils.gpunode.addons import hami
 from ansible.module_utils.gpunode.addons.cluster import GpuAddonsError
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load
 
 V = "gpu_cluster_addons_device_plugin_config"
 NAMED = "gpu_cluster_addons_device_plugin_configs.a100-ts"
@@ -321,7 +322,7 @@ def test_other_modes_remove_the_nvidia_config_labels(run_module, mode):
                                              ((1, 23), "kubescheduler.config.k8s.io/v1beta3"),
                                              ((1, 20), "kubescheduler.config.k8s.io/v1beta1")])
 def test_hami_extender_configuration_for_the_clusters_scheduler(minor, api):
-    data = yaml.safe_load(hami.scheduler_config(minor, "http://127.0.0.1:31998"))
+    data = safe_load(hami.scheduler_config(minor, "http://127.0.0.1:31998"))
     assert data["apiVersion"] == api and data["kind"] == "KubeSchedulerConfiguration"
     assert "profiles" not in data  # the cluster's default profile
     (ext,) = data["extenders"]
@@ -334,9 +335,9 @@ def test_hami_extender_configuration_for_the_clusters_scheduler(minor, api):
 
 
 def test_hami_own_scheduler_has_its_profile_and_a_policy_before_1_19():
-    data = yaml.safe_load(hami.scheduler_config((1, 30), "http://127.0.0.1:8080", profile="hami-scheduler"))
+    data = safe_load(hami.scheduler_config((1, 30), "http://127.0.0.1:8080", profile="hami-scheduler"))
     assert data["profiles"] == [{"schedulerName": "hami-scheduler"}]
-    policy = yaml.safe_load(hami.scheduler_config((1, 18), "http://127.0.0.1:8080"))
+    policy = safe_load(hami.scheduler_config((1, 18), "http://127.0.0.1:8080"))
     assert policy["kind"] == "Policy" and policy["extenders"][0]["enableHttps"] is False
 
 
@@ -386,7 +387,7 @@ def test_hami_webhook_files_follow_where_its_certificate_comes_from_in_both_plac
     # the name the webhook writes into pods is that of a scheduler which calls HAMi's extender
     assert result["hami"]["scheduler_name"] == scheduler_name
     key = "own_scheduler_config" if scheduler == "deployment" else "kube_scheduler_config"
-    entry = yaml.safe_load(result["hami"][key])["extenders"][0]
+    entry = safe_load(result["hami"][key])["extenders"][0]
     assert entry["urlPrefix"].startswith("https://") and entry["enableHTTPS"] is True
     assert entry["tlsConfig"] == {"insecure": True}
     # leaving the mode takes every webhook file away
@@ -401,9 +402,9 @@ def test_the_scheduler_roles_hami_extender_is_the_rendered_one():
     """roles/gpushare_scheduler wires the same extender that gpu_cluster_addons renders for HAMi."""
     jinja2 = pytest.importorskip("jinja2")
     roles = pathlib.Path(__file__).resolve().parents[2] / "roles"
-    variables = yaml.safe_load((roles / "gpushare_scheduler" / "vars" / "main.yml").read_text())
-    defaults = yaml.safe_load((roles / "gpushare_scheduler" / "defaults" / "main.yml").read_text())
-    addons = yaml.safe_load((roles / "gpu_cluster_addons" / "defaults" / "main.yml").read_text())
+    variables = safe_load((roles / "gpushare_scheduler" / "vars" / "main.yml").read_text())
+    defaults = safe_load((roles / "gpushare_scheduler" / "defaults" / "main.yml").read_text())
+    addons = safe_load((roles / "gpu_cluster_addons" / "defaults" / "main.yml").read_text())
     url = defaults["gpushare_scheduler_hami_url_prefix"]
     assert url == f"https://127.0.0.1:{addons['gpu_cluster_addons_hami_node_port']}"
     assert addons["gpu_cluster_addons_hami_node_port"] == hami.NODE_PORT

@@ -5,7 +5,7 @@ import pathlib
 import re
 
 import pytest
-import yaml
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load
 from ansible.module_utils.gpunode.scheduler import api as ka
 from ansible.module_utils.gpunode.scheduler import config as ks
 from ansible.module_utils.gpunode.scheduler import config_file as kf
@@ -108,7 +108,7 @@ def comments(text):
 
 
 def args_of(text):
-    data = yaml.safe_load(text)
+    data = safe_load(text)
     container = next(c for c in data["spec"]["containers"] if c["name"] == "kube-scheduler")
     return data, container, container.get("command", []) + container.get("args", [])
 
@@ -203,7 +203,7 @@ def test_kubeadm_manifest_present_idempotent_absent(path):
     container_path = config_flags[0].split("=", 1)[1]
     source = km.host_path(data, 0, container_path)
     assert source in fs, "the config file is mounted from the host and exists"
-    old_data = yaml.safe_load(original)
+    old_data = safe_load(original)
     old_container = old_data["spec"]["containers"][0]
     for key in ("volumeMounts",):
         for mount in old_container.get(key) or []:
@@ -214,7 +214,7 @@ def test_kubeadm_manifest_present_idempotent_absent(path):
         assert container.get(key) == old_container.get(key)
     assert comments(original) == comments(fs[MANIFEST])
     validate_pod(data, minor)
-    config = yaml.safe_load(fs[source])
+    config = safe_load(fs[source])
     assert len(ours(config)) == 1
     if config["kind"] == "Policy":
         assert minor <= 22 and config_flags[0].startswith("--policy-config-file=")
@@ -242,7 +242,7 @@ def test_kubeadm_manifest_present_idempotent_absent(path):
     for other, _text in before.items():
         assert other in fs
         if other != MANIFEST:
-            assert not ours(yaml.safe_load(fs[other]))
+            assert not ours(safe_load(fs[other]))
     assert ks.plan(params(f"1.{minor}.0", state="absent"), fs.read)["files"] == {}
 
 
@@ -264,7 +264,7 @@ def test_new_manifest_gets_flag_volume_and_mount_with_free_names():
 def test_port0_and_deprecated_flags_are_carried_into_a_new_config():
     fs = FS({MANIFEST: (OWN / "kubeadm-v1.21.14-port0.yaml").read_text()})
     result = run(fs, "1.21.14")
-    config = yaml.safe_load(fs[CONFIG])
+    config = safe_load(fs[CONFIG])
     check_ksc(config, 21)
     assert result["api_version"] == "kubescheduler.config.k8s.io/v1beta1"
     # kubernetes #96345: with --config, --port=0 alone no longer closes the insecure port
@@ -280,7 +280,7 @@ def test_kubeconfig_flag_wins_over_default():
         "--kubeconfig=/etc/kubernetes/scheduler.conf", "--kubeconfig=/etc/kubernetes/custom.conf")
     fs = FS({MANIFEST: text})
     run(fs, "1.29.2", kubeconfig="/somewhere/else.conf")
-    assert yaml.safe_load(fs[CONFIG])["clientConnection"]["kubeconfig"] == "/etc/kubernetes/custom.conf"
+    assert safe_load(fs[CONFIG])["clientConnection"]["kubeconfig"] == "/etc/kubernetes/custom.conf"
 
 
 def test_policy_in_a_mounted_directory_is_merged_on_the_host_path():
@@ -291,7 +291,7 @@ def test_policy_in_a_mounted_directory_is_merged_on_the_host_path():
     result = run(fs, "1.16.15")
     assert result["api_version"] == "Policy"
     assert fs[MANIFEST] == manifest  # the scheduler's own flag is kept, nothing added
-    policy = yaml.safe_load(fs["/srv/scheduler-policy/scheduler-policy.json"])
+    policy = safe_load(fs["/srv/scheduler-policy/scheduler-policy.json"])
     assert [e["urlPrefix"] for e in policy["extenders"]] == ["http://127.0.0.1:10262/scheduler",
                                                              GPUSHARE["url_prefix"]]
     assert fs["/srv/scheduler-policy/scheduler-policy.json"].startswith("{\n  \"kind\"")
@@ -323,7 +323,7 @@ def test_settings_change_updates_our_entry_in_place():
         {"name": "aliyun.com/gpu-mem", "ignored_by_scheduler": True}]}
     result = run(fs, "1.29.2", extender=changed)
     assert list(result["files"]) == [CONFIG]
-    config = yaml.safe_load(fs[CONFIG])
+    config = safe_load(fs[CONFIG])
     assert len(config["extenders"]) == 1
     assert config["extenders"][0]["ignorable"] is True
     assert config["extenders"][0]["managedResources"][0]["ignoredByScheduler"] is True
@@ -334,7 +334,7 @@ def test_kubernetes_upgrade_moves_our_file_to_a_served_api():
     run(fs, "1.21.14")
     fs[MANIFEST] = fs[MANIFEST].replace("v1.21.14", "v1.25.16")
     result = run(fs, "1.25.16")
-    config = yaml.safe_load(fs[CONFIG])
+    config = safe_load(fs[CONFIG])
     check_ksc(config, 25)
     assert result["api_version"] == "kubescheduler.config.k8s.io/v1"
     assert "healthzBindAddress" not in config
@@ -357,14 +357,14 @@ def test_merge_into_existing_config(path, minor):
     except ka.KubeSchedulerError as exc:
         message = str(exc)
         assert message.startswith(str(path)) and message.endswith("left unchanged")
-        data = yaml.safe_load(text)
+        data = safe_load(text)
         api_short = str(data.get("apiVersion")).rpartition("/")[2]
         assert (data["kind"] == "Policy" and minor >= 23) or api_short not in SERVED \
             or not SERVED[api_short][0] <= minor <= SERVED[api_short][1] or \
             any(e.get("bindVerb") for e in data.get("extenders") or [])
         return
-    data = yaml.safe_load(new)
-    old = yaml.safe_load(text)
+    data = safe_load(new)
+    old = safe_load(text)
     assert len(ours(data)) == 1
     others = [e for e in old.get("extenders") or [] if e.get("urlPrefix") != GPUSHARE["url_prefix"]]
     assert [e for e in data["extenders"] if e.get("urlPrefix") != GPUSHARE["url_prefix"]] == others
@@ -415,8 +415,8 @@ def test_crlf_file_keeps_crlf_and_other_extenders():
     new, _ = kf.merge_config("/etc/x.yaml", text, version=(1, 29), extender=NO_BIND, kubeconfig="k",
                              warnings=[])
     assert new.count("\n") == new.count("\r\n")
-    data = yaml.safe_load(new)
-    assert data["extenders"][:-1] == yaml.safe_load(text)["extenders"]
+    data = safe_load(new)
+    assert data["extenders"][:-1] == safe_load(text)["extenders"]
     assert "bindVerb" not in data["extenders"][-1]
     check_ksc(data, 29)
     back = kf.strip_config("/etc/x.yaml", new, NO_BIND, warnings=[])
@@ -433,7 +433,7 @@ def test_unserved_api_with_plugins_is_refused_portable_one_is_converted():
     new, api = kf.merge_config("/etc/x.yaml", text, version=(1, 29), extender=GPUSHARE, kubeconfig="k",
                                warnings=[])
     assert api == "kubescheduler.config.k8s.io/v1"
-    check_ksc(yaml.safe_load(new), 29)
+    check_ksc(safe_load(new), 29)
     assert comments(new) == comments(text)
 
 
@@ -462,8 +462,8 @@ def test_rke1_cluster_yml(path):
     result = run(fs, "1.26.8", flavor="rke", cluster_yml="/rke/cluster.yml")
     assert result["config_path"] == CONFIG
     assert result["api_version"] == "kubescheduler.config.k8s.io/v1"
-    new = yaml.safe_load(fs["/rke/cluster.yml"])
-    old = yaml.safe_load(text)
+    new = safe_load(fs["/rke/cluster.yml"])
+    old = safe_load(text)
     assert new["services"]["scheduler"]["extra_args"]["config"] == CONFIG
     old_args = ((old.get("services") or {}).get("scheduler") or {}).get("extra_args") or {}
     assert {k: v for k, v in new["services"]["scheduler"]["extra_args"].items() if k != "config"} == old_args
@@ -474,8 +474,8 @@ def test_rke1_cluster_yml(path):
     assert ks.plan(params("1.26.8", flavor="rke", cluster_yml="/rke/cluster.yml"), fs.read)["files"] == {}
     run(fs, "1.26.8", flavor="rke", cluster_yml="/rke/cluster.yml", state="absent")
     if path.name.startswith("rke1-cluster.yml-") or path.parent == OWN:
-        assert yaml.safe_load(fs["/rke/cluster.yml"]) == yaml.safe_load(text) or \
-            "services" not in yaml.safe_load(text)
+        assert safe_load(fs["/rke/cluster.yml"]) == safe_load(text) or \
+            "services" not in safe_load(text)
 
 
 def test_rke1_keeps_layout_and_absent_restores_bytes():
@@ -491,18 +491,18 @@ def test_rke1_keeps_layout_and_absent_restores_bytes():
 def test_rke1_old_version_uses_policy_flag_and_node_file():
     fs = FS({"/rke/cluster.yml": (OWN / "rke1-cluster-commented.yml").read_text()})
     run(fs, "1.17.17", flavor="rke", cluster_yml="/rke/cluster.yml")
-    extra = yaml.safe_load(fs["/rke/cluster.yml"])["services"]["scheduler"]["extra_args"]
+    extra = safe_load(fs["/rke/cluster.yml"])["services"]["scheduler"]["extra_args"]
     assert extra["policy-config-file"] == CONFIG
     node = FS()
     result = run(node, "1.17.17", flavor="rke")
     assert result["api_version"] == "Policy"
-    assert yaml.safe_load(node[CONFIG])["kind"] == "Policy"
+    assert safe_load(node[CONFIG])["kind"] == "Policy"
 
 
 def test_rke1_node_writes_config_with_rke_kubeconfig():
     node = FS()
     run(node, "1.26.8", flavor="rke")
-    config = yaml.safe_load(node[CONFIG])
+    config = safe_load(node[CONFIG])
     check_ksc(config, 26)
     assert config["clientConnection"]["kubeconfig"] == "/etc/kubernetes/ssl/kubecfg-kube-scheduler.yaml"
     assert config["enableProfiling"] is False
@@ -522,15 +522,15 @@ def test_rke2_config(path):
     text = path.read_text()
     fs = FS({RKE2_CONFIG: text})
     result = run(fs, "v1.28.9+rke2r1", flavor="rke2")
-    new = yaml.safe_load(fs[RKE2_CONFIG])
-    old = yaml.safe_load(text)
+    new = safe_load(fs[RKE2_CONFIG])
+    old = safe_load(text)
     old_args = old.get("kube-scheduler-arg") or []
     assert new["kube-scheduler-arg"] == [*old_args, f"config={RKE2_FILE}"]
     assert new["kube-scheduler-extra-mount"] == [f"{RKE2_FILE}:{RKE2_FILE}:ro"]
     assert {k: v for k, v in new.items() if not k.startswith("kube-scheduler")} == \
         {k: v for k, v in old.items() if not k.startswith("kube-scheduler")}
     assert comments(text) == comments(fs[RKE2_CONFIG])
-    config = yaml.safe_load(fs[RKE2_FILE])
+    config = safe_load(fs[RKE2_FILE])
     check_ksc(config, 28)
     assert config["clientConnection"]["kubeconfig"] == ka.DEFAULT_KUBECONFIG["rke2"]
     assert result["api_version"] == config["apiVersion"]
@@ -543,7 +543,7 @@ def test_rke2_config(path):
 def test_rke2_without_config_file_creates_it():
     fs = FS()
     run(fs, "1.30.1", flavor="rke2")
-    assert yaml.safe_load(fs[RKE2_CONFIG])["kube-scheduler-arg"] == [f"config={RKE2_FILE}"]
+    assert safe_load(fs[RKE2_CONFIG])["kube-scheduler-arg"] == [f"config={RKE2_FILE}"]
 
 
 # ---------------------------------------------------------------- misc
@@ -551,12 +551,12 @@ def test_rke2_without_config_file_creates_it():
 def test_new_config_text_starts_with_marker_and_validates():
     text = kf.new_config("v1", (1, 29), GPUSHARE, "/etc/kubernetes/scheduler.conf")
     assert text.splitlines()[0] == ka.MARKER
-    check_ksc(yaml.safe_load(text), 29)
+    check_ksc(safe_load(text), 29)
 
 
 def test_own_fixture_files_parse():
     for path in pathlib.Path(OWN).iterdir():
-        assert yaml.safe_load(path.read_text()) is not None
+        assert safe_load(path.read_text()) is not None
 
 
 def test_four_space_indented_manifest_keeps_its_style():
@@ -586,7 +586,7 @@ def test_an_edit_that_cannot_keep_the_layout_is_refused_unless_rewrite_is_allowe
         kf.edit_text("/etc/x.yaml", text, ops, warnings=[])
     warnings = []
     new = kf.edit_text("/etc/x.yaml", text, ops, rewrite=True, warnings=warnings)
-    assert yaml.safe_load(new) == {"outer": [["b"]]}
+    assert safe_load(new) == {"outer": [["b"]]}
     assert warnings == [
         "/etc/x.yaml: re-written as a whole (allow_rewrite): comments and layout were not kept"]
 
@@ -643,10 +643,10 @@ def test_rke2_dropin_that_replaces_the_list_gets_the_flag_and_absent_takes_it_ba
 
     result = ks.plan(params("1.30.1", flavor="rke2"), fs.read, listdir)
     fs.apply(result["files"])
-    dropped = yaml.safe_load(fs[RKE2_CONFIG + ".d/50-a.yaml"])
+    dropped = safe_load(fs[RKE2_CONFIG + ".d/50-a.yaml"])
     assert dropped["kube-scheduler-arg"] == ["v=4", f"config={RKE2_FILE}"]
     assert fs[RKE2_CONFIG + ".d/60-b.yml"] == extra
-    assert yaml.safe_load(fs[RKE2_CONFIG])["kube-scheduler-extra-mount"] == [f"{RKE2_FILE}:{RKE2_FILE}:ro"]
+    assert safe_load(fs[RKE2_CONFIG])["kube-scheduler-extra-mount"] == [f"{RKE2_FILE}:{RKE2_FILE}:ro"]
     assert ks.plan(params("1.30.1", flavor="rke2"), fs.read, listdir)["files"] == {}
     fs.apply(ks.plan(params("1.30.1", flavor="rke2", state="absent"), fs.read, listdir)["files"])
     assert fs[RKE2_CONFIG] == base and fs[RKE2_CONFIG + ".d/50-a.yaml"] == dropin and RKE2_FILE not in fs
@@ -669,7 +669,7 @@ def test_switching_to_hami_takes_gpushares_extender_out_in_the_same_edit(minor):
     gpushare_only = kf.new_config(fmt, (1, minor), GPUSHARE, "/etc/kubernetes/scheduler.conf")
     new, _ = kf.merge_config("/etc/x.yaml", gpushare_only, version=(1, minor), extender=HAMI,
                              kubeconfig="k", warnings=[])
-    data = yaml.safe_load(new)
+    data = safe_load(new)
     assert [e["urlPrefix"] for e in data["extenders"]] == [HAMI["url_prefix"]]
     assert ka.MARKER in new  # still gpunode's file: state=absent removes it
     again, _ = kf.merge_config("/etc/x.yaml", new, version=(1, minor), extender=HAMI, kubeconfig="k",
@@ -678,7 +678,7 @@ def test_switching_to_hami_takes_gpushares_extender_out_in_the_same_edit(minor):
     back, _ = kf.merge_config("/etc/x.yaml", new, version=(1, minor),
                               extender=dict(GPUSHARE, replaces=[HAMI["url_prefix"]]), kubeconfig="k",
                               warnings=[])
-    assert [e["urlPrefix"] for e in yaml.safe_load(back)["extenders"]] == [GPUSHARE["url_prefix"]]
+    assert [e["urlPrefix"] for e in safe_load(back)["extenders"]] == [GPUSHARE["url_prefix"]]
 
 
 def test_replacing_keeps_foreign_extenders():
@@ -691,10 +691,10 @@ def test_replacing_keeps_foreign_extenders():
                                        kubeconfig="k", warnings=[])
     new, _ = kf.merge_config("/etc/x.yaml", with_gpushare, version=(1, 29), extender=HAMI, kubeconfig="k",
                              warnings=[])
-    urls = [e["urlPrefix"] for e in yaml.safe_load(new)["extenders"]]
+    urls = [e["urlPrefix"] for e in safe_load(new)["extenders"]]
     assert GPUSHARE["url_prefix"] not in urls and HAMI["url_prefix"] in urls
-    assert urls[:-1] == [e["urlPrefix"] for e in yaml.safe_load(text)["extenders"]]
-    check_ksc(yaml.safe_load(new), 29)
+    assert urls[:-1] == [e["urlPrefix"] for e in safe_load(text)["extenders"]]
+    check_ksc(safe_load(new), 29)
 
 
 def test_without_replaces_the_second_binding_extender_is_still_refused():
@@ -727,7 +727,7 @@ def test_hamis_https_extender_is_called_without_checking_its_certificate_as_its_
     serves its webhook with enableHTTPS true and tlsConfig insecure, in a Policy and a
     KubeSchedulerConfiguration alike."""
     fmt = ka.preferred_api((1, minor))
-    new = yaml.safe_load(kf.new_config(fmt, (1, minor), HAMI_HTTPS, "/etc/kubernetes/scheduler.conf"))
+    new = safe_load(kf.new_config(fmt, (1, minor), HAMI_HTTPS, "/etc/kubernetes/scheduler.conf"))
     (entry,) = new["extenders"]
     assert entry["urlPrefix"] == "https://127.0.0.1:31998"
     assert entry["enableHttps" if fmt == ka.POLICY else "enableHTTPS"] is True
@@ -742,7 +742,7 @@ def test_the_earlier_http_hami_extender_becomes_the_https_one_in_place():
     before = kf.new_config("v1", (1, 29), HAMI, "k")
     new, _ = kf.merge_config("/etc/x.yaml", before, version=(1, 29), extender=HAMI_HTTPS, kubeconfig="k",
                              warnings=[])
-    data = yaml.safe_load(new)
+    data = safe_load(new)
     assert [(e["urlPrefix"], e.get("tlsConfig")) for e in data["extenders"]] == [
         ("https://127.0.0.1:31998", {"insecure": True})]
     check_ksc(data, 29)
@@ -753,7 +753,7 @@ def test_the_earlier_http_hami_extender_becomes_the_https_one_in_place():
     gpushare = dict(GPUSHARE, replaces=[HAMI_HTTPS["url_prefix"], HAMI["url_prefix"]])
     back, _ = kf.merge_config("/etc/x.yaml", before, version=(1, 29), kubeconfig="k", warnings=[],
                               extender=gpushare)
-    assert [e["urlPrefix"] for e in yaml.safe_load(back)["extenders"]] == [GPUSHARE["url_prefix"]]
+    assert [e["urlPrefix"] for e in safe_load(back)["extenders"]] == [GPUSHARE["url_prefix"]]
 
 
 def test_tls_insecure_means_nothing_without_https():

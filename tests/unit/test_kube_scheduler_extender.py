@@ -10,7 +10,7 @@ import tempfile
 import kube_scheduler_extender as module
 import pytest
 import test_verified_restart
-import yaml
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load
 from ansible.module_utils.gpunode.scheduler import api as ka
 from conftest import FIXTURES, ROOT, shared_files
 from fake_proc import KUBEADM_SCHEDULER_ARGV as MANIFEST_ARGV
@@ -73,9 +73,9 @@ def temp_dirs(monkeypatch):
 
 
 def test_documentation_names_pyyaml_and_what_the_module_returns():
-    doc = yaml.safe_load(module.DOCUMENTATION)
+    doc = safe_load(module.DOCUMENTATION)
     assert doc["requirements"] and "python3-yaml" in doc["requirements"][0]
-    returned = yaml.safe_load(module.RETURN)
+    returned = safe_load(module.RETURN)
     assert {"restart", "changes", "kubernetes_version", "version_source", "flavor"} <= set(returned)
 
 
@@ -100,7 +100,7 @@ def test_present_writes_config_and_manifest_and_nothing_else_in_static_dir(run_m
     assert str(node["manifests"]) not in temp_dirs
     assert stat.S_IMODE(node["manifest"].stat().st_mode) == 0o600
     assert stat.S_IMODE(node["config"].stat().st_mode) == 0o600
-    assert yaml.safe_load(node["config"].read_text())["extenders"][0]["urlPrefix"].endswith(
+    assert safe_load(node["config"].read_text())["extenders"][0]["urlPrefix"].endswith(
         "/gpushare-scheduler"
     )
     backup = result["backup_files"][str(node["manifest"])]
@@ -192,7 +192,7 @@ def test_existing_config_is_merged_never_replaced(run_module, node):
     assert ok, result
     assert result["files"] == [str(own)] and result["config_path"] == str(own)
     assert node["manifest"].read_text() == text
-    data = yaml.safe_load(own.read_text())
+    data = safe_load(own.read_text())
     assert [e["urlPrefix"] for e in data["extenders"]] == [
         "http://127.0.0.1:8888/storage",
         "http://127.0.0.1:32766/gpushare-scheduler",
@@ -201,7 +201,7 @@ def test_existing_config_is_merged_never_replaced(run_module, node):
     assert not node["config"].exists()
     ok, result = run_module(module, {**node["args"], "state": "absent"})
     assert ok and own.exists() and node["manifest"].read_text() == text
-    assert [e["urlPrefix"] for e in yaml.safe_load(own.read_text())["extenders"]] == [
+    assert [e["urlPrefix"] for e in safe_load(own.read_text())["extenders"]] == [
         "http://127.0.0.1:8888/storage"
     ]
 
@@ -227,12 +227,12 @@ def test_rke2_flavor_on_files_with_a_dropin_that_sets_the_list(run_module, tmp_p
     ok, result = run_module(module, args)
     assert ok and result["changed"], result
     # the drop-in's list replaces config.yaml's: the flag goes where it takes effect
-    assert yaml.safe_load(dropin.read_text())["kube-scheduler-arg"] == [
+    assert safe_load(dropin.read_text())["kube-scheduler-arg"] == [
         "v=4",
         f"config={tmp_path / 'extender.yaml'}",
     ]
     assert "# the platform team's scheduler flags" in dropin.read_text()
-    assert yaml.safe_load(config.read_text())["kube-scheduler-extra-mount"] == [
+    assert safe_load(config.read_text())["kube-scheduler-extra-mount"] == [
         f"{tmp_path / 'extender.yaml'}:{tmp_path / 'extender.yaml'}:ro"
     ]
     assert result["restart"]["unit"] == "rke2-server"
@@ -338,7 +338,7 @@ def test_the_kubeadm_config_record_waits_for_the_scheduler_then_is_written(
     node["proc"].add(44, "kube-scheduler", [*MANIFEST_ARGV, f"--config={node['config']}"], age=0.0)
     ok, second = run_module(module, args)
     assert ok and second["changed"] and second["kubeadm_config"]["state"] == "changed"
-    stored = yaml.safe_load(json.loads(state.read_text())["data"]["ClusterConfiguration"])
+    stored = safe_load(json.loads(state.read_text())["data"]["ClusterConfiguration"])
     assert {"name": "config", "value": str(node["config"])} in stored["scheduler"]["extraArgs"]
     assert stored["scheduler"]["extraVolumes"][0]["mountPath"] == str(node["config"])
     ok, third = run_module(module, args)

@@ -11,7 +11,7 @@ import os
 
 import kube_scheduler_extender as module
 import pytest
-import yaml
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load
 from fake_proc import FakeProc
 from symlinks import ELSEWHERE, LAYOUTS, Link, backup_text, snapshot
 from test_kube_scheduler_extender import OWN, health, health_server, node  # noqa: F401 (fixtures)
@@ -54,14 +54,14 @@ def test_a_linked_scheduler_configuration(run_module, tmp_path, node, layout):  
     link = Link.make(node["config"], layout, None, root=tmp_path)  # dangling: the target is created
     ok, result = run_module(module, node["args"])
     assert ok and result["changed"], result
-    assert link.kept() and yaml.safe_load(link.text())["extenders"][0]["urlPrefix"] == URL
+    assert link.kept() and safe_load(link.text())["extenders"][0]["urlPrefix"] == URL
 
     other = {**node["args"], "backup": True, "extender": {"url_prefix": "http://127.0.0.1:8000/x"}}
     old = link.text()
     _check_mode_writes_nothing(run_module, tmp_path, other, link)
     ok, result = run_module(module, other)
     assert ok and result["changed"] and result["files"] == [str(link.path)], result
-    assert link.kept() and yaml.safe_load(link.text())["extenders"][0]["urlPrefix"] == "http://127.0.0.1:8000/x"
+    assert link.kept() and safe_load(link.text())["extenders"][0]["urlPrefix"] == "http://127.0.0.1:8000/x"
     assert backup_text(result["backup_files"][str(link.path)]) == old
     ok, again = run_module(module, other)
     assert ok and not again["changed"]
@@ -94,7 +94,7 @@ def test_a_linked_rke2_config(run_module, tmp_path, layout):
     ok, result = run_module(module, args)
     assert ok and result["changed"], result
     assert link.kept()
-    assert f"config={tmp_path / 'extender.yaml'}" in yaml.safe_load(link.text())["kube-scheduler-arg"]
+    assert f"config={tmp_path / 'extender.yaml'}" in safe_load(link.text())["kube-scheduler-arg"]
     assert backup_text(result["backup_files"][str(link.path)]) == original
     ok, again = run_module(module, args)
     assert ok and not again["changed"]
@@ -111,7 +111,7 @@ def test_a_linked_rke_cluster_yml(run_module, tmp_path, layout):
     ok, result = run_module(module, args)
     assert ok and result["changed"], result
     assert link.kept()
-    assert yaml.safe_load(link.text())["services"]["scheduler"]["extra_args"]["config"]
+    assert safe_load(link.text())["services"]["scheduler"]["extra_args"]["config"]
     backup = result["backup_files"][str(link.path)]
     assert os.path.dirname(backup) == str(link.path.parent)  # RKE keeps backups beside cluster.yml
     assert backup_text(backup) == original

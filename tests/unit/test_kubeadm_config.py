@@ -3,7 +3,7 @@
 import json
 
 import pytest
-import yaml
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load
 from ansible.module_utils.gpunode.scheduler import kubeadm_config as kc
 from ansible.module_utils.gpunode.scheduler.api import KubeSchedulerError
 from conftest import FIXTURES
@@ -38,7 +38,7 @@ def scheduler_as_kubeadm_writes_it(text):
     mount (kubernetes/kubernetes cmd/kubeadm/app/phases/controlplane/manifests.go
     getSchedulerCommand, volumes.go getHostPathVolumesForTheControlPlane).
     """
-    data = yaml.safe_load(text)
+    data = safe_load(text)
     scheduler = data.get("scheduler") or {}
     args = {
         "authentication-kubeconfig": "/etc/kubernetes/scheduler.conf",
@@ -66,7 +66,7 @@ def test_the_change_is_recorded_so_that_kubeadm_upgrade_writes_it_again(path):
     assert f"--config={CONFIG}" in command
     assert mounts[CONFIG] == (CONFIG, True)
     # everything else is as it was, and a second look changes nothing
-    old, data = yaml.safe_load(text), yaml.safe_load(new)
+    old, data = safe_load(text), safe_load(new)
     assert {k: v for k, v in data.items() if k != "scheduler"} == {
         k: v for k, v in old.items() if k != "scheduler"
     }
@@ -80,7 +80,7 @@ def test_the_change_is_recorded_so_that_kubeadm_upgrade_writes_it_again(path):
 def test_the_documents_own_extra_args_shape_is_kept(path):
     _configmap, text = cluster_configuration(path)
     ops, api = kc.record_ops(kc.CONFIGMAP, text, OURS, CONFIG)
-    new = yaml.safe_load(kc.edit(kc.CONFIGMAP, text, ops, warnings=[]))
+    new = safe_load(kc.edit(kc.CONFIGMAP, text, ops, warnings=[]))
     args = new["scheduler"]["extraArgs"]
     if api.endswith(("v1beta4", "/v1")):
         assert {"name": "config", "value": CONFIG} in args

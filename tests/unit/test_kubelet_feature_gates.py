@@ -7,7 +7,7 @@ import stat
 
 import kubelet_feature_gates
 import pytest
-import yaml
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load
 from ansible.module_utils.gpunode.kubelet.rke_args import read_rke2_gates, rke2_files, rke2_items
 from conftest import FIXTURES, shared_files
 
@@ -43,7 +43,7 @@ def test_config_file_gets_the_gate_and_keeps_the_rest(run_module, config):
     assert result["changed"] and result["restart_required"]
     assert result["applied_gates"] == {"DynamicResourceAllocation": True}
     after = config.read_text()
-    data = yaml.safe_load(after)
+    data = safe_load(after)
     assert data["featureGates"] == {
         "KubeletPodResourcesGetAllocatable": True,
         "GracefulNodeShutdown": True,
@@ -221,8 +221,8 @@ def test_real_kubelet_configs(run_module, tmp_path, path):
     ok, result = run_module(kubelet_feature_gates, args)
     assert ok, result
     after = target.read_text()
-    assert yaml.safe_load(after) == {
-        **yaml.safe_load(before),
+    assert safe_load(after) == {
+        **safe_load(before),
         "featureGates": {"KubeletPodResourcesGetAllocatable": True},
     }
     # every original line is still there, in order
@@ -235,13 +235,13 @@ def test_real_kubelet_configs(run_module, tmp_path, path):
 @pytest.mark.parametrize("path", shared_files("rke", "rke1-*"), ids=ids)
 def test_rke1_cluster_yml(run_module, tmp_path, path):
     target = copy(path, tmp_path, "cluster.yml")
-    before = yaml.safe_load(target.read_text())
+    before = safe_load(target.read_text())
     args = {"gates": {"DevicePlugins": True}, "rke_cluster_yml": str(target)}
     if not before.get("kubernetes_version"):
         args["kubernetes_version"] = "v1.9.7-rancher1"
     ok, result = run_module(kubelet_feature_gates, args)
     assert ok, result
-    gates = yaml.safe_load(target.read_text())["services"]["kubelet"]["extra_args"]["feature-gates"]
+    gates = safe_load(target.read_text())["services"]["kubelet"]["extra_args"]["feature-gates"]
     assert "DevicePlugins=true" in gates.split(",")
     old = ((before.get("services") or {}).get("kubelet") or {}).get("extra_args") or {}
     if old.get("feature-gates"):
@@ -290,7 +290,7 @@ def test_rke2_without_gates_appends_to_config(run_module, tmp_path):
     )
     assert ok and result["changed"]
     assert (
-        yaml.safe_load(config.read_text())["kubelet-arg"][-1]
+        safe_load(config.read_text())["kubelet-arg"][-1]
         == "feature-gates=KubeletPodResourcesGetAllocatable=true"
     )
 

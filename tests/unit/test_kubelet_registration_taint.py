@@ -12,7 +12,7 @@ from pathlib import Path
 
 import kubelet_feature_gates
 import pytest
-import yaml
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load
 from ansible.module_utils.gpunode.kubelet.taints import TaintError, edit, parse, wanted
 from conftest import shared_path
 from test_kubelet_plan import kubeadm_node
@@ -43,9 +43,9 @@ def test_parse_reads_kubectl_taint_syntax_and_refuses_the_rest():
 def test_every_real_config_gets_the_taint_and_comes_back_byte_for_byte():
     for text in real_configs():
         tainted = edit(text, TAINT, True)
-        data = yaml.safe_load(tainted)
+        data = safe_load(tainted)
         assert data["registerWithTaints"] == [TAINT]
-        assert {k: v for k, v in data.items() if k != "registerWithTaints"} == yaml.safe_load(text)
+        assert {k: v for k, v in data.items() if k != "registerWithTaints"} == safe_load(text)
         old_lines = text.splitlines()
         assert [line for line in tainted.splitlines() if line in old_lines] == old_lines  # comments kept
         assert edit(tainted, TAINT, True) == tainted  # converged: nothing to write
@@ -55,11 +55,11 @@ def test_every_real_config_gets_the_taint_and_comes_back_byte_for_byte():
 def test_the_operators_taints_are_kept_in_and_out():
     text = real_configs()[0] + OPERATORS
     tainted = edit(text, TAINT, True)
-    assert yaml.safe_load(tainted)["registerWithTaints"] == [
+    assert safe_load(tainted)["registerWithTaints"] == [
         {"key": "dedicated", "value": "gpu", "effect": "NoExecute"}, TAINT,
     ]
     lifted = edit(tainted, TAINT, False)
-    assert yaml.safe_load(lifted)["registerWithTaints"] == [
+    assert safe_load(lifted)["registerWithTaints"] == [
         {"key": "dedicated", "value": "gpu", "effect": "NoExecute"}
     ]
     assert edit(text, TAINT, False) == text
@@ -105,7 +105,7 @@ def test_the_module_taints_an_unvalidated_node_and_leaves_the_file_once_validate
 
     ok, first = run_module(kubelet_feature_gates, args)
     assert ok and first["changed"] and first["restart_required"]
-    taints = yaml.safe_load(node.read("/var/lib/kubelet/config.yaml"))["registerWithTaints"]
+    taints = safe_load(node.read("/var/lib/kubelet/config.yaml"))["registerWithTaints"]
     assert taints == [{"key": "dedicated", "value": "gpu", "effect": "NoExecute"}, TAINT]
     node.run(["--config=@/var/lib/kubelet/config.yaml"], started="after")
     ok, again = run_module(kubelet_feature_gates, args)
@@ -115,7 +115,7 @@ def test_the_module_taints_an_unvalidated_node_and_leaves_the_file_once_validate
     ok, passed = run_module(kubelet_feature_gates, args)  # validated: the file is left as it is
     assert ok and not passed["changed"] and not passed["restart_required"]
     assert passed["registration_taint"]["present"] is True
-    assert yaml.safe_load(node.read("/var/lib/kubelet/config.yaml"))["registerWithTaints"] == taints
+    assert safe_load(node.read("/var/lib/kubelet/config.yaml"))["registerWithTaints"] == taints
 
 
 def test_the_gate_switched_off_takes_the_taint_out(run_module, tmp_path):

@@ -12,6 +12,7 @@ from ansible.module_utils.gpunode.formats.yaml_edit import (
     remove_key,
     set_scalar,
 )
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load
 from conftest import FIXTURES, shared_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -69,7 +70,7 @@ def test_set_scalar_uses_the_files_indentation():
     out = set_scalar(text, ["services", "kubelet", "extra_args", "v"], 4)
     assert out.startswith(text)
     assert "\n    kubelet:\n" in out
-    assert yaml.safe_load(out)["services"]["kubelet"] == {"extra_args": {"v": 4}}
+    assert safe_load(out)["services"]["kubelet"] == {"extra_args": {"v": 4}}
 
 
 def test_no_final_newline_is_kept():
@@ -127,13 +128,13 @@ def test_rke1_feature_gates_edit_touches_only_its_line(path):
         assert "feature-gates" in removed[0]
     # everything else is still there, including the final-newline state
     assert out.endswith("\n") == text.endswith("\n")
-    expected = yaml.safe_load(text)
+    expected = safe_load(text)
     expected.setdefault("services", {}).setdefault("kubelet", {})
     kubelet = expected["services"]["kubelet"]
     if not kubelet.get("extra_args"):
         kubelet["extra_args"] = {}
     kubelet["extra_args"]["feature-gates"] = value
-    assert yaml.safe_load(out) == expected
+    assert safe_load(out) == expected
     # a second identical edit is a no-op
     assert set_scalar(out, KUBELET_GATES, value) == out
 
@@ -261,7 +262,7 @@ def test_property_add_then_remove_restores_the_file(doc, key, value):
     if doc is None:
         pytest.skip("no corpus")
     text = doc.read_text()
-    if get(text, [key]) is not None or key in (yaml.safe_load(text) or {}):
+    if get(text, [key]) is not None or key in (safe_load(text) or {}):
         return
     added = set_scalar(text, [key], value)
     assert remove_key(added, [key]) == text

@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - an interpreter without PyYAML
     yaml = None
 
 from ansible.module_utils.gpunode.addons.cluster import GpuAddonsError
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load
 
 MIG_STRATEGIES = ("none", "single", "mixed")
 DEFAULT_NAME = "default"
@@ -281,7 +282,7 @@ def _entry(name, value):
         if yaml is None:
             _fail(path, "a text entry needs PyYAML where gpu_cluster_addons_plan runs: give a mapping")
         try:
-            value = yaml.safe_load(value)
+            value = safe_load(value)
         except yaml.YAMLError as exc:
             _fail(path, f"its text is not YAML: {exc}".replace("\n", " "))
     return validate(value, path)

@@ -37,6 +37,7 @@ except ImportError:  # the bundle is planned on the controller, which has PyYAML
     yaml = None
 
 from ansible.module_utils.gpunode.bundle.packages_index import BundleError
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load_all
 from ansible.module_utils.gpunode.host.packages_rpm import compare_evr
 
 _REPO = "{http://linux.duke.edu/metadata/repo}"
@@ -108,7 +109,7 @@ def parse_modules(text, source="modules.yaml"):
     if yaml is None:
         raise BundleError(f"{source}: reading module streams needs PyYAML on the controller")
     try:
-        documents = list(yaml.safe_load_all(text))
+        documents = list(safe_load_all(text))
     except yaml.YAMLError as exc:
         raise BundleError(f"{source}: not YAML: {exc}") from None
     streams = {}

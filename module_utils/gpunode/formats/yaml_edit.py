@@ -12,7 +12,7 @@ and end (node marks, ``formats/yaml_text.py``), then splices new text into the
 original string.
 
 Every edit checks itself: the new text is parsed again and must load to the
-data the edit meant to produce (``yaml.safe_load``), else ``YamlEditError`` is
+data the edit meant to produce (``yaml_text.load``), else ``YamlEditError`` is
 raised and the caller still holds the original text.
 
 Paths are lists of keys (str) for mappings and indices (int) for sequences:

@@ -4,6 +4,8 @@
 """The text side of ``formats/yaml_edit.py``: where nodes of a YAML text start and end
 (``yaml.compose`` marks), how a value renders at a column, and the data an edit must load
 to, so that ``yaml_edit`` can splice new text into the original string and check it.
+A text is composed and loaded by the loader ``formats/yaml_load.safe_loader(text)``
+picks for it (libyaml's for ASCII text, where its marks are the pure loader's).
 
 Standard library and PyYAML only: this runs on target hosts, where PyYAML
 (python3-yaml) may be missing; modules check ``YAML_IMPORT_ERROR`` and fail
@@ -12,6 +14,8 @@ with ``missing_required_lib`` before calling anything here.
 
 import functools
 import traceback
+
+from ansible.module_utils.gpunode.formats.yaml_load import safe_loader
 
 try:
     import yaml
@@ -46,7 +50,7 @@ class YamlEditError(ValueError):
 def _compose(text):
     """The root node of a single-document YAML text (None when empty)."""
     try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
+        return yaml.compose(text, Loader=safe_loader(text))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
@@ -58,8 +62,9 @@ def _compose(text):
 
 
 def load(text):
+    """The data of ``text``, parsed by the loader that gives its marks (the same verdicts)."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=safe_loader(text))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

@@ -14,6 +14,7 @@ from ansible.module_utils.gpunode.formats.json_config import JSONConfigError
 from ansible.module_utils.gpunode.formats.json_config import parse as parse_json
 from ansible.module_utils.gpunode.formats.json_config import plan as json_plan
 from ansible.module_utils.gpunode.formats.toml_reader import TOML_PACKAGES, TOML_PARSER
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.host.processes import stale_files
@@ -123,7 +124,7 @@ def read(module):
         "other_imports": other_imports,
         "parse_json": parse_json,
         "toml_parser": TOML_PARSER,
-        "yaml_load": yaml.safe_load if yaml is not None else None,
+        "yaml_load": safe_load if yaml is not None else None,
     }
     observed = NodeReader(Host(module, RuntimeStateError), wanted, tools).read()
     observed["service_manager"] = booted()

@@ -24,6 +24,7 @@ from ansible.module_utils.gpunode.formats.json_config import detect_indent
 from ansible.module_utils.gpunode.formats.json_config import render as render_json
 from ansible.module_utils.gpunode.formats.yaml_edit import YamlEditError, apply_ops_to_data
 from ansible.module_utils.gpunode.formats.yaml_edit import edit as edit_yaml
+from ansible.module_utils.gpunode.formats.yaml_load import safe_load
 from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.scheduler.api import (
     GROUP,
@@ -57,7 +58,7 @@ def one_line(exc):
 def load_yaml(path, text, what="YAML"):
     """The parsed document (None for an empty one); a parse error names the file."""
     try:
-        return yaml.safe_load(text) if text else None
+        return safe_load(text) if text else None
     except yaml.YAMLError as exc:
         raise KubeSchedulerError(f"{path}: not valid {what} ({one_line(exc)}); left unchanged") from exc
 

@@ -114,15 +114,6 @@ def read_files(params, node):
     return [params["config_path"], params["dropin_path"], *(entry[0] for entry in node["imported"])]
 
 
-def restart(result, unit, stale):
-    """Fills ``restart_required`` and ``stale_files`` from the unit's state (None: no unit)."""
-    result["stale_files"] = stale
-    if unit is None:
-        result["restart_required"] = result["changed"]
-    else:
-        result["restart_required"] = unit["active"] and (result["changed"] or bool(stale))
-
-
 def write(writes, params, result, replace):
     """Back up (when asked) and write each file; fills ``backup_files`` and ``restore``.
 

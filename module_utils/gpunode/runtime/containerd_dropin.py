@@ -21,8 +21,8 @@ Standard library only; Python 3.8+ (this runs on target hosts).
 """
 
 from ansible.module_utils.gpunode.host import systemd
-from ansible.module_utils.gpunode.host.backups import backup_copy
-from ansible.module_utils.gpunode.host.files import shown_path, write_text
+from ansible.module_utils.gpunode.host.edits import apply
+from ansible.module_utils.gpunode.host.files import shown_path
 from ansible.module_utils.gpunode.runtime.containerd_config import ContainerdConfigError, other_imports, plan
 
 
@@ -119,12 +119,10 @@ def write(writes, params, result, replace):
 
     ``replace`` is the module's ``atomic_move``. Raises WriteError naming the file.
     """
-    for path, before, after in writes:
-        try:
-            if params["backup"] and before is not None:
-                result["backup_files"][path] = backup_copy(path, params["backup_dir"])
-            write_text(path, after, replace=replace)
-        except OSError as exc:
-            raise WriteError(str(exc)) from exc  # host/files and host/backups name the file and the cause
-        if path in result["backup_files"] or before is None:
-            result["restore"].append({"path": path, "backup": result["backup_files"].get(path)})
+    edits = {path: (before, after) for path, before, after in writes}
+    try:
+        result["restore"], result["backup_files"] = apply(edits, params["backup"], replace,
+                                                          params["backup_dir"])
+    except OSError as exc:
+        result["restore"], result["backup_files"] = exc.restore, exc.backups
+        raise WriteError(str(exc)) from exc  # host/files and host/backups name the file and the cause

@@ -25,10 +25,9 @@ module calls ``fail_json``. Standard library and PyYAML only; Python 3.8+.
 
 import json
 import os
-import time
 
 from ansible.module_utils.gpunode.common.service_health import probe_url
-from ansible.module_utils.gpunode.host.backups import copy_backup
+from ansible.module_utils.gpunode.host.backups import backup_stamp, copy_backup
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.edits import headers
 from ansible.module_utils.gpunode.host.files import (
@@ -90,13 +89,15 @@ def backup_dir_for(params):
 
 
 def make_backup(path, directory):
+    """``path`` copied into ``directory`` under its name and backup_local's suffix (``backup_stamp``);
+    ``.2~``, ``.3~``... where that name is taken."""
     make_folders(directory, 0o700)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    target = os.path.join(directory, f"{os.path.basename(path)}.{stamp}~")
+    base, stamp = os.path.join(directory, os.path.basename(path)), backup_stamp()
+    target = base + stamp
     n = 1
     while exists(target):
         n += 1
-        target = os.path.join(directory, f"{os.path.basename(path)}.{stamp}.{n}~")
+        target = f"{base}{stamp[:-1]}.{n}~"
     return copy_backup(path, target)  # a link: its target's content; no partial copy left
 
 

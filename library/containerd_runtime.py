@@ -189,7 +189,7 @@ from ansible.module_utils.gpunode.host.backups import DEFAULT_BACKUP_DIR
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import read_text
 from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
-from ansible.module_utils.gpunode.host.systemd import running_state
+from ansible.module_utils.gpunode.host.systemd import restart_required
 from ansible.module_utils.gpunode.runtime import containerd_dropin as steps
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     DEFAULT_CONFIG,
@@ -249,7 +249,8 @@ def run(module):
     for warning in outcome["warnings"]:
         module.warn(warning)
     writes = steps.changes(result, params, node, outcome)
-    steps.restart(result, *running_state(Host(module), params["service"], steps.read_files(params, node)))
+    result["restart_required"], result["stale_files"] = restart_required(
+        Host(module), params["service"], steps.read_files(params, node), result["changed"])
     if module.check_mode:
         return result
     try:

@@ -126,7 +126,7 @@ from ansible.module_utils.gpunode.host.backups import backup_beside
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.files import exists, read_text, resolved_path, shown_path, write_text
 from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
-from ansible.module_utils.gpunode.host.systemd import running_state
+from ansible.module_utils.gpunode.host.systemd import restart_required
 
 NEW_FILE_MODE = 0o644
 ARGUMENT_SPEC = {
@@ -163,11 +163,8 @@ def run(module):
         "before": text or "",
         "after": new_text,
     }
-    unit, result["stale_files"] = running_state(Host(module), module.params["service"], [path])
-    if unit is None:
-        result["restart_required"] = changed
-    else:
-        result["restart_required"] = unit["active"] and (changed or bool(result["stale_files"]))
+    result["restart_required"], result["stale_files"] = restart_required(
+        Host(module), module.params["service"], [path], changed)
     if changed and not module.check_mode:
         try:
             if module.params["backup"] and text is not None:

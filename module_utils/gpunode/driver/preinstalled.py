@@ -118,15 +118,3 @@ def check_fabricmanager(request, state):
         raise DriverError(f"this host has NVSwitches and the preinstalled driver is {request['version']}; "
                           f"its fabric manager must be of branch {request['branch']} ({listed}). "
                           "nvidia_driver_fabricmanager: never skips this check")
-
-
-def persistence_skip(request, state):
-    """The reason persistence is left as it is (None: the plan sees to it)."""
-    if not request["persistence"]:
-        return None
-    modes = ((state.get("smi") or {}).get("persistence_mode")) or []
-    if modes and all(mode == "Enabled" for mode in modes):
-        return None
-    if not state.get("systemd"):
-        return "persistence: no systemd on this host to run nvidia-persistenced"
-    return None

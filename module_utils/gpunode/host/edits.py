@@ -18,7 +18,7 @@ Standard library only; Python 3.8+ (this runs on target hosts).
 
 import os
 
-from ansible.module_utils.gpunode.host.backups import backup_beside
+from ansible.module_utils.gpunode.host.backups import backup_beside, backup_copy
 from ansible.module_utils.gpunode.host.files import (
     FileError,
     check_removable,
@@ -52,8 +52,9 @@ def changed_since(edits):
     return sorted(path for path, (old, _new) in edits.items() if read_text(path, FileError) != old)
 
 
-def apply(edits, backup, replace=os.replace):
-    """Write (or remove) each file, its backup first when ``backup``.
+def apply(edits, backup, replace=os.replace, backup_dir=None):
+    """Write (or remove) each file, its backup first when ``backup`` (next to it, or under
+    ``backup_dir`` where a daemon loads a folder by glob). The one edit transaction.
 
     Returns ``(restore, backups)``: what ``verified_restart`` puts back when the daemon does
     not come back (``[{path, backup}]``; a file that did not exist: backup None, removed), and
@@ -63,7 +64,9 @@ def apply(edits, backup, replace=os.replace):
     restore, backups = [], {}
     for path, (old, new) in sorted(edits.items()):
         try:
-            saved = backup_beside(path) if backup and old is not None else None
+            saved = None
+            if backup and old is not None:
+                saved = backup_copy(path, backup_dir) if backup_dir else backup_beside(path)
             if saved:
                 backups[path] = saved
             if old is None or saved:
@@ -72,7 +75,7 @@ def apply(edits, backup, replace=os.replace):
                 _remove(path)
             else:
                 write_text(path, new, replace=replace)
-        except FileError as exc:
+        except OSError as exc:  # FileError, from host/files and host/backups, names the file
             exc.restore, exc.backups = restore, backups
             raise
     return restore, backups

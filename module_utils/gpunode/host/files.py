@@ -316,6 +316,18 @@ def listdir(path):
     return os.listdir(path)
 
 
+def rke2_files(config_path, list_folder=listdir):
+    """config.yaml, then config.yaml.d/*.yaml and *.yml in name order: the order RKE2 reads them
+    (rancher/rke2-docs docs/install/configuration.md, "Multiple Config Files"); a missing or
+    unreadable config.yaml.d adds none. The one list of RKE2's configuration files."""
+    try:
+        names = list_folder(config_path + ".d")
+    except OSError:
+        names = []
+    dropins = [name for name in sorted(names) if name.endswith((".yaml", ".yml"))]
+    return [config_path] + [f"{config_path}.d/{name}" for name in dropins]
+
+
 def glob(pattern):
     return globbing.glob(pattern)
 

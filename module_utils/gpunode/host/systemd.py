@@ -577,3 +577,15 @@ def running_state(host, service, paths):
         return None, []
     started = process_start(state["pid"]) if state["active"] and state["pid"] else None
     return state, stale_files(started, paths)
+
+
+def restart_required(host, service, paths, changed):
+    """``(restart required, stale files)``: the one rule for a daemon whose ``paths`` a module edits.
+
+    Without a unit systemd knows, a restart is required when the files ``changed``; with one,
+    when it is running and the files changed now or after its main process started.
+    """
+    unit, stale = running_state(host, service, paths)
+    if unit is None:
+        return changed, stale
+    return unit["active"] and (changed or bool(stale)), stale

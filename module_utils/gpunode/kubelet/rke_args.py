@@ -17,10 +17,8 @@ All edits go through yaml_edit, so comments and layout survive. Standard
 library and PyYAML (guarded by yaml_edit); Python 3.8+ (this runs on target hosts).
 """
 
-import os
-
 from ansible.module_utils.gpunode.formats.yaml_edit import append_to_list, get, remove_key, set_scalar
-from ansible.module_utils.gpunode.host import files as host_files
+from ansible.module_utils.gpunode.host.files import rke2_files  # noqa: F401 (importable here, as before)
 from ansible.module_utils.gpunode.kubelet.gates import GateError, format_gate_string, parse_gate_string
 
 FEATURE_GATES_ARG = "feature-gates="
@@ -42,19 +40,6 @@ def write_rke1_gates(text, current, merged):
     if not merged:
         return remove_key(text, RKE1_PATH)
     return set_scalar(text, RKE1_PATH, format_gate_string(merged))
-
-
-def rke2_files(config_path):
-    """config.yaml then config.yaml.d/*.yaml (and .yml) in the order RKE2 reads them."""
-    files = [config_path]
-    dropins = config_path + ".d"
-    if host_files.is_dir(dropins):
-        files += [
-            os.path.join(dropins, name)
-            for name in sorted(host_files.listdir(dropins))
-            if name.endswith((".yaml", ".yml"))
-        ]
-    return files
 
 
 def rke2_items(texts, option="kubelet-arg"):

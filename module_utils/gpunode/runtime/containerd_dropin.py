@@ -9,10 +9,11 @@ spec, check mode, one ``fail_json`` per kind of error at the edge):
 
 1. :func:`read_node`: config.toml, the drop-in, the files config.toml
    imports and the node's containerd (version, defaults);
-2. :func:`plan_files`: the new texts (``containerd_config.plan``);
+2. :func:`plan_files`: the new texts (:func:`plan_node`, which nvidia_container_runtime_state
+   plans with too);
 3. :func:`changes`: which files differ, their diffs, the result's facts;
-4. :func:`restart`: whether the running containerd has read the files;
-5. :func:`write`: backups and atomic writes (not in check mode).
+4. ``host/systemd.py`` ``restart_required``: whether the running containerd has read the files;
+5. :func:`write`: backups and atomic writes through ``host/edits.py`` ``apply`` (not in check mode).
 
 Helpers raise (``ContainerdConfigError``, :class:`WriteError`); the module
 turns them into ``fail_json`` with the result so far.
@@ -21,8 +22,8 @@ Standard library only; Python 3.8+ (this runs on target hosts).
 """
 
 from ansible.module_utils.gpunode.host import systemd
-from ansible.module_utils.gpunode.host.backups import backup_copy
-from ansible.module_utils.gpunode.host.files import shown_path, write_text
+from ansible.module_utils.gpunode.host.edits import apply
+from ansible.module_utils.gpunode.host.files import shown_path
 from ansible.module_utils.gpunode.runtime.containerd_config import ContainerdConfigError, other_imports, plan
 
 
@@ -59,29 +60,25 @@ def read_node(host, params, read_text, containerd_facts):
         "shown": shown,
         "config_text": config_text,
         "dropin_text": dropin_text,
-        "containerd_version": version,
+        "version": version,
         "defaults": defaults,
-        "imported": other_imports(config_text, config_path, dropin_path, read_text),
+        "imports": other_imports(config_text, config_path, dropin_path, read_text),
     }
 
 
+def plan_node(node, systemd_pid1, **options):
+    """``containerd_config.plan`` for what a read found of containerd (``config_text``, ``version``,
+    ``defaults``, ``imports``) and ``options``: the one plan of config.toml and the drop-in, for
+    ``containerd_runtime`` and ``nvidia_container_runtime_state``."""
+    return plan(node["config_text"], containerd_version=node["version"], default_config_text=node["defaults"],
+                systemd_pid1=systemd_pid1, other_imports=node["imports"], **options)
+
+
 def plan_files(params, node):
-    """``containerd_config.plan`` for the module's options and the node's files."""
-    return plan(
-        node["config_text"],
-        config_path=params["config_path"],
-        dropin_path=params["dropin_path"],
-        name=params["name"],
-        binary_name=params["binary_name"],
-        runtime_type=params["runtime_type"],
-        systemd_cgroup=params["systemd_cgroup"],
-        set_default=params["set_default"],
-        enable_cdi=params["enable_cdi"],
-        containerd_version=node["containerd_version"],
-        default_config_text=node["defaults"],
-        systemd_pid1=systemd.booted(),
-        other_imports=node["imported"],
-    )
+    """:func:`plan_node` for the module's options and the node's files."""
+    options = ("config_path", "dropin_path", "name", "binary_name", "runtime_type", "systemd_cgroup",
+               "set_default", "enable_cdi")
+    return plan_node(node, systemd.booted(), **{option: params[option] for option in options})
 
 
 def changes(result, params, node, outcome):
@@ -89,7 +86,7 @@ def changes(result, params, node, outcome):
     result.update(
         schema_version=outcome["schema_version"],
         systemd_cgroup=outcome["systemd_cgroup"],
-        containerd_version=node["containerd_version"],
+        containerd_version=node["version"],
         full_cri_table=outcome["full_cri_table"],
         effective=outcome["effective"],
     )
@@ -111,16 +108,7 @@ def changes(result, params, node, outcome):
 
 def read_files(params, node):
     """Every file containerd reads of ours and config.toml's: what a restart must follow."""
-    return [params["config_path"], params["dropin_path"], *(entry[0] for entry in node["imported"])]
-
-
-def restart(result, unit, stale):
-    """Fills ``restart_required`` and ``stale_files`` from the unit's state (None: no unit)."""
-    result["stale_files"] = stale
-    if unit is None:
-        result["restart_required"] = result["changed"]
-    else:
-        result["restart_required"] = unit["active"] and (result["changed"] or bool(stale))
+    return [params["config_path"], params["dropin_path"], *(entry[0] for entry in node["imports"])]
 
 
 def write(writes, params, result, replace):
@@ -128,12 +116,10 @@ def write(writes, params, result, replace):
 
     ``replace`` is the module's ``atomic_move``. Raises WriteError naming the file.
     """
-    for path, before, after in writes:
-        try:
-            if params["backup"] and before is not None:
-                result["backup_files"][path] = backup_copy(path, params["backup_dir"])
-            write_text(path, after, replace=replace)
-        except OSError as exc:
-            raise WriteError(str(exc)) from exc  # host/files and host/backups name the file and the cause
-        if path in result["backup_files"] or before is None:
-            result["restore"].append({"path": path, "backup": result["backup_files"].get(path)})
+    edits = {path: (before, after) for path, before, after in writes}
+    try:
+        result["restore"], result["backup_files"] = apply(edits, params["backup"], replace,
+                                                          params["backup_dir"])
+    except OSError as exc:
+        result["restore"], result["backup_files"] = exc.restore, exc.backups
+        raise WriteError(str(exc)) from exc  # host/files and host/backups name the file and the cause

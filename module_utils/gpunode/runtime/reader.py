@@ -13,7 +13,7 @@ import hashlib
 import os
 
 from ansible.module_utils.gpunode.host import processes
-from ansible.module_utils.gpunode.host.files import exists, is_dir, is_executable, is_file, listdir, read_file
+from ansible.module_utils.gpunode.host.files import exists, is_executable, is_file, read_file, rke2_files
 from ansible.module_utils.gpunode.host.packages import manager
 from ansible.module_utils.gpunode.runtime.containerd_config import (
     ContainerdConfigError,
@@ -237,12 +237,8 @@ class NodeReader:
         flavor, unit = next(((f, u) for f, u in candidates if units[u]["active"]), candidates[0])
         etc = f"/etc/rancher/{flavor}"
         dropin_path = f"{etc}/config.yaml.d/{RANCHER_DROPIN_NAME}"
-        files = [f"{etc}/config.yaml"]
-        if is_dir(f"{etc}/config.yaml.d"):
-            names = sorted(n for n in listdir(f"{etc}/config.yaml.d") if n.endswith((".yaml", ".yml")))
-            files += [f"{etc}/config.yaml.d/{name}" for name in names]
         before, after = [], []
-        for path in files:
+        for path in rke2_files(f"{etc}/config.yaml"):
             if path == dropin_path:
                 continue
             text = self.text(path)

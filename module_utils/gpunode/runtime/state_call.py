@@ -25,7 +25,7 @@ from ansible.module_utils.gpunode.runtime.containerd_config import (
     containerd_facts,
     other_imports,
 )
-from ansible.module_utils.gpunode.runtime.containerd_config import plan as containerd_plan
+from ansible.module_utils.gpunode.runtime.containerd_dropin import plan_node
 from ansible.module_utils.gpunode.runtime.engines import RuntimeStateError
 from ansible.module_utils.gpunode.runtime.reader import NodeReader
 from ansible.module_utils.gpunode.runtime.state import Planner
@@ -130,18 +130,11 @@ def read(module):
     observed["service_manager"] = booted()
     containerd = observed["containerd"]
 
-    def plan_containerd(**args):
-        return containerd_plan(
-            containerd["config_text"],
-            containerd_version=containerd["version"],
-            default_config_text=containerd["defaults"],
-            systemd_pid1=observed["service_manager"],
-            other_imports=containerd["imports"],
-            **args,
-        )
-
     def plan_docker(text, settings, path):
         return json_plan(text, settings, path, docker=True)
+
+    def plan_containerd(**args):  # the writing module's own plan (runtime/containerd_dropin.py)
+        return plan_node(containerd, observed["service_manager"], **args)
 
     plan, facts = Planner(observed, wanted, plan_docker, plan_containerd).build()
     for warning in plan["warnings"]:

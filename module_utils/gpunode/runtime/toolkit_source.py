@@ -57,7 +57,6 @@ PINNED_TOGETHER = {
 YAML_PACKAGE = {"apt": "python3-yaml", "dnf": "python3-pyyaml"}
 #: ``dnf repoquery --queryformat`` that :func:`parse_repoquery` reads
 REPOQUERY_FORMAT = "%{name}\t%{evr}\n"
-MANAGERS = ("apt", "dnf")
 
 
 def rpm_baseurl(option, value):

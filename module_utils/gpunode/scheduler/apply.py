@@ -25,23 +25,23 @@ module calls ``fail_json``. Standard library and PyYAML only; Python 3.8+.
 
 import json
 import os
-import time
 
 from ansible.module_utils.gpunode.common.service_health import probe_url
-from ansible.module_utils.gpunode.host.backups import copy_backup
+from ansible.module_utils.gpunode.host.backups import backup_stamp, copy_backup
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.host.edits import headers
 from ansible.module_utils.gpunode.host.files import (
     FileError,
     exists,
+    listdir,
     make_folders,
     mtime,
     realpath,
     remove,
     resolved_path,
+    rke2_files,
     write_text,
 )
-from ansible.module_utils.gpunode.host.files import listdir as list_folder
 from ansible.module_utils.gpunode.scheduler.api import KubeSchedulerError
 from ansible.module_utils.gpunode.scheduler.config import plan, resolve_params
 from ansible.module_utils.gpunode.scheduler.config_file import load_yaml, read_file
@@ -66,7 +66,7 @@ from ansible.module_utils.gpunode.scheduler.node import (
     scheduler_facts,
     tag_version,
 )
-from ansible.module_utils.gpunode.scheduler.rke import rke2_files, rke_state_path, rke_up_pending
+from ansible.module_utils.gpunode.scheduler.rke import rke_state_path, rke_up_pending
 
 # The change written but not yet seen running and healthy, kept in the backup directory.
 JOURNAL = "gpunode-scheduler-unverified.json"
@@ -89,21 +89,16 @@ def backup_dir_for(params):
 
 
 def make_backup(path, directory):
+    """``path`` copied into ``directory`` under its name and backup_local's suffix (``backup_stamp``);
+    ``.2~``, ``.3~``... where that name is taken."""
     make_folders(directory, 0o700)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    target = os.path.join(directory, f"{os.path.basename(path)}.{stamp}~")
+    base, stamp = os.path.join(directory, os.path.basename(path)), backup_stamp()
+    target = base + stamp
     n = 1
     while exists(target):
         n += 1
-        target = os.path.join(directory, f"{os.path.basename(path)}.{stamp}.{n}~")
+        target = f"{base}{stamp[:-1]}.{n}~"
     return copy_backup(path, target)  # a link: its target's content; no partial copy left
-
-
-def listdir(path):
-    try:
-        return list_folder(path)
-    except OSError:
-        return []
 
 
 class Node:
@@ -285,7 +280,7 @@ def _files_plan(node, flavor, params, result, schedulers):
     elif params["state"] == "present" and result["api_version"]:
         flag = "policy-config-file" if result["api_version"] == "Policy" else "config"
         config_flag = f"--{flag}={result['config_path']}"
-    rke2_paths = rke2_files(params["rke2_config"], listdir) if flavor == "rke2" else []
+    rke2_paths = rke2_files(params["rke2_config"]) if flavor == "rke2" else []
     source = result["config_path"]
     mtimes = {path: mtime(path) for path in [params["manifest_path"], source, *rke2_paths]}
     return restart_plan(flavor, changed=files, manifest_path=params["manifest_path"],

@@ -31,7 +31,6 @@ from ansible.module_utils.gpunode.formats.kube_version import text as kube_text
 from ansible.module_utils.gpunode.host.processes import scan, since_boot
 from ansible.module_utils.gpunode.scheduler.kubeadm_config import CONFIGMAP
 
-SCHEDULER = "kube-scheduler"
 RKE2_BINARIES = ("/usr/local/bin/rke2", "/usr/bin/rke2", "/opt/rke2/bin/rke2")
 RKE1_NODE_MARKER = "/etc/kubernetes/ssl/kubecfg-kube-scheduler.yaml"
 # Share of a static pod's flags a process must carry to be taken for an older copy of it

@@ -11,6 +11,7 @@ Standard library and PyYAML (python3-yaml) only: this runs on target hosts.
 import json
 
 from ansible.module_utils.gpunode.formats.yaml_edit import is_flow
+from ansible.module_utils.gpunode.host.files import rke2_files
 from ansible.module_utils.gpunode.scheduler.api import (
     FLAVOR_FLAGS,
     POLICY,
@@ -138,14 +139,6 @@ def plan_rke_cluster(params, version, read, warnings):
 
 RKE2_ARG = "kube-scheduler-arg"
 RKE2_MOUNT = "kube-scheduler-extra-mount"
-
-
-def rke2_files(config_path, listdir):
-    """config.yaml, then config.yaml.d/*.yaml and *.yml in name order: the order RKE2 reads them
-    (rancher/rke2-docs docs/install/configuration.md, "Multiple Config Files")."""
-    names = listdir(config_path + ".d")
-    return [config_path] + [f"{config_path}.d/{name}" for name in sorted(names)
-                            if name.endswith((".yaml", ".yml"))]
 
 
 def rke2_effective(texts, key):

@@ -13,7 +13,3 @@ whose last validation did not pass and lifts it from those that passed. Standard
 TAINT_KEY = "gpunode.io/gpu-unvalidated"
 TAINT = {"key": TAINT_KEY, "effect": "NoSchedule"}
 TOLERATION = {"key": TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
-#: The node label and annotations that say what the last validation found.
-LABEL = "gpunode.io/gpu-validated"
-ANNOTATION_TIME = "gpunode.io/gpu-validated-at"
-ANNOTATION_FAILED = "gpunode.io/gpu-validation-failed"

@@ -12,8 +12,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 suite=${1:-sid}
 # requirements-unit.in, as Debian packages it (and pci.ids, the system copy a test
-# reads); kubernetes-validate is not in Debian: the tests that need it skip saying so
-packages=python3,pci.ids,python3-pytest,python3-pytest-random-order,python3-yaml,python3-hypothesis,python3-tomli,python3-toml
+# reads; openssl, which makes gpu_node_condition's test certificates); kubernetes-validate is
+# not in Debian: the tests that need it skip saying so
+packages=python3,pci.ids,openssl,python3-pytest,python3-pytest-random-order,python3-yaml,python3-hypothesis,python3-tomli,python3-toml
 mirror=${DEBIAN_MIRROR:-$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)}
 mirror=${mirror:-http://deb.debian.org/debian}
 image=gpunode-$suite-unit:latest

@@ -12,7 +12,9 @@ collection's name in front, as for ``node_lock``.
 """
 
 
-_SHARED = r"""
+class ModuleDocFragment:
+    # each a plain string: ansible-test sanity's yamllint reads a fragment's attributes as literals
+    DOCUMENTATION = r"""
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target, if not
@@ -25,13 +27,24 @@ attributes:
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in
       diff mode
+    support: full
 """
 
-
-class ModuleDocFragment:
-    DOCUMENTATION = _SHARED + "    support: full\n"
-
-    NO_DIFF = _SHARED + "    support: none\n"
+    NO_DIFF = r"""
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target, if not
+      supported the action will be skipped.
+    support: full
+  platform:
+    description: Target OS/families that can be operated against
+    support: N/A
+    platforms: posix
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in
+      diff mode
+    support: none
+"""
 
     FACTS = r"""
 attributes:

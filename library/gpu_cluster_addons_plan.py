@@ -522,7 +522,9 @@ ARGUMENT_SPEC = {
     "allocations": {"type": "dict", "default": {}},
     "dra": {"type": "dict", "default": {}},
     "readiness_rule": {"type": "bool", "default": False},
-    "readiness_taint_key": {"type": "str", "default": "readiness.k8s.io/gpunode-gpu-unvalidated"},
+    # a taint's key, not a secret (ansible-test's no-log-needed reads "key" as one)
+    "readiness_taint_key": {"type": "str", "default": "readiness.k8s.io/gpunode-gpu-unvalidated",
+                            "no_log": False},
     "readiness_condition_type": {"type": "str", "default": "gpunode.io/GPUValidated"},
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run ``ansible-test sanity`` on an installed copy of the collection, with no ignore file.
+"""Run ``ansible-test sanity`` on an installed copy of the collection, with no ignore entry but one.
 
     python scripts/collection_sanity.py --collection DIR/ansible_collections/NS/NAME
                                         [--allow-missing-pythons] [-- ANSIBLE-TEST OPTIONS...]
@@ -23,8 +23,9 @@ its file list from git, which ignores build output, and test nothing.
    ``find_interpreter``: pyenv's newest of each X.Y, else pythonX.Y on PATH);
    a missing one fails the run unless --allow-missing-pythons is given (it is
    then listed).
-3. ``ansible-test sanity --local`` runs in the collection's directory; a
-   tests/sanity/ignore-*.txt there fails the run: the collection has none.
+3. ``ansible-test sanity --local`` runs in the collection's directory; an entry of its
+   tests/sanity/ignore-*.txt other than ALLOWED_IGNORES (gpu_node_condition's ``message``,
+   below) fails the run.
 """
 
 import argparse
@@ -48,6 +49,17 @@ class SanityError(Exception):
     """The sanity run cannot start; the message says why."""
 
 
+#: The one entry the collection's ignore files may hold, twice: gpu_node_condition's option
+#: ``message`` is DESIGN.md's contract (the Node condition's own field). validate-modules reserves
+#: the name from when a module's ``message`` clashed with the journal's MESSAGE field;
+#: AnsibleModule.log has escaped that field (``_MESSAGE``) since, so the module logs and runs as
+#: any other. The second code follows from the first (validate-modules skips the option).
+ALLOWED_IGNORES = {
+    ("plugins/modules/gpu_node_condition.py", "validate-modules:invalid-argument-name"),
+    ("plugins/modules/gpu_node_condition.py", "validate-modules:nonexistent-parameter-documented"),
+}
+
+
 def check_collection(path):
     if not any((path / name).is_file() for name in ("galaxy.yml", "MANIFEST.json")):
         raise SanityError(f"{path}: not a collection (no galaxy.yml or MANIFEST.json)")
@@ -58,9 +70,11 @@ def check_collection(path):
     if inside_git.stdout.strip() == "true":
         raise SanityError(f"{path}: inside a git work tree; install the tarball elsewhere "
                           "(scripts/test-collection.sh does)")
-    ignores = sorted((path / "tests" / "sanity").glob("ignore-*.txt"))
-    if ignores:
-        raise SanityError(f"{ignores[0]}: the collection must pass sanity without an ignore file")
+    for ignore in sorted((path / "tests" / "sanity").glob("ignore-*.txt")):
+        for number, line in enumerate(ignore.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip() and tuple(line.split()) not in ALLOWED_IGNORES:
+                raise SanityError(f"{ignore}:{number}: {line!r}: the collection passes sanity with no ignore "
+                                  "entry but those of ALLOWED_IGNORES (scripts/collection_sanity.py)")
 
 
 def pip_versions(python_versions):

@@ -97,10 +97,10 @@ def plan(state, request):
         parts.update(part)
         reasons.extend(why)
     steps = {key: parts[key] for key in PLAN_KEYS}
-    steps["converged"] = steps["kernel_record"] is None and not any(value for key, value in steps.items()
-                                 if key not in ("dkms_module", "dkms_version", "reboot_required",
-                                                "install_packages", "version_lock", "allow_erasing",
-                                                "kernel_record"))
+    steps["converged"] = steps["kernel_record"] is None and not any(
+        value for key, value in steps.items()
+        if key not in ("dkms_module", "dkms_version", "reboot_required", "install_packages", "version_lock",
+                       "allow_erasing", "kernel_record"))
     steps["disruptive"] = steps["install"] or steps["unload"] or steps["reboot_required"]
     steps["reasons"] = reasons
     return steps

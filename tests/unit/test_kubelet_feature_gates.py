@@ -8,7 +8,8 @@ import stat
 import kubelet_feature_gates
 import pytest
 from ansible.module_utils.gpunode.formats.yaml_load import safe_load
-from ansible.module_utils.gpunode.kubelet.rke_args import read_rke2_gates, rke2_files, rke2_items
+from ansible.module_utils.gpunode.host.files import rke2_files
+from ansible.module_utils.gpunode.kubelet.rke_args import read_rke2_gates, rke2_items
 from conftest import FIXTURES, shared_files
 
 

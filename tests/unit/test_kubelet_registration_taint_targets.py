@@ -14,7 +14,8 @@ import pathlib
 import kubelet_feature_gates
 import yaml
 from ansible.module_utils import basic
-from ansible.module_utils.gpunode.kubelet.rke_args import rke2_files, rke2_items
+from ansible.module_utils.gpunode.host.files import rke2_files
+from ansible.module_utils.gpunode.kubelet.rke_args import rke2_items
 from ansible.module_utils.gpunode.kubelet.taints import merge_list, parse, parse_list, render_list
 from test_kubelet_plan import UNIT, Node, kubeadm_node
 

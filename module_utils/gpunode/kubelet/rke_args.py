@@ -18,7 +18,6 @@ library and PyYAML (guarded by yaml_edit); Python 3.8+ (this runs on target host
 """
 
 from ansible.module_utils.gpunode.formats.yaml_edit import append_to_list, get, remove_key, set_scalar
-from ansible.module_utils.gpunode.host.files import rke2_files  # noqa: F401 (importable here, as before)
 from ansible.module_utils.gpunode.kubelet.gates import GateError, format_gate_string, parse_gate_string
 
 FEATURE_GATES_ARG = "feature-gates="

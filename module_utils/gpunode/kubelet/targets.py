@@ -12,6 +12,7 @@ Python 3.8+, standard library (and PyYAML for YAML files): runs on targets.
 import os
 
 from ansible.module_utils.gpunode.formats.yaml_edit import YamlEditError
+from ansible.module_utils.gpunode.host.files import rke2_files
 from ansible.module_utils.gpunode.host.systemd import resolve
 from ansible.module_utils.gpunode.kubelet.compat import config_dir_read
 from ansible.module_utils.gpunode.kubelet.config import (
@@ -54,7 +55,6 @@ from ansible.module_utils.gpunode.kubelet.gates import (
 from ansible.module_utils.gpunode.kubelet.rke_args import (
     read_rke1_gates,
     read_rke2_gates,
-    rke2_files,
     rke2_items,
     rke2_kubelet_args,
     write_rke1_gates,

@@ -68,11 +68,12 @@ def identity(host, kubeconfig=None, node_name=None, proc_root=PROC):
     key_file, key_data = _either(host, user, "client-key", folder, path)
     if not cluster.get("server") or not (cert_file or cert_data) or not (key_file or key_data):
         raise IdentityError(f"{path}: its current context has no server or no client certificate and key")
+    certificate = cert_data or _read(host, cert_file)
     client_data = None if cert_file and key_file else "\n".join(
-        (cert_data or _read(host, cert_file), key_data or _read(host, key_file)))
+        (certificate, key_data or _read(host, key_file)))
     named_by = "node_name"
     if not node_name:
-        node_name, named_by = node_name_of(cert_data or _read(host, cert_file), argv, socket.gethostname())
+        node_name, named_by = node_name_of(certificate, argv, socket.gethostname())
     return Identity(path, node_name, named_by, cluster["server"].rstrip("/"), ca_file, ca_data,
                     (cert_file, key_file) if client_data is None else None, client_data)
 

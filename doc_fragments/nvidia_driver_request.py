@@ -30,6 +30,12 @@ options:
       C(nvidia_gpu_facts)).
     type: bool
     default: false
+  fabric:
+    description: Without O(gpu) - the NVLink fabric as the inventory says it, over what PCI tells (as
+      C(nvidia_gpu_facts)' O(fabric)); V(auto) detects.
+    type: str
+    choices: [auto, none, nvswitch, nvlink5, mnnvl]
+    default: auto
   method:
     description:
       - V(packages), V(runfile) or V(ubuntu-signed) (Canonical's prebuilt modules signed with its key,

@@ -21,8 +21,8 @@ description:
   - Returns the plan (RV(plan)) and publishes C(ansible_facts.nvidia_driver) - the state the run will leave
     as far as it can be predicted (check mode included).
   - Without O(gpu), detects the GPUs itself (the C(nvidia_gpu_facts) logic, with its O(pci_ids_path),
-    O(require_gpu) and O(require_branch)) and publishes C(ansible_facts.nvidia_gpu) too, so a run that
-    starts with the driver reads the host once for both.
+    O(require_gpu), O(require_branch) and O(fabric)) and publishes C(ansible_facts.nvidia_gpu) too, so a
+    run that starts with the driver reads the host once for both.
   - Needs no gathered facts - the distribution, its version, the machine and the running kernel are read
     on the host (Ansible's own C(get_distribution) and C(get_distribution_version), the ones fact gathering
     uses), the kernel's headers under C(/lib/modules).

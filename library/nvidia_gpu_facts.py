@@ -61,6 +61,14 @@ options:
     description: Fail on a host with GPUs that no single driver branch drives, saying why.
     type: bool
     default: false
+  fabric:
+    description:
+      - The NVLink fabric as the inventory says it (the driver role's C(nvidia_driver_fabric)), which wins
+        over what PCI tells; V(auto) detects. For a board that shares the GB200 IDs but stands alone,
+        V(none). NVLink management ports (C(SW_MNG)) stay out of RV(ansible_facts.nvidia_gpu.rdma_devices).
+    type: str
+    choices: [auto, none, nvswitch, nvlink5, mnnvl]
+    default: auto
 extends_documentation_fragment:
   - module_attributes.no_diff
   - module_attributes.facts
@@ -197,12 +205,12 @@ ansible_facts:
             Tesla T4 x 1 | NVSwitch: 0 | driver: nvidia 535.129.03 (proprietary) | recommended branch: 620
         fabric:
           description:
-            - The NVLink fabric, from PCI IDs, class and VPD. V(mnnvl) - a Grace-Blackwell GPU (GB200
-              C(10de:2941), GB300 C(10de:31c2)), a GB200/GB300 NVL72 compute tray (a host that is not
-              aarch64 adds a warning). V(nvlink5) - a C(15b3) function whose VPD holds C(SW_MNG), the NVLink
-              management port of an HGX B200/B300 (found whether or not C(mlx5_ib) is loaded).
-              V(nvswitch) - NVSwitches as PCI bridges (class C(0680)), HGX A100/H100/H200. V(none)
-              otherwise (a DGX Spark's GB10 too).
+            - The NVLink fabric, from PCI IDs, class and VPD, unless O(fabric) says it. V(mnnvl) - a
+              Grace-Blackwell GPU (GB200 C(10de:2941), GB300 C(10de:31c2)), a GB200/GB300 NVL72 compute
+              tray (a host that is not aarch64 adds a warning). V(nvlink5) - a C(15b3) function whose VPD
+              holds C(SW_MNG), the NVLink management port of an HGX B200/B300 (found whether or not
+              C(mlx5_ib) is loaded). V(nvswitch) - NVSwitches as PCI bridges (class C(0680)), HGX
+              A100/H100/H200. V(none) otherwise (a DGX Spark's GB10 too).
           type: str
           choices: [none, nvswitch, nvlink5, mnnvl]
           sample: nvlink5
@@ -230,6 +238,7 @@ ansible_facts:
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpunode.driver.fabric import CHOICES
 from ansible.module_utils.gpunode.driver.gpu import GpuDetectError, detect
 from ansible.module_utils.gpunode.host.lock import exit_run
 
@@ -239,6 +248,7 @@ ARGUMENT_SPEC = {
     "pci_ids_path": {"type": "path"},
     "require_gpu": {"type": "bool", "default": False},
     "require_branch": {"type": "bool", "default": False},
+    "fabric": {"type": "str", "choices": list(CHOICES), "default": "auto"},
 }
 
 
@@ -250,7 +260,7 @@ def run(module):
     params = module.params
     facts, warnings = detect(params["sysfs_root"], params["proc_root"], params["pci_ids_path"],
                              require_gpu=params["require_gpu"], require_branch=params["require_branch"],
-                             machine=platform.machine())
+                             machine=platform.machine(), fabric_kind=params["fabric"])
     for warning in warnings:
         module.warn(warning)
     return {"changed": False, "ansible_facts": {"nvidia_gpu": facts}}

@@ -192,11 +192,13 @@ def test_without_gpu_facts_the_module_detects_and_publishes_them(fake, run_modul
     assert result["plan"]["converged"] and "nvidia_driver" not in result["ansible_facts"]
 
 
-def test_detection_in_the_plan_call_equals_the_detection_module(fake, run_module, tmp_path):
-    # site.yml's driver play detects in its one state call: same facts as nvidia_gpu_facts
+@pytest.mark.parametrize("fabric", ["auto", "nvlink5"])
+def test_detection_in_the_plan_call_equals_the_detection_module(fake, run_module, tmp_path, fabric):
+    # site.yml's driver play detects in its one state call: same facts as nvidia_gpu_facts, the
+    # inventory's fabric (nvidia_driver_fabric) over the PCI bus's in both
     make_sysfs.make_tree(make_sysfs.load_spec("hgx-h100"), str(tmp_path / "node"))
     roots = {"sysfs_root": str(tmp_path / "node" / "sys"), "proc_root": str(tmp_path / "node" / "proc"),
-             "pci_ids_path": PCI_IDS}
+             "pci_ids_path": PCI_IDS, "fabric": fabric}
     ok, detected = run_module(nvidia_gpu_facts, roots)
     assert ok, detected
     ok, result = run_module(nvidia_driver_state, fake.args(gpu=None, package_source="cuda", **roots),
@@ -204,6 +206,7 @@ def test_detection_in_the_plan_call_equals_the_detection_module(fake, run_module
     assert ok, result
     assert result["ansible_facts"]["nvidia_gpu"] == detected["ansible_facts"]["nvidia_gpu"]
     assert result["ansible_facts"]["nvidia_gpu"]["gpu_count"] == 8
+    assert result["ansible_facts"]["nvidia_gpu"]["fabric"] == ("nvswitch" if fabric == "auto" else fabric)
     assert result["ansible_facts"]["nvidia_driver"]["branch"] == detected["ansible_facts"]["nvidia_gpu"][
         "recommended_branch"]
 

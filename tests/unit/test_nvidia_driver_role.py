@@ -13,8 +13,8 @@ def role_yaml(path):
     return yaml.safe_load((ROLE / path).read_text())
 
 
-def test_the_role_passes_the_el_repository_settings_to_its_state_module():
+def test_the_role_passes_the_el_repository_settings_and_the_fabric_to_its_state_module():
     arguments = role_yaml("vars/main.yml")["__nvidia_driver_args"]
-    for option in ("rpm_repository", "rpm_key_url"):
+    for option in ("rpm_repository", "rpm_key_url", "fabric"):
         assert option in ARGUMENT_SPEC
         assert f"'{option}': nvidia_driver_{option}," in arguments

@@ -35,6 +35,19 @@ def test_returns_facts_and_never_changes(run_module, node, check_mode, tmp_path)
     assert make_sysfs.snapshot(str(tmp_path)) == before
 
 
+@pytest.mark.parametrize("spec, fabric, rdma", [
+    ("gb200-tray", "none", 8),  # a board with the GB200 IDs that stands alone
+    ("hgx-b200", "nvswitch", 8),  # its SW_MNG management ports stay out of rdma_devices
+    ("hgx-h100", "auto", 2),
+])
+def test_the_inventory_s_fabric_wins_over_what_pci_tells(run_module, node, spec, fabric, rdma):
+    ok, result = run_module(nvidia_gpu_facts, dict(node(spec), fabric=fabric))
+    facts = result["ansible_facts"]["nvidia_gpu"]
+    assert ok and facts["fabric"] == ("nvswitch" if fabric == "auto" else fabric)
+    assert len(facts["rdma_devices"]) == rdma
+    assert not [w for w in get_warning_messages() if "taking the fabric" in w]
+
+
 def test_warnings_reach_the_result(run_module, node):
     ok, result = run_module(nvidia_gpu_facts, node("k80-h100-mixed"))
     assert ok and result["ansible_facts"]["nvidia_gpu"]["recommended_branch"] is None

@@ -19,6 +19,11 @@ kernel serves it whether or not ``mlx5_core``/``mlx5_ib`` is bound). Kinds (DESI
 - ``nvswitch``: NVSwitches as PCI bridges of class ``0680`` (HGX A100/H100/H200).
 - ``none`` otherwise.
 
+The inventory may decide instead (``nvidia_driver_fabric``, :data:`CHOICES`; ``auto`` detects): a
+board that shares the GB200 IDs but stands alone is ``none``. What it says wins everywhere the
+kind is asked (facts, the driver's detection, the validation); a function whose VPD cannot be read
+is then an RDMA device unless the kind said is ``nvlink5``.
+
 A VPD that cannot be read or parsed is warned about, naming the file, and never decides by
 itself: on a host with an HGX NVLink5 GPU (:data:`HGX_NVLINK5_IDS`) and no ``SW_MNG`` found,
 such a function could be the management port, so the kind is ``nvlink5`` (the safe side:
@@ -39,6 +44,8 @@ GRACE_BLACKWELL_IDS = ("2941", "31c2")
 #: field log, notes/fabric.md section 4).
 HGX_NVLINK5_IDS = ("2901", "3182")
 GRACE_MACHINES = ("aarch64", "arm64")
+#: The values of the inventory override (``fabric`` options); ``auto``: detected from PCI.
+CHOICES = ("auto", "none", "nvswitch", "nvlink5", "mnnvl")
 SW_MNG = b"SW_MNG"
 # PCI Local Bus Specification 3.0, section 6.4 and appendix I (VPD): large resource tags
 VPD_ID, VPD_R, VPD_W, VPD_END = 0x82, 0x90, 0x91, 0x78
@@ -129,13 +136,16 @@ def network_functions(sysfs_root, mellanox):
     return management, nics, unknown, warnings
 
 
-def decide(sysfs_root, devices, mellanox, machine):
+def decide(sysfs_root, devices, mellanox, machine, override="auto"):
     """``(fabric, rdma_devices, warnings)`` of a host: its named NVIDIA ``devices``
-    (:func:`gpu.named_devices`) and its Mellanox functions ``mellanox`` (:func:`gpu.read_pci_devices`)."""
+    (:func:`gpu.named_devices`) and its Mellanox functions ``mellanox`` (:func:`gpu.read_pci_devices`);
+    an ``override`` other than ``auto`` is the kind."""
     gpu_ids = {d["device_id"] for d in devices if d["kind"] == "gpu"}
     management, nics, unknown, warnings = network_functions(sysfs_root, mellanox)
     grace = sorted(gpu_ids.intersection(GRACE_BLACKWELL_IDS))
-    if grace:
+    if override not in (None, "auto"):
+        kind = override
+    elif grace:
         kind = "mnnvl"
         if machine not in GRACE_MACHINES:
             warnings.append(f"Grace-Blackwell GPU 10de:{grace[0]} on a {machine} host, not a Grace "

@@ -507,20 +507,20 @@ def named_devices(raw, pci_ids):
     return devices
 
 
-def read_fabric(sysfs_root, devices, machine):
+def read_fabric(sysfs_root, devices, machine, override="auto"):
     """``(fabric, rdma_devices, warnings)``: :func:`fabric.decide` over the NVIDIA ``devices``
-    (:func:`named_devices`) and the Mellanox functions under ``sysfs_root``."""
+    (:func:`named_devices`) and the Mellanox functions under ``sysfs_root``; ``override`` wins."""
     mellanox, _warned = read_pci_devices(sysfs_root, fabric.MELLANOX_VENDOR)  # warned by the first read
-    return fabric.decide(sysfs_root, devices, mellanox, machine)
+    return fabric.decide(sysfs_root, devices, mellanox, machine, override)
 
 
-def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86_64"):
+def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86_64", fabric_kind="auto"):
     """The ``nvidia_gpu`` facts of a host. Returns ``(facts, warnings)``.
 
     ``pci_ids_path`` None means "no names from pci.ids" (the caller looks for
     the system's one). A missing sysfs_root or proc_root is an error: it is
     almost always a wrong inventory variable, and answering "no GPU" would
-    hide it.
+    hide it. ``fabric_kind``: the inventory's fabric (:data:`fabric.CHOICES`), ``auto`` detects.
     """
     _check_roots(sysfs_root, proc_root)
     raw, warnings = read_pci_devices(sysfs_root)
@@ -533,7 +533,7 @@ def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86
     supported, recommended, branch_warnings = choose_branches([g["device_id"] for g in gpus], machine)
     warnings.extend(branch_warnings)
     loaded = read_loaded(sysfs_root, proc_root)
-    kind, rdma_devices, fabric_warnings = read_fabric(sysfs_root, devices, machine)
+    kind, rdma_devices, fabric_warnings = read_fabric(sysfs_root, devices, machine, fabric_kind)
     warnings.extend(fabric_warnings)
     facts = {
         "present": bool(gpus),
@@ -561,7 +561,7 @@ def gather(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, machine="x86
 
 
 def detect(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, *,
-           require_gpu=False, require_branch=False, machine="x86_64"):
+           require_gpu=False, require_branch=False, machine="x86_64", fabric_kind="auto"):
     """:func:`gather` with the checks of a detection run. Returns ``(facts, warnings)``.
 
     ``pci_ids_path`` None: the system's pci.ids, if any; a path given must be
@@ -576,7 +576,7 @@ def detect(sysfs_root="/sys", proc_root="/proc", pci_ids_path=None, *,
         raise GpuDetectError(f"pci_ids_path {pci_ids_path}: not an absolute path")
     elif not files.is_file(pci_ids_path):
         raise GpuDetectError(f"pci_ids_path {pci_ids_path}: no such file")
-    facts, warnings = gather(sysfs_root, proc_root, pci_ids_path, machine)
+    facts, warnings = gather(sysfs_root, proc_root, pci_ids_path, machine, fabric_kind)
     if require_gpu and not facts["present"]:
         raise GpuDetectError(f"no NVIDIA GPU under {sysfs_root}/bus/pci/devices")
     if require_branch and facts["present"] and facts["recommended_branch"] is None:

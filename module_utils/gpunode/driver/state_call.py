@@ -14,6 +14,7 @@ import platform
 
 from ansible.module_utils.common.sys_info import get_distribution, get_distribution_version
 from ansible.module_utils.gpunode.driver.driver import DriverError
+from ansible.module_utils.gpunode.driver.fabric import CHOICES
 from ansible.module_utils.gpunode.driver.gpu import NEWER_THAN_TABLE, GpuDetectError, detect
 from ansible.module_utils.gpunode.driver.host import refresh_index
 from ansible.module_utils.gpunode.driver.stages import evaluate
@@ -29,6 +30,7 @@ REQUEST_SPEC = {
     "pci_ids_path": {"type": "path"},
     "require_gpu": {"type": "bool", "default": False},
     "require_branch": {"type": "bool", "default": False},
+    "fabric": {"type": "str", "choices": list(CHOICES), "default": "auto"},
     "method": {"type": "str", "choices": ["packages", "runfile", "ubuntu-signed", "preinstalled"],
                "default": "packages"},
     "version": {"type": "str"},
@@ -100,7 +102,7 @@ def read(module, params=None, stage="plan"):
     if gpu is None:
         gpu, warnings = detect(params["sysfs_root"], params["proc_root"], params["pci_ids_path"],
                                require_gpu=params["require_gpu"], require_branch=params["require_branch"],
-                               machine=platform.machine())
+                               machine=platform.machine(), fabric_kind=params.get("fabric"))
         for warning in warnings:  # a GPU newer than the table: the user's pinned branch is no assumption
             if not (NEWER_THAN_TABLE in warning and (params.get("branch") or params.get("version"))):
                 module.warn(warning)

@@ -14,7 +14,8 @@ description:
     (a container image that is not there yet is not pulled in check mode).
   - Fails the host when a check fails, naming the check, the GPU (index, PCI bus id and UUID) and
     the value found. A check that does not apply (no ECC, no NVLink, not an NVSwitch system, no
-    DCGM, no container image) or could not read its source is reported with C(passed=null) and why.
+    DCGM, no container image, no host-run IMEX, no O(peermem)) or could not read its source is
+    reported with C(passed=null) and why.
   - C(nvml) every GPU on the PCI bus answers through NVML (C(Failed to initialize NVML - Driver/library
     version mismatch) fails it); C(driver_version) the driver is O(driver_version); C(persistence)
     persistence mode is on; C(ecc) ECC is on where the GPU has it and no volatile uncorrectable
@@ -31,7 +32,12 @@ description:
     C(dcgmi diag -r O(dcgm_diag_level)) passes on each GPU that runs no compute process (GPUs in use
     are skipped, naming the processes); C(container) C(nvidia-smi -L) in a container of
     O(container_image), started through Docker's default runtime (and CDI where a spec exists) and
-    containerd's nvidia runtime, lists every GPU.
+    containerd's nvidia runtime, lists every GPU; C(imex) on a GB200/GB300 NVL72 tray (fabric C(mnnvl),
+    or O(fabric)) whose host runs IMEX (O(imex_mode=host)), C(nvidia-imex-ctl -q) answers C(READY) and
+    C(nvidia-imex-ctl -N) shows every node C(READY), every pair of nodes C(C) (Connected) and the domain
+    state C(UP), a failure naming the nodes and their state; C(peermem) where O(peermem) is set,
+    the C(nvidia_peermem) module is loaded (C(modules) under O(proc_root), else C(module/nvidia_peermem)
+    under O(sysfs_root)).
 options:
   nvidia_smi:
     description: The nvidia-smi to run; default the one on PATH, else under /usr/local/nvidia/bin,
@@ -39,10 +45,31 @@ options:
     type: path
   sysfs_root:
     description: Where sysfs is mounted; the C(nvml) check compares the NVIDIA GPUs on its PCI bus with
-      those NVML lists, the C(fabric) check reads the fabric kind from it (a simulated node points it at
-      its fake tree).
+      those NVML lists, the C(fabric) and C(imex) checks read the fabric kind from it (a simulated node
+      points it at its fake tree).
     type: path
     default: /sys
+  proc_root:
+    description: Where procfs is mounted; the C(peermem) check reads C(modules) there.
+    type: path
+    default: /proc
+  fabric:
+    description: The NVLink fabric as the inventory says it (C(nvidia_gpu_facts)' O(fabric)), over what the
+      PCI bus tells; V(auto) detects. The C(fabric) and C(imex) checks take it.
+    type: str
+    choices: [auto, none, nvswitch, nvlink5, mnnvl]
+    default: auto
+  imex_mode:
+    description: Who runs IMEX on an NVL72 tray - V(host) (the C(nvidia-imex) service; the C(imex) check
+      runs) or V(dra) (the DRA driver's ComputeDomain daemons, the host's service masked). Unset, or
+      V(dra), the C(imex) check does not apply.
+    type: str
+    choices: [host, dra]
+  peermem:
+    description: The node uses C(nvidia_peermem) (GPUDirect RDMA); the C(peermem) check runs. Unset, it does
+      not apply.
+    type: bool
+    default: false
   kernel_log:
     description: A file of kernel messages to read instead of the running kernel's log
       (C(journalctl -k -b), else C(dmesg)).
@@ -56,7 +83,7 @@ options:
     type: list
     elements: str
     choices: [nvml, driver_version, persistence, ecc, remapped_rows, pcie_link, nvlink, fabric, xid,
-              dcgm_diag, container]
+              dcgm_diag, container, imex, peermem]
   dcgm_diag_level:
     description: The run level of C(dcgmi diag -r); 2 and 3 load the GPUs for minutes.
     type: int
@@ -142,6 +169,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.addons.images import mirrored, registry_prefix
+from ansible.module_utils.gpunode.driver.fabric import CHOICES
 from ansible.module_utils.gpunode.formats import k8s_names, values
 from ansible.module_utils.gpunode.host.commands import Host
 from ansible.module_utils.gpunode.validate import marker
@@ -150,6 +178,10 @@ from ansible.module_utils.gpunode.validate.run import ALL_CHECKS, ValidateError,
 ARGUMENT_SPEC = {
     "nvidia_smi": {"type": "path"},
     "sysfs_root": {"type": "path", "default": "/sys"},
+    "proc_root": {"type": "path", "default": "/proc"},
+    "fabric": {"type": "str", "choices": list(CHOICES), "default": "auto"},
+    "imex_mode": {"type": "str", "choices": ["host", "dra"]},
+    "peermem": {"type": "bool", "default": False},
     "kernel_log": {"type": "path"},
     "driver_version": {"type": "str"},
     "checks": {"type": "list", "elements": "str", "choices": list(ALL_CHECKS)},
@@ -164,6 +196,7 @@ VALUE_RULES = {
     "nvidia_smi": values.command,
     "kernel_log": values.path,
     "sysfs_root": values.path,
+    "proc_root": values.path,
     "driver_version": values.debian_version,
     "container_image": k8s_names.image_reference,
     "image_registry": registry_prefix,

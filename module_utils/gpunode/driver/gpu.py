@@ -120,20 +120,20 @@ def parse_proc_modules(text):
     return names
 
 
-def read_loaded(sysfs_root, proc_root):
+def read_loaded(sysfs_root, proc_root, names=("nvidia", "nouveau")):
     """What the kernel has loaded: ``{"modules", "version", "module_type"}``.
 
-    ``modules``: the names in ``PROC/modules`` (when that cannot be read, the
-    nvidia and nouveau modules whose ``SYS/module/<name>/initstate`` is
-    ``live``). ``version``: the nvidia module's, from ``SYS/module/nvidia/version``,
-    else ``PROC/driver/nvidia/version``; None when nvidia is not loaded.
+    ``modules``: the names in ``PROC/modules`` (when that cannot be read, those
+    of ``names`` whose ``SYS/module/<name>/initstate`` is ``live``). ``version``:
+    the nvidia module's, from ``SYS/module/nvidia/version``, else
+    ``PROC/driver/nvidia/version``; None when nvidia is not loaded.
     ``module_type`` (open or proprietary) only the proc file tells.
     """
     text = _read_text(os.path.join(proc_root, "modules"))
     if text is not None:
         modules = parse_proc_modules(text)
     else:
-        modules = [name for name in ("nvidia", "nouveau")
+        modules = [name for name in names
                    if _read_text(os.path.join(sysfs_root, "module", name, "initstate")) == "live"]
     version, module_type = parse_driver_version(
         _read_text(os.path.join(proc_root, "driver", "nvidia", "version")))

@@ -11,7 +11,7 @@ Python 3.8+ (runs on managed nodes).
 
 from collections import Counter
 
-from ansible.module_utils.gpunode.validate import xid
+from ansible.module_utils.gpunode.validate import imex, xid
 from ansible.module_utils.gpunode.validate.smi import describe, uncorrectable
 
 HOST = "host"
@@ -159,6 +159,29 @@ def fabric(gpus, kind):
                  + (f", cliqueId {pair[1]}, clusterUuid {pair[0]}" if kind == "mnnvl" else "") + f" ({kind})")
         results.append(result("fabric", gpu, not problems, "; ".join(problems) or shown))
     return results
+
+
+def _said(rc, out, err):
+    return " ".join((out + " " + err).split())[:300] or f"exit {rc}"
+
+
+def imex_query(rc, out, err):
+    """``nvidia-imex-ctl -q`` answers ``READY`` (what the DRA driver's kubelet plugin asks too)."""
+    if rc == 0 and out.strip() == "READY":
+        return result("imex", HOST, True, "nvidia-imex-ctl -q: READY")
+    return result("imex", HOST, False, f"nvidia-imex-ctl -q: {_said(rc, out, err)} (exit {rc}), wanted READY")
+
+
+def imex_domain(rc, out, err):
+    """``nvidia-imex-ctl -N``: every node READY and connected to every other, ``Domain State: UP``."""
+    reading = imex.parse_domain(out)
+    if not reading["nodes"] and reading["domain"] is None:
+        return result("imex", HOST, False, f"nvidia-imex-ctl -N: {_said(rc, out, err)}: no IMEX domain read")
+    found = imex.problems(reading)
+    if found:
+        return result("imex", HOST, False, "nvidia-imex-ctl -N: " + "; ".join(found))
+    return result("imex", HOST, True, f"nvidia-imex-ctl -N: Domain State UP, {len(reading['nodes'])} nodes "
+                                      "READY, every pair Connected")
 
 
 def nvlink(gpus, links, error=None):

@@ -11,15 +11,24 @@ module: ``run(argv) -> (rc, out, err)`` with the C locale, ``which(name)``,
 import os
 import platform
 
-from ansible.module_utils.gpunode.driver.gpu import classify, named_devices, read_fabric, read_pci_devices
+from ansible.module_utils.gpunode.driver.driver import MODULE_NEEDS
+from ansible.module_utils.gpunode.driver.gpu import (
+    classify,
+    named_devices,
+    read_fabric,
+    read_loaded,
+    read_pci_devices,
+)
 from ansible.module_utils.gpunode.host.files import is_executable, read_file
 from ansible.module_utils.gpunode.validate import checks, dcgm, smi, xid
 from ansible.module_utils.gpunode.validate.container import container
 
 ALL_CHECKS = ("nvml", "driver_version", "persistence", "ecc", "remapped_rows", "pcie_link", "nvlink",
-              "fabric", "xid", "dcgm_diag", "container")
+              "fabric", "xid", "dcgm_diag", "container", "imex", "peermem")
 #: The checks that read ``nvidia-smi -q -x``: skipped, saying so, when NVML does not answer.
 NEEDS_SMI = ALL_CHECKS[1:10]
+
+DRA_IMEX = "IMEX runs in the DRA driver's ComputeDomain daemons, the host's service masked (imex_mode dra)"
 
 #: Where drivers that are not on PATH keep nvidia-smi: the GPU Operator's and containerized
 #: drivers (/run/nvidia/driver), GKE's installer (/home/kubernetes/bin/nvidia), images that put the
@@ -103,14 +112,49 @@ def run_nvlink(host, params, reading):
     return checks.nvlink(reading["gpus"], smi.parse_nvlink_status(out))
 
 
+def node_fabric(params):
+    """The fabric kind as nvidia_gpu_facts tells it: from the PCI bus, unless ``fabric`` says it."""
+    root = params.get("sysfs_root") or "/sys"
+    return read_fabric(root, named_devices(read_pci_devices(root)[0], {}), platform.machine(),
+                       params.get("fabric"))[0]
+
+
 def run_fabric(_host, params, reading):
-    """The fabric check, on the kind nvidia_gpu_facts tells from the PCI bus (read only where a GPU
-    reports a fabric)."""
+    """The fabric check, on the node's fabric kind (read only where a GPU reports a fabric)."""
     kind = None
     if any(gpu["fabric_state"] not in checks.NOT_APPLICABLE for gpu in reading["gpus"]):
-        root = params.get("sysfs_root") or "/sys"
-        kind = read_fabric(root, named_devices(read_pci_devices(root)[0], {}), platform.machine())[0]
+        kind = node_fabric(params)
     return checks.fabric(reading["gpus"], kind)
+
+
+def run_imex(host, params):
+    """On an NVL72 tray whose host runs IMEX (``imex_mode`` host): ``nvidia-imex-ctl -q`` and ``-N``."""
+    mode = params.get("imex_mode")
+    if mode != "host":
+        return [checks.skipped("imex", checks.HOST, DRA_IMEX if mode == "dra" else "no imex_mode given")]
+    kind = node_fabric(params)
+    if kind != "mnnvl":
+        return [checks.skipped("imex", checks.HOST, f"not an NVL72 tray (fabric {kind}): no IMEX domain")]
+    ctl = host.which("nvidia-imex-ctl")
+    if not ctl:
+        return [checks.result("imex", checks.HOST, False, "nvidia-imex-ctl not found: the nvidia-imex "
+                              "package (at the driver's version) is not installed")]
+    return [checks.imex_query(*host.run([ctl, "-q"])), checks.imex_domain(*host.run([ctl, "-N"]))]
+
+
+def run_peermem(_host, params):
+    """Where nvidia_peermem was chosen (``peermem``): the module is loaded."""
+    if not params.get("peermem"):
+        return [checks.skipped("peermem", checks.HOST, "nvidia_peermem not chosen (peermem false)")]
+    sysfs_root, proc_root = params.get("sysfs_root") or "/sys", params.get("proc_root") or "/proc"
+    if "nvidia_peermem" in read_loaded(sysfs_root, proc_root, names=("nvidia_peermem",))["modules"]:
+        return [checks.result("peermem", checks.HOST, True, "nvidia_peermem is loaded")]
+    return [checks.result("peermem", checks.HOST, False, f"nvidia_peermem is not loaded (not in {proc_root}/"
+                          f"modules nor live under {sysfs_root}/module): {MODULE_NEEDS['nvidia_peermem']}")]
+
+
+#: The checks of the host rather than of its GPUs, run whatever nvidia-smi says.
+HOST_CHECKS = {"imex": run_imex, "peermem": run_peermem}
 
 
 def run_dcgm(host, params, reading):
@@ -169,6 +213,9 @@ def validate(host, params):
     if "container" in names:
         uuids = [gpu["uuid"] for gpu in reading["gpus"]]
         results.extend(container(host, params.get("container_image"), uuids))
+    for name in names:
+        if name in HOST_CHECKS:
+            results.extend(HOST_CHECKS[name](host, params))
     failed = [r for r in results if r["passed"] is False]
     return {"passed": not failed, "results": results, "failed": failed, "nvidia_smi": params["nvidia_smi"],
             "driver_version": reading["driver_version"]}

@@ -31,8 +31,10 @@ def _package_lines(steps):
         lines.append(f"packages of the other driver method removed: {', '.join(steps['remove'])}")
     if steps.get("kernel_modules"):
         lines.append(f"signed modules for the next kernel installed: {', '.join(steps['kernel_modules'])}")
-    if steps.get("dkms_build"):
-        lines.append(f"driver {steps.get('dkms_version')}: module built for the running kernel")
+    built = [] if not steps.get("dkms_build") else ["the running kernel"]
+    kernels = steps.get("dkms_kernels") or []
+    built += [f"kernel {kernel}, which boots next" for kernel in kernels[len(built):]]
+    lines += [f"driver {steps.get('dkms_version')}: module built for {which}" for which in built]
     if steps.get("unhold") and not steps.get("hold"):
         lines.append(f"driver packages released: {', '.join(steps['unhold'])}")
     if steps.get("hold"):

@@ -240,6 +240,14 @@ plan:
       description: Build the module for the running kernel with DKMS.
       type: bool
       returned: always
+    dkms_kernels:
+      description: The kernels to build the module for with DKMS (C(dkms install -k)) - the running kernel
+        with O(plan.dkms_build), then the kernels that boot next (RV(state.boot_kernels)) for which DKMS has
+        not installed the wanted driver's module (a kernel that unattended-upgrades or dnf-automatic
+        installed while DKMS's own hook failed), built before they boot; those disrupt nothing.
+      type: list
+      elements: str
+      returned: always
     dkms_module:
       description: The name the driver's package registered its module under with DKMS, to build,
         or null. C(nvidia), or C(nvidia-open) for the open modules of NVIDIA's EL package
@@ -436,6 +444,12 @@ state:
     headers_present:
       description: Whether the kernel's build directory exists.
       type: bool
+      returned: when the host has an NVIDIA GPU
+    boot_kernels:
+      description: The kernels installed after the running one (newer; the boot loader starts the newest
+        next) whose headers are there (C(/lib/modules/KERNEL/build)), oldest first.
+      type: list
+      elements: str
       returned: when the host has an NVIDIA GPU
     module_on_disk:
       description: The nvidia module installed for the kernel (C(version), C(module_type)), or null.

@@ -716,3 +716,14 @@ def test_the_change_lines_tell_what_the_check_after_read_not_what_the_plan_predi
     assert "reboot pending to load the driver" in lines
     assert not any(line.startswith("driver loaded:") for line in lines)
     assert change_lines(dict(steps, converged=True), before, after) == []
+
+
+def test_the_change_lines_name_each_kernel_a_module_was_built_for():
+    steps = {"converged": False, "dkms_build": True, "dkms_version": "535.129.03",
+             "dkms_kernels": ["6.1.0-18-amd64", "6.1.0-30-amd64"]}
+    lines = change_lines(steps, {}, {})
+    built = lines.index("driver 535.129.03: module built for the running kernel")
+    assert lines[built + 1] == "driver 535.129.03: module built for kernel 6.1.0-30-amd64, which boots next"
+    only_next = dict(steps, dkms_build=False, dkms_kernels=["6.1.0-30-amd64"])
+    assert change_lines(only_next, {}, {}) == [
+        "driver 535.129.03: module built for kernel 6.1.0-30-amd64, which boots next"]

@@ -801,3 +801,36 @@ def test_an_index_refresh_that_fails_says_so_and_plans_nothing(fake, run_module)
     ok, result = run_module(nvidia_driver_state, dict(args, update_cache=True))
     assert not ok and result["msg"].startswith("apt-get update failed (rc 100): E: The repository")
     assert "plan" not in result
+
+
+NEXT_KERNEL = "6.1.0-30-amd64"
+
+
+def dkms_status(*kernels):
+    return (0, "".join(f"nvidia/535.129.03, {k}, x86_64: installed\n" for k in kernels), "")
+
+
+def test_a_kernel_installed_after_the_driver_gets_its_module_before_it_boots(fake, run_module):
+    # unattended-upgrades installed 6.1.0-30 with its headers; DKMS's own hook did not build for it
+    converged(fake)
+    (fake.modules_dir / NEXT_KERNEL / "build").mkdir(parents=True)
+    (fake.modules_dir / "5.10.0-28-amd64" / "build").mkdir(parents=True)  # older: never boots next
+    (fake.modules_dir / "6.1.0-31-amd64").mkdir()  # no headers: DKMS cannot build for it
+    fake.commands["dkms status"] = dkms_status(KERNEL)
+    ok, result = run_module(nvidia_driver_state, fake.args(version="535.129.03", module_type="proprietary"))
+    assert ok, result
+    steps = result["plan"]
+    assert result["state"]["boot_kernels"] == [NEXT_KERNEL]
+    assert steps["dkms_kernels"] == [NEXT_KERNEL] and not steps["converged"]
+    assert (steps["dkms_module"], steps["dkms_version"]) == ("nvidia", "535.129.03")
+    assert not (steps["dkms_build"] or steps["install"] or steps["unload"] or steps["disruptive"])
+    assert f"not built for kernel {NEXT_KERNEL}, which boots next" in " ".join(steps["reasons"])
+
+
+def test_a_kernel_that_boots_next_with_its_module_built_changes_nothing(fake, run_module):
+    converged(fake)
+    (fake.modules_dir / NEXT_KERNEL / "build").mkdir(parents=True)
+    fake.commands["dkms status"] = dkms_status(KERNEL, NEXT_KERNEL)
+    ok, result = run_module(nvidia_driver_state, fake.args(version="535.129.03", module_type="proprietary"))
+    assert ok, result
+    assert result["plan"]["converged"] and result["plan"]["dkms_kernels"] == []

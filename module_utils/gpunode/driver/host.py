@@ -12,6 +12,7 @@ under the roots given. A reading that cannot be trusted raises
 """
 
 import os
+import re
 
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver import ubuntu_signed
@@ -45,7 +46,15 @@ from ansible.module_utils.gpunode.driver.roots import (
     runfile_traces,
 )
 from ansible.module_utils.gpunode.host import systemd
-from ansible.module_utils.gpunode.host.files import exists, glob, is_dir, read_file, read_text, realpath
+from ansible.module_utils.gpunode.host.files import (
+    exists,
+    glob,
+    is_dir,
+    listdir,
+    read_file,
+    read_text,
+    realpath,
+)
 from ansible.module_utils.gpunode.host.packages import (
     ADMINDIR,
     DpkgError,
@@ -82,6 +91,22 @@ def read_module_on_disk(host, kernel):
         return module_from_modinfo(out)
     except DriverError as exc:
         raise DriverError(f"modinfo -k {kernel} nvidia: {exc}") from exc
+
+
+def kernel_key(release):
+    """A kernel release as numbers, for ordering (``6.1.0-18-amd64`` < ``6.1.0-30-amd64``)."""
+    return [int(part) for part in re.findall(r"\d+", release)]
+
+
+def boot_kernels(running):
+    """The kernels installed after the running one (newer: the boot loader starts the newest next)
+    whose headers are there (``<kernel>/build``: DKMS can build for them), oldest first."""
+    try:
+        releases = listdir(MODULES_DIR)
+    except OSError:
+        return []
+    return sorted((r for r in releases if kernel_key(r) > kernel_key(running)
+                   and is_dir(os.path.join(MODULES_DIR, r, "build"))), key=kernel_key)
 
 
 def read_dkms(host):
@@ -294,6 +319,7 @@ def read_state(host, params, os_info, request):
     state = {
         "kernel": kernel,
         "headers_present": is_dir(os.path.join(MODULES_DIR, kernel, "build")),
+        "boot_kernels": boot_kernels(kernel),
         "module_on_disk": module_on_disk,
         "dkms": None,
         **read_driver(host, params, packages, module_on_disk),

@@ -27,10 +27,12 @@ _DKMS_SIDE_RE = re.compile(r"^nvidia-(dkms|headless|driver)-\d")
 
 
 def needs_dkms_status(state, request):
-    """Whether the plan depends on ``dkms status`` (the driver is there, its module is not)."""
+    """Whether the plan depends on ``dkms status``: the driver is there and its module is not, or
+    kernels that boot next are installed (:func:`boot_kernel_builds`)."""
     wanted = request["wanted"]
     on_disk = (state.get("module_on_disk") or {}).get("version")
-    return version_matches(state.get("userspace_version"), wanted) and not version_matches(on_disk, wanted)
+    return version_matches(state.get("userspace_version"), wanted) and (
+        not version_matches(on_disk, wanted) or bool(state.get("boot_kernels")))
 
 
 def index_lookups(plan_result, request):
@@ -46,14 +48,15 @@ def index_lookups(plan_result, request):
 
 #: The keys of a plan's steps, in their order in the result (then ``converged``, ``disruptive``, ``reasons``).
 PLAN_KEYS = ("repair_dpkg", "install", "install_packages", "refresh_index", "prerequisites", "dkms_build",
-             "dkms_module", "dkms_version", "unhold", "hold", "remove", "kernel_modules", "blacklist_nouveau",
-             "unload", "load", "reboot_required", "persistence", "fabricmanager", "module_stream",
-             "version_lock", "allow_erasing", "kernel_hold", "kernel_unhold", "kernel_record")
+             "dkms_kernels", "dkms_module", "dkms_version", "unhold", "hold", "remove", "kernel_modules",
+             "blacklist_nouveau", "unload", "load", "reboot_required", "persistence", "fabricmanager",
+             "module_stream", "version_lock", "allow_erasing", "kernel_hold", "kernel_unhold",
+             "kernel_record")
 
 
 #: A plan that changes nothing; ``preinstalled`` plans only :data:`PREINSTALLED_STEPS` over it.
-_LIST_STEPS = ("install_packages", "prerequisites", "unhold", "hold", "remove", "kernel_modules",
-               "persistence", "kernel_hold", "kernel_unhold")
+_LIST_STEPS = ("install_packages", "prerequisites", "dkms_kernels", "unhold", "hold", "remove",
+               "kernel_modules", "persistence", "kernel_hold", "kernel_unhold")
 _NONE_STEPS = ("dkms_module", "dkms_version", "fabricmanager", "module_stream", "version_lock",
                "kernel_record")
 EMPTY_STEPS = {key: None if key in _NONE_STEPS else [] if key in _LIST_STEPS else False
@@ -117,7 +120,7 @@ def _building(steps):
 
 def _builds(request, steps):
     """Whether the run builds a module (Canonical's signed modules are built and signed already)."""
-    return _building(steps) and request["method"] != "ubuntu-signed"
+    return (_building(steps) or bool(steps["dkms_kernels"])) and request["method"] != "ubuntu-signed"
 
 
 def plan_install(state, request, _steps):
@@ -128,9 +131,29 @@ def plan_install(state, request, _steps):
                        "(nvidia_driver_method: ubuntu-signed)")
     specs = _install_specs(request, state.get("packages"), state.get("version_set")) \
         if install and request["packages"] else []
+    boot_kernels, boot_registered = boot_kernel_builds(state, request) if not install else ([], None)
+    registered = registered or boot_registered
+    reasons += [f"module {registered['module']}/{registered['version']} is not built for kernel {kernel}, "
+                "which boots next" for kernel in boot_kernels]
     return {"install": install, "install_packages": specs, "dkms_build": dkms_build,
+            "dkms_kernels": [state["kernel"]] * dkms_build + boot_kernels,
             "dkms_module": registered and registered["module"],
             "dkms_version": registered and registered["version"]}, reasons
+
+
+def boot_kernel_builds(state, request):
+    """``(kernels, registered)``: the kernels that boot next (``boot_kernels``: installed after the
+    running one, with headers) for which DKMS has not installed the wanted driver's module, and the
+    ``dkms status`` entry to build. A kernel that unattended-upgrades or dnf-automatic installed while
+    DKMS's own hook failed (a half-configured dpkg, a build error) would boot with no NVIDIA module.
+    Canonical's signed modules are packages of their own (``switch_steps``)."""
+    registered = registered_module(state.get("dkms"), request["wanted"], request["module_type"])
+    if not registered or request["method"] == "ubuntu-signed":
+        return [], None
+    built = {e["kernel"] for e in state["dkms"] if e["status"] == "installed"
+             and (e["module"], e["version"]) == (registered["module"], registered["version"])}
+    missing = [kernel for kernel in state.get("boot_kernels") or [] if kernel not in built]
+    return missing, registered if missing else None
 
 
 def plan_signing(state, request, steps):

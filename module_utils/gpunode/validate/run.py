@@ -14,12 +14,13 @@ import platform
 from ansible.module_utils.gpunode.driver.gpu import classify, named_devices, read_fabric, read_pci_devices
 from ansible.module_utils.gpunode.host.files import is_executable, read_file
 from ansible.module_utils.gpunode.validate import checks, dcgm, smi, xid
+from ansible.module_utils.gpunode.validate.cdi import cdi
 from ansible.module_utils.gpunode.validate.container import container
 
 ALL_CHECKS = ("nvml", "driver_version", "persistence", "ecc", "remapped_rows", "pcie_link", "nvlink",
-              "fabric", "xid", "dcgm_diag", "container")
+              "fabric", "xid", "dcgm_diag", "cdi", "container")
 #: The checks that read ``nvidia-smi -q -x``: skipped, saying so, when NVML does not answer.
-NEEDS_SMI = ALL_CHECKS[1:10]
+NEEDS_SMI = ALL_CHECKS[1:11]
 
 #: Where drivers that are not on PATH keep nvidia-smi: the GPU Operator's and containerized
 #: drivers (/run/nvidia/driver), GKE's installer (/home/kubernetes/bin/nvidia), images that put the
@@ -147,7 +148,7 @@ def _step(name, host, params, reading):
                "pcie_link": checks.pcie_link}
     if name in per_gpu:
         return [per_gpu[name](gpu) for gpu in reading["gpus"]]
-    readers = {"nvlink": run_nvlink, "xid": run_xid, "dcgm_diag": run_dcgm, "fabric": run_fabric}
+    readers = {"nvlink": run_nvlink, "xid": run_xid, "dcgm_diag": run_dcgm, "fabric": run_fabric, "cdi": cdi}
     return readers[name](host, params, reading)
 
 

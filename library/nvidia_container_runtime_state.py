@@ -233,9 +233,12 @@ plan:
         C(generated), C(configure), C(restart).
       type: dict
     cdi:
-      description: C(action) (null, C(generate) with nvidia-ctk, C(refresh) with nvidia-cdi-refresh where
-        systemd runs), C(path), C(args) (more arguments of C(nvidia-ctk cdi generate)) and C(environment)
-        (the variables nvidia-cdi-refresh reads from its environment file), both empty for a driver in C(/).
+      description: C(action) (null; C(generate) - C(nvidia-ctk cdi generate); C(refresh), toolkit 1.18+ where
+        systemd runs - the same, then C(systemctl reset-failed) of nvidia-cdi-refresh.service and .path and
+        a restart of the path unit, also when only those units are failed), C(path), C(args) (more
+        arguments of C(nvidia-ctk cdi generate)) and C(environment) (the variables nvidia-cdi-refresh reads
+        from its environment file), both empty for a driver in C(/), and C(checks) (verified_restart's,
+        of the path unit).
       type: dict
     summary:
       description: One line for the run's output - the engines and their default runtimes as the plan

@@ -30,7 +30,10 @@ description:
     C(xid) no hardware XID (NVIDIA's XID catalog - 48, 61 to 64, 74, 79, 92, 95, 119, 120, 121, 140)
     in the kernel log since boot (94 and application XIDs are reported); C(dcgm_diag)
     C(dcgmi diag -r O(dcgm_diag_level)) passes on each GPU that runs no compute process (GPUs in use
-    are skipped, naming the processes); C(container) C(nvidia-smi -L) in a container of
+    are skipped, naming the processes); C(cdi) each CDI spec of kind C(nvidia.com/gpu) in C(/etc/cdi) and
+    C(/var/run/cdi) (YAML or JSON) lists C(all) and every GPU as C(nvidia-ctk cdi generate) names them
+    (C(0) and C(GPU-<uuid>); a MIG device C(0:1) and C(MIG-<uuid>)), wherever such a spec is or the
+    toolkit's C(nvidia-cdi-refresh.path) is enabled; C(container) C(nvidia-smi -L) in a container of
     O(container_image), started through Docker's default runtime (and CDI where a spec exists) and
     containerd's nvidia runtime, lists every GPU; C(imex) on a GB200/GB300 NVL72 tray (fabric C(mnnvl),
     or O(fabric)) whose host runs IMEX (O(imex_mode=host)), C(nvidia-imex-ctl -q) answers C(READY) and
@@ -83,7 +86,7 @@ options:
     type: list
     elements: str
     choices: [nvml, driver_version, persistence, ecc, remapped_rows, pcie_link, nvlink, fabric, xid,
-              dcgm_diag, container, imex, peermem]
+              dcgm_diag, cdi, container, imex, peermem]
   dcgm_diag_level:
     description: The run level of C(dcgmi diag -r); 2 and 3 load the GPUs for minutes.
     type: int
@@ -99,6 +102,8 @@ options:
       V(nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04) into
       V(registry.local:5000/mirror/nvidia/cuda:12.9.1-base-ubuntu24.04)).
     type: str
+requirements:
+  - PyYAML (python3-yaml) for the C(cdi) check of a YAML spec (without it that spec is not judged, saying so)
 extends_documentation_fragment:
   - module_attributes.no_diff
 author:

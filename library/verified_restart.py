@@ -29,6 +29,12 @@ options:
     description: Run C(systemctl daemon-reload) first (a unit file or drop-in changed).
     type: bool
     default: false
+  reset_failed:
+    description: Units whose failed state and start-rate counter C(systemctl reset-failed) clears before
+      O(name) is restarted (a unit that hit its C(StartLimitBurst) refuses to start until then).
+    type: list
+    elements: str
+    default: []
   wait_for_exit:
     description: PIDs that must have exited before the checks count (the old process answers until then).
     type: list
@@ -166,6 +172,7 @@ def build_module():
         argument_spec={
             "name": {"type": "str"},
             "daemon_reload": {"type": "bool", "default": False},
+            "reset_failed": {"type": "list", "elements": "str", "default": []},
             "wait_for_exit": {"type": "list", "elements": "int", "default": []},
             "checks": {
                 "type": "list",

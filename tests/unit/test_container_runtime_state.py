@@ -347,6 +347,8 @@ def converge(observed, plan):
     node["containerd"]["stale"] = []
     if plan["cdi"]["action"]:
         node["cdi_specs"][plan["cdi"]["path"]] = f"nvidia.com/gpu {node['driver_version']}"
+    if plan["cdi"]["action"] == "refresh":  # reset-failed, then the path unit restarted
+        node["cdi_failed"] = []
     return node
 
 
@@ -362,8 +364,9 @@ def test_a_fresh_node_gets_everything_and_then_is_converged():
     assert plan["docker"]["settings"]["default-runtime"] == "nvidia"
     assert plan["containerd"]["configure"] and plan["containerd"]["restart"]
     assert plan["containerd"]["args"]["set_default"] is True
+    path_active = {"command": ["systemctl", "is-active", "nvidia-cdi-refresh.path"], "expect": []}
     assert plan["cdi"] == {"action": "generate", "path": "/etc/cdi/nvidia.yaml", "args": [],
-                           "environment": {}}
+                           "environment": {}, "checks": [path_active]}
     assert "container toolkit none -> 1.17.8" in plan["summary"]
     assert "containerd: nvidia runtime (default)" in plan["summary"]
     # the facts already describe the node after the run (what check mode predicts)
@@ -600,6 +603,43 @@ def test_without_systemd_the_engines_configs_are_written_and_their_restart_is_on
     # the next run finds the files written: nothing to do, nothing tried
     again, _facts = build(converge(observed, plan))
     assert not again["changes"] and "restart_needed" not in again["docker"]
+
+
+def refresh_node(spec, failed):
+    """A converged node with toolkit 1.18.2 and its nvidia-cdi-refresh units, driver 580 loaded."""
+    node = converge(fresh_node(), build(fresh_node())[0])
+    node["installed"][cre.TOOLKIT] = "1.18.2-1"
+    node.update(driver_version="580.95.05", cdi_specs={cre.CDI_REFRESH_SPEC: spec}, cdi_failed=failed)
+    return node
+
+
+@pytest.mark.parametrize(("spec", "failed", "why"), [
+    # the driver changed: the spec names the old one
+    ("libcuda.so.535.129.03", [], "does not describe the loaded driver 580.95.05"),
+    # the path fired before the driver's userspace, StartLimitBurst hit: the spec stays old for good
+    ("libcuda.so.580.95.05", list(cre.CDI_REFRESH_UNITS),
+     "nvidia-cdi-refresh.service and nvidia-cdi-refresh.path failed: nothing refreshes"),
+    ("libcuda.so.580.95.05", ["nvidia-cdi-refresh.path"], "nvidia-cdi-refresh.path failed"),
+])
+def test_a_stale_spec_or_failed_refresh_units_are_regenerated_reset_and_rearmed(spec, failed, why):
+    observed = refresh_node(spec, failed)
+    plan, _facts = build(observed, version="1.18.2-1")
+    assert plan["changes"] and plan["cdi"]["action"] == "refresh"
+    assert plan["cdi"]["path"] == "/var/run/cdi/nvidia.yaml"
+    assert any(reason.startswith("CDI: ") and why in reason for reason in plan["reasons"]), plan["reasons"]
+    assert "CDI spec regenerated, nvidia-cdi-refresh reset (/var/run/cdi/nvidia.yaml)" in plan["summary"]
+    assert plan["cdi"]["checks"] == [{"command": ["systemctl", "is-active", "nvidia-cdi-refresh.path"],
+                                      "expect": []}]
+    again, _facts = build(converge(observed, plan), version="1.18.2-1")
+    assert not again["changes"], again["reasons"]
+
+
+def test_failed_refresh_units_wait_for_a_loaded_driver():
+    observed = refresh_node(None, list(cre.CDI_REFRESH_UNITS))
+    observed["driver_version"] = None
+    plan, _facts = build(observed, version="1.18.2-1")
+    assert plan["cdi"]["action"] is None and not plan["changes"]
+    assert "CDI: no NVIDIA driver loaded: the CDI spec comes with the driver" in plan["notes"]
 
 
 def test_without_systemd_the_cdi_spec_is_generated_not_refreshed_by_a_unit():

@@ -42,16 +42,22 @@ def test_units_state_reads_every_unit_in_one_call():
     module = FakeModule()
     states = systemd.units_state(Host(module), ["docker.service", "containerd.service", "rke2-agent.service"])
     assert states == {
-        "docker.service": {"active": True, "pid": 812, "loaded": True},
-        "containerd.service": {"active": False, "pid": None, "loaded": True},
-        "rke2-agent.service": {"active": False, "pid": None, "loaded": False},
+        "docker.service": {"active": True, "pid": 812, "loaded": True, "failed": False},
+        "containerd.service": {"active": False, "pid": None, "loaded": True, "failed": False},
+        "rke2-agent.service": {"active": False, "pid": None, "loaded": False, "failed": False},
     }
     assert len(module.calls) == 1
 
 
+def test_a_unit_that_hit_its_start_limit_reads_failed():
+    out = "Id=nvidia-cdi-refresh.path\nLoadState=loaded\nActiveState=failed\nMainPID=0\n"
+    states = systemd.units_state(Host(FakeModule(out=out)), ["nvidia-cdi-refresh.path"])
+    assert states["nvidia-cdi-refresh.path"] == {"active": False, "pid": None, "loaded": True, "failed": True}
+
+
 def test_without_systemd_nothing_is_loaded():
     states = systemd.units_state(Host(FakeModule(systemctl=None)), ["docker.service"])
-    assert states == {"docker.service": {"active": False, "pid": None, "loaded": False}}
+    assert states == {"docker.service": {"active": False, "pid": None, "loaded": False, "failed": False}}
     assert systemd.units_state(Host(FakeModule(rc=1)), ["x.service"])["x.service"]["loaded"] is False
 
 
@@ -101,7 +107,7 @@ def test_running_state_of_a_stopped_or_unknown_service():
     assert systemd.running_state(Host(unknown), "rke2-agent.service", ["/x"]) == (None, [])
     stopped = FakeModule(out=SHOW.split("\n\n")[1])
     state, stale = systemd.running_state(Host(stopped), "containerd.service", ["/x"])
-    assert state == {"active": False, "pid": None, "loaded": True} and stale == []
+    assert state == {"active": False, "pid": None, "loaded": True, "failed": False} and stale == []
 
 
 def test_backups_go_under_the_backup_dir_at_the_file_s_path(tmp_path):

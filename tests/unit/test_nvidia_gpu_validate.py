@@ -9,7 +9,7 @@ import nvidia_gpu_validate
 import pytest
 import yaml
 from ansible.module_utils import basic
-from ansible.module_utils.gpunode.validate import checks, dcgm, run, smi, xid
+from ansible.module_utils.gpunode.validate import cdi, checks, dcgm, run, smi, xid
 from conftest import ROOT, shared_path
 
 SYSFS_ROOT = "/nonexistent"  # the sysfs fixture points it at its tree
@@ -63,6 +63,7 @@ def sysfs(tmp_path, monkeypatch):
     for name, value in {"vendor": "0x10de", "device": "0x2330", "class": "0x030200"}.items():
         (device / name).write_text(value + "\n")
     monkeypatch.setattr(sys.modules[__name__], "SYSFS_ROOT", str(tmp_path))
+    monkeypatch.setattr(cdi, "SPEC_DIRS", (str(tmp_path / "etc-cdi"),))  # none: CDI not in use
     return device
 
 
@@ -115,7 +116,7 @@ def test_clean_real_reading_passes_every_check_that_applies(sysfs):
     verdicts = {r["check"]: r["passed"] for r in outcome["results"]}
     assert verdicts == {"nvml": True, "driver_version": True, "persistence": True, "ecc": True,
                         "remapped_rows": True, "pcie_link": True, "nvlink": None, "fabric": None,
-                        "xid": True, "dcgm_diag": None, "container": None, "imex": None, "peermem": None}
+                        "xid": True, "dcgm_diag": None, "cdi": None, "container": None, "imex": None, "peermem": None}
     assert by_check(outcome, "fabric")[0]["message"] == "not an NVSwitch system (fabric state N/A)"
     assert by_check(outcome, "dcgm_diag")[0]["message"] == "DCGM is not installed (no dcgmi)"
     assert "no container image set" in by_check(outcome, "container")[0]["message"]

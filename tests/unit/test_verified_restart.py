@@ -155,6 +155,20 @@ def test_a_healthy_restart(run_module, node):
     assert fake.calls[0] == ["/usr/bin/systemctl", "restart", "docker.service"]
 
 
+def test_failed_units_are_reset_before_the_restart(run_module, node):
+    # nvidia-cdi-refresh after StartLimitBurst: both units stay failed until reset-failed
+    fake = node([(0, "active", "")])
+    units = ["nvidia-cdi-refresh.service", "nvidia-cdi-refresh.path"]
+    args = {"name": "nvidia-cdi-refresh.path", "reset_failed": units,
+            "checks": [{"command": ["systemctl", "is-active", "nvidia-cdi-refresh.path"]}]}
+    ok, result = run_module(verified_restart, args, check_mode=True)
+    assert ok and result["changed"] and fake.calls == []
+    ok, result = run_module(verified_restart, args)
+    assert ok and result["healthy"]
+    assert fake.calls[:2] == [["/usr/bin/systemctl", "reset-failed", *units],
+                              ["/usr/bin/systemctl", "restart", "nvidia-cdi-refresh.path"]]
+
+
 def test_an_unhealthy_restart_is_rolled_back(run_module, node, tmp_path):
     daemon_json = tmp_path / "daemon.json"
     daemon_json.write_text('{"default-runtime": "nvidia"}\n')

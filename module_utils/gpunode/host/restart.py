@@ -36,6 +36,8 @@ class Service:
             return None
         if self.params["daemon_reload"]:
             self.run([self.systemctl, "daemon-reload"])
+        if self.params.get("reset_failed"):
+            self.run([self.systemctl, "reset-failed", *self.params["reset_failed"]])
         rc, out, err = self.run([self.systemctl, "restart", name])
         if rc != 0:
             return f"systemctl restart {name} failed: {(err or out).strip()}"

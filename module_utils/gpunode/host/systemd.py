@@ -547,12 +547,13 @@ def loaded(block):
 
 
 def units_state(host, units):
-    """``{unit: {"active": bool, "pid": int|None, "loaded": bool}}`` for systemd ``units``.
+    """``{unit: {"active": bool, "pid": int|None, "loaded": bool, "failed": bool}}`` for systemd
+    ``units`` (``failed``: ActiveState ``failed``, e.g. after StartLimitBurst, until reset-failed).
 
     Units systemd does not know are ``loaded: False``. Without systemctl,
     every unit is reported inactive and unloaded.
     """
-    states = {unit: {"active": False, "pid": None, "loaded": False} for unit in units}
+    states = {unit: {"active": False, "pid": None, "loaded": False, "failed": False} for unit in units}
     blocks = show(host, units, ("Id", "LoadState", "ActiveState", "MainPID")) or []
     for unit, block in zip(units, blocks):  # one block per unit, in the order asked
         pid = int(block.get("MainPID", "0") or 0)
@@ -560,6 +561,7 @@ def units_state(host, units):
             "active": block.get("ActiveState") == "active",
             "pid": pid or None,
             "loaded": loaded(block),
+            "failed": block.get("ActiveState") == "failed",
         }
     return states
 

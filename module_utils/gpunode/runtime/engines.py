@@ -33,6 +33,11 @@ Sources of the facts used here:
   ``/var/run/cdi/nvidia.yaml`` and refresh it on driver changes; before 1.18
   the spec is made with ``nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml``
   (NVIDIA container-toolkit docs, "Support for Container Device Interface").
+  The path unit fires when ``modules.dep`` or ``nvidia-ctk`` changes, often before the driver's
+  userspace is there; the service then fails (``Restart=on-failure``, ``StartLimitBurst=5`` in
+  10 s from 1.18.2, systemd's default burst before), and after the burst both units stay failed
+  until ``systemctl reset-failed`` (``deployments/systemd/`` of NVIDIA/nvidia-container-toolkit;
+  its issues 1611 and 1982, Azure/AgentBaker PRs 8736 and 9150).
 - CRI-O reads CDI specs from ``/etc/cdi`` and ``/var/run/cdi`` by default
   (crio.conf(5), ``cdi_spec_dirs``; CDI support since CRI-O 1.23).
 - A driver outside ``/`` (an image's ``/usr/local/nvidia``, GKE's
@@ -76,6 +81,8 @@ CDI_SPEC_DIRS = ["/etc/cdi", "/var/run/cdi"]
 CDI_GENERATED_SPEC = "/etc/cdi/nvidia.yaml"
 CDI_REFRESH_SPEC = "/var/run/cdi/nvidia.yaml"
 CDI_REFRESH_SINCE = (1, 18)
+#: The toolkit's units that keep CDI_REFRESH_SPEC (toolkit 1.18+): the service, then its path unit.
+CDI_REFRESH_UNITS = ("nvidia-cdi-refresh.service", "nvidia-cdi-refresh.path")
 #: The environment file nvidia-cdi-refresh.service reads (toolkit 1.18+).
 CDI_REFRESH_ENV = "/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env"
 DOCKER_CDI_OPT_IN = (25, 0)
@@ -326,12 +333,15 @@ def cdi_driver_settings(driver_root):
             {"NVIDIA_CTK_DRIVER_ROOT": driver_root, "NVIDIA_CTK_DEV_ROOT": "/"})
 
 
-def cdi_spec_plan(toolkit_release, spec_texts, driver_version, driver_root="/", service_manager=True):
+def cdi_spec_plan(toolkit_release, spec_texts, driver_version, driver_root="/", service_manager=True, *,
+                  failed=()):
     """What to do for the CDI spec: ``{"action": None|"generate"|"refresh", "path", "why",
     "args", "environment"}`` (``args``/``environment``: :func:`cdi_driver_settings`).
 
-    ``refresh`` (the toolkit's nvidia-cdi-refresh unit, 1.18+) needs systemd to run it
-    (``service_manager``); without, the spec is generated with ``nvidia-ctk cdi generate``.
+    Both actions run ``nvidia-ctk cdi generate --output=PATH ARGS`` (what the toolkit's unit runs);
+    ``refresh`` (toolkit 1.18+, where systemd runs: ``service_manager``) then resets the failed state
+    of :data:`CDI_REFRESH_UNITS` and restarts the path unit, also when only they have ``failed``
+    (the units of them in that state) and the spec is current.
 
     ``spec_texts``: {path: text or None} of the spec files; a spec is current
     when it exists and names the loaded driver's version (its library paths do)
@@ -351,6 +361,8 @@ def cdi_spec_plan(toolkit_release, spec_texts, driver_version, driver_root="/", 
         why = f"{path} does not describe the loaded driver {driver_version}"
     elif environment and driver_root not in text:
         why = f"{path} does not describe the driver under {driver_root}"
+    elif refresh and failed:
+        why = f"{' and '.join(failed)} failed: nothing refreshes {path} on the next driver change"
     else:
         return result
     return dict(result, action="refresh" if refresh else "generate", why=why)

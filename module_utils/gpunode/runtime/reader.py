@@ -25,6 +25,7 @@ from ansible.module_utils.gpunode.runtime.containerd_config import parse as pars
 from ansible.module_utils.gpunode.runtime.engines import (
     CDI_GENERATED_SPEC,
     CDI_REFRESH_SPEC,
+    CDI_REFRESH_UNITS,
     ENGINE_UNITS,
     KUBEADM_SOCKETS,
     KUBELET_CONFIG,
@@ -89,7 +90,8 @@ class NodeReader:
         watched = [wanted["package"], TOOLKIT, *wanted["toml_packages"], YAML_PACKAGE[backend.name]]
         units = tools["units_state"](
             self.host,
-            [*ENGINE_UNITS.values(), *(unit for flavor in RANCHER.values() for unit in flavor["units"])],
+            [*ENGINE_UNITS.values(), *(unit for flavor in RANCHER.values() for unit in flavor["units"]),
+             *CDI_REFRESH_UNITS],
         )
         observed = {
             "package_manager": backend.name,
@@ -102,6 +104,7 @@ class NodeReader:
             "toolkit_binary": is_executable(wanted["binary"]),
             "driver_version": wanted["driver_version"] or self.loaded_driver(),
             "cdi_specs": {path: self.text(path) for path in (CDI_GENERATED_SPEC, CDI_REFRESH_SPEC)},
+            "cdi_failed": [unit for unit in CDI_REFRESH_UNITS if units[unit].get("failed")],
         }
         found = []
         if self.host.which("dockerd") or units["docker.service"]["loaded"]:

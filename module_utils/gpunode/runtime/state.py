@@ -22,6 +22,7 @@ import re
 
 from ansible.module_utils.gpunode.runtime.containerd_config import ContainerdConfigError
 from ansible.module_utils.gpunode.runtime.engines import (
+    CDI_REFRESH_UNITS,
     CDI_SPEC_DIRS,
     RANCHER_SOCKET,
     TOOLKIT,
@@ -380,6 +381,8 @@ class Planner:
                 "expect": containerd_expect,
             },
         ]
+        # after a refresh: the path unit watches again (it runs, not failed)
+        plan["cdi"]["checks"] = [{"command": ["systemctl", "is-active", CDI_REFRESH_UNITS[1]], "expect": []}]
         if plan["rancher"]["flavor"]:
             plan["rancher"]["checks"] = [
                 {"command": ["test", "-S", RANCHER_SOCKET], "expect": []},
@@ -412,7 +415,8 @@ class Planner:
         elif plan["rancher"]["restart"]:
             lines.append(f"{plan['rancher']['flavor']}: restarted to regenerate containerd's config")
         if plan["cdi"]["action"]:
-            lines.append(f"CDI spec {plan['cdi']['action']}d ({plan['cdi']['path']})")
+            done = {"generate": "generated", "refresh": "regenerated, nvidia-cdi-refresh reset"}
+            lines.append(f"CDI spec {done[plan['cdi']['action']]} ({plan['cdi']['path']})")
         return lines
 
     # -- all of it
@@ -442,6 +446,7 @@ class Planner:
             spec = cdi_spec_plan(
                 release_of(toolkit_version), observed["cdi_specs"], observed["driver_version"],
                 wanted["driver_root"], observed.get("service_manager", True),
+                failed=observed.get("cdi_failed", ()),
             )
             plan["cdi"] = {key: spec[key] for key in ("action", "path", "args", "environment")}
             if spec["why"]:

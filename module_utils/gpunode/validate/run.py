@@ -21,12 +21,13 @@ from ansible.module_utils.gpunode.driver.gpu import (
 )
 from ansible.module_utils.gpunode.host.files import is_executable, read_file
 from ansible.module_utils.gpunode.validate import checks, dcgm, smi, xid
+from ansible.module_utils.gpunode.validate.cdi import cdi
 from ansible.module_utils.gpunode.validate.container import container
 
 ALL_CHECKS = ("nvml", "driver_version", "persistence", "ecc", "remapped_rows", "pcie_link", "nvlink",
-              "fabric", "xid", "dcgm_diag", "container", "imex", "peermem")
+              "fabric", "xid", "dcgm_diag", "cdi", "container", "imex", "peermem")
 #: The checks that read ``nvidia-smi -q -x``: skipped, saying so, when NVML does not answer.
-NEEDS_SMI = ALL_CHECKS[1:10]
+NEEDS_SMI = ALL_CHECKS[1:11]
 
 DRA_IMEX = "IMEX runs in the DRA driver's ComputeDomain daemons, the host's service masked (imex_mode dra)"
 
@@ -191,7 +192,7 @@ def _step(name, host, params, reading):
                "pcie_link": checks.pcie_link}
     if name in per_gpu:
         return [per_gpu[name](gpu) for gpu in reading["gpus"]]
-    readers = {"nvlink": run_nvlink, "xid": run_xid, "dcgm_diag": run_dcgm, "fabric": run_fabric}
+    readers = {"nvlink": run_nvlink, "xid": run_xid, "dcgm_diag": run_dcgm, "fabric": run_fabric, "cdi": cdi}
     return readers[name](host, params, reading)
 
 

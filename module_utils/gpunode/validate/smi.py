@@ -107,6 +107,7 @@ def _gpu(gpu, index):
         "remap_failure": _text(gpu, "remapped_rows/remapped_row_failure"),
         "pcie": _pcie(gpu),
         "performance_state": _text(gpu, "performance_state"),
+        "mig_mode": _text(gpu, "mig_mode/current_mig"),
         "fabric_state": _text(gpu, "fabric/state"),
         "fabric_status": _text(gpu, "fabric/status"),
         "fabric_health": _text(gpu, "fabric/health/summary"),
@@ -160,6 +161,19 @@ def parse_nvlink_status(text):
 def parse_list(text):
     """``nvidia-smi -L`` -> [UUID] in order (GPUs only; MIG device lines are indented)."""
     return re.findall(r"^GPU \d+: .*\(UUID: (GPU-[0-9A-Fa-f-]+)\)", text, re.MULTILINE)
+
+
+def parse_migs(text):
+    """``nvidia-smi -L`` -> {GPU index: [(MIG device index, MIG UUID)]}, GPUs with MIG devices only."""
+    found, gpu = {}, None
+    for line in text.splitlines():
+        head = re.match(r"GPU (\d+): ", line)
+        mig = re.match(r"\s+MIG .*Device\s+(\d+): \(UUID: (MIG-[^)\s]+)\)", line)
+        if head:
+            gpu = int(head.group(1))
+        elif mig and gpu is not None:
+            found.setdefault(gpu, []).append((int(mig.group(1)), mig.group(2)))
+    return found
 
 
 def describe(gpu):

@@ -116,7 +116,8 @@ def test_clean_real_reading_passes_every_check_that_applies(sysfs):
     verdicts = {r["check"]: r["passed"] for r in outcome["results"]}
     assert verdicts == {"nvml": True, "driver_version": True, "persistence": True, "ecc": True,
                         "remapped_rows": True, "pcie_link": True, "nvlink": None, "fabric": None,
-                        "xid": True, "dcgm_diag": None, "cdi": None, "container": None, "imex": None, "peermem": None}
+                        "xid": True, "dcgm_diag": None, "cdi": None, "container": None, "imex": None,
+                        "peermem": None}
     assert by_check(outcome, "fabric")[0]["message"] == "not an NVSwitch system (fabric state N/A)"
     assert by_check(outcome, "dcgm_diag")[0]["message"] == "DCGM is not installed (no dcgmi)"
     assert "no container image set" in by_check(outcome, "container")[0]["message"]

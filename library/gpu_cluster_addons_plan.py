@@ -199,9 +199,10 @@ options:
     default: false
   readiness_taint_key:
     description:
-      - C(gpu_cluster_addons_readiness_taint_key) - the taint the rule keeps on GPU nodes whose condition
-        O(readiness_condition_type) is not C(True); the controller manages keys C(readiness.k8s.io/<name>)
-        only.
+      - C(gpu_cluster_addons_readiness_taint_key) (by default C(gpu_validate_taint_key)) - the validation
+        gate's taint key (effect C(NoSchedule), RV(validation_gate)), and the taint the rule keeps on GPU nodes
+        whose condition O(readiness_condition_type) is not C(True); with O(readiness_rule) keys
+        C(readiness.k8s.io/<name>) only (the controller manages no others).
     type: str
     default: readiness.k8s.io/gpunode-gpu-unvalidated
   readiness_condition_type:
@@ -322,6 +323,25 @@ readiness_rule:
     taint_key:
       description: O(readiness_taint_key).
       type: str
+validation_gate:
+  description:
+    - The validation gate's taints (tasks/validation_gate.yml) - each C(key) and C(effect).
+  returned: always
+  type: dict
+  contains:
+    taint:
+      description: The taint a GPU node that did not pass gets - O(readiness_taint_key), C(NoSchedule).
+      type: dict
+    lifted:
+      description:
+        - The taints a node that passed has lifted - O(readiness_taint_key) and C(gpunode.io/gpu-unvalidated),
+          the key gpunode's nodes registered with before.
+      type: list
+      elements: dict
+    tolerations:
+      description: The tolerations of the DaemonSets that run before the gate opens - both keys, C(Exists).
+      type: list
+      elements: dict
 runtime_class_name:
   description: C(nvidia) when the device plugin pods must ask for the RuntimeClass, else null.
   returned: always
@@ -488,6 +508,7 @@ from ansible.module_utils.gpunode.addons.cluster import DISTRIBUTIONS, MODES, Gp
 from ansible.module_utils.gpunode.addons.gpu_nodes import RUNTIME_CLASS_CHOICES
 from ansible.module_utils.gpunode.addons.inputs import ValueSyntaxError
 from ansible.module_utils.gpunode.addons.plan import plan
+from ansible.module_utils.gpunode.validate import gate
 
 ARGUMENT_SPEC = {
     "mode": {"type": "str", "choices": list(MODES), "required": True},
@@ -523,8 +544,7 @@ ARGUMENT_SPEC = {
     "dra": {"type": "dict", "default": {}},
     "readiness_rule": {"type": "bool", "default": False},
     # a taint's key, not a secret (ansible-test's no-log-needed reads "key" as one)
-    "readiness_taint_key": {"type": "str", "default": "readiness.k8s.io/gpunode-gpu-unvalidated",
-                            "no_log": False},
+    "readiness_taint_key": {"type": "str", "default": gate.TAINT_KEY, "no_log": False},
     "readiness_condition_type": {"type": "str", "default": "gpunode.io/GPUValidated"},
 }
 

@@ -65,17 +65,55 @@ def test_a_condition_type_that_is_no_qualified_name_is_refused(run_module):
     assert "gpu_cluster_addons_readiness_condition_type (readiness_condition_type)" in result["msg"]
 
 
-@CONTROLLER
-@pytest.mark.parametrize("on", [False, True])
-def test_gpunodes_daemonsets_tolerate_the_rules_taint_when_it_is_on(on):
-    expression = yaml.safe_load((ROOT / "roles/gpu_cluster_addons/vars/main.yml").read_text())[
-        "__gpu_cluster_addons_gate_tolerations"]
-    environment = jinja2.Environment(undefined=jinja2.StrictUndefined)
-    environment.filters.update(FilterModule().filters())
-    rendered = environment.from_string(expression).render(
-        gpu_cluster_addons_readiness_rule=on, gpu_cluster_addons_readiness_taint_key="readiness.k8s.io/gpu-x")
-    keys = [t["key"] for t in yaml.safe_load(rendered)]
-    assert keys == ["gpunode.io/gpu-unvalidated"] + (["readiness.k8s.io/gpu-x"] if on else [])
+KEY = "readiness.k8s.io/gpunode-gpu-unvalidated"
+LEGACY = "gpunode.io/gpu-unvalidated"
+
+
+@pytest.mark.parametrize(("given", "rule"), [(None, False), ("readiness.k8s.io/gpu-x", True), (LEGACY, False)])
+def test_the_gate_puts_the_key_in_use_lifts_it_and_the_legacy_key_and_the_daemonsets_tolerate_both(
+        run_module, given, rule):
+    result = plan(run_module, readiness_rule=rule, **({"readiness_taint_key": given} if given else {}))
+    key = given or KEY
+    keys = [key] + ([LEGACY] if key != LEGACY else [])
+    assert result["validation_gate"] == {
+        "taint": {"key": key, "effect": "NoSchedule"},
+        "lifted": [{"key": name, "effect": "NoSchedule"} for name in keys],
+        "tolerations": [{"key": name, "operator": "Exists", "effect": "NoSchedule"} for name in keys],
+    }
+    assert result["readiness_rule"]["taint_key"] == key
+
+
+def test_the_dra_kubelet_plugin_tolerates_the_gate_in_use(run_module):
+    result = plan(run_module, "dra", readiness_taint_key="readiness.k8s.io/gpu-x")
+    daemonset = next(obj for obj in result["dra"]["manifests"].values() if obj["kind"] == "DaemonSet")
+    tolerated = [t["key"] for t in daemonset["spec"]["template"]["spec"]["tolerations"]]
+    assert tolerated[1:3] == ["readiness.k8s.io/gpu-x", LEGACY]
+
+
+def gate_task(passed, result):
+    """The role's k8s_taint arguments of the gate for a node whose validation ``passed`` (earlier: no
+    validation pod is due), as Ansible templates them with the role's defaults and vars."""
+    from ansible.parsing.dataloader import DataLoader  # noqa: PLC0415 (controller only)
+    from ansible.template import Templar  # noqa: PLC0415 (controller only)
+
+    loader = DataLoader()
+    role = ROOT / "roles/gpu_cluster_addons"
+    variables = {"ansible_check_mode": False, "__gpu_cluster_addons_plan": result,
+                 "item": {"node": "gpu-1", "host": "gpu-1"},
+                 "hostvars": {"gpu-1": {"ansible_facts": {"gpu_validate": {"passed": passed, "ran": False}}}}}
+    for name in ("defaults", "vars"):
+        variables.update(loader.load_from_file(str(role / name / "main.yml"), trusted_as_template=True))
+    task = loader.load_from_file(str(role / "tasks/validation_gate.yml"), trusted_as_template=True)[0]
+    variables.update(task["vars"])
+    return Templar(loader=loader, variables=variables).template(task["kubernetes.core.k8s_taint"])
+
+
+@pytest.mark.controller(reason="templates the role's task with ansible-core's Templar")
+@pytest.mark.parametrize(("passed", "state", "keys"), [(True, "absent", [KEY, LEGACY]), (False, "present", [KEY])])
+def test_a_node_that_passed_has_both_keys_lifted_one_that_did_not_gets_the_key_in_use(
+        run_module, passed, state, keys):
+    args = gate_task(passed, plan(run_module))
+    assert args["state"] == state and [t["key"] for t in args["taints"]] == keys, args
 
 
 # ---------------------------------------------------------------- against the controller's CRD

@@ -525,7 +525,8 @@ def test_device_plugins_run_on_labelled_gpu_nodes_and_tolerate_the_gpu_taint(ren
         assert "/var/lib/kubelet/device-plugins" in mounts
 
 
-GATE = {"key": "gpunode.io/gpu-unvalidated", "operator": "Exists", "effect": "NoSchedule"}
+GATE = {"key": "readiness.k8s.io/gpunode-gpu-unvalidated", "operator": "Exists", "effect": "NoSchedule"}
+LEGACY_GATE = {"key": "gpunode.io/gpu-unvalidated", "operator": "Exists", "effect": "NoSchedule"}
 DCGM_EXPORTER = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless"
 
 
@@ -568,7 +569,7 @@ def test_gpu_daemonsets_tolerate_the_validation_gate_and_the_runtime_class_does_
     daemonsets = [(name, spec) for name, obj, spec in pod_specs(objs) if obj["kind"] == "DaemonSet"]
     assert daemonsets
     for name, spec in daemonsets:
-        assert GATE in spec["tolerations"], name
+        assert GATE in spec["tolerations"] and LEGACY_GATE in spec["tolerations"], name
     # a RuntimeClass's tolerations reach every pod that names it: the gate would open for all
     for name, obj in objs:
         if obj["kind"] == "RuntimeClass":
@@ -576,7 +577,7 @@ def test_gpu_daemonsets_tolerate_the_validation_gate_and_the_runtime_class_does_
 
 
 def test_render_mode_prints_the_gates_taint_for_unvalidated_nodes(rendered):
-    assert "gpunode.io/gpu-unvalidated:NoSchedule --overwrite" in rendered["first"]
+    assert "readiness.k8s.io/gpunode-gpu-unvalidated:NoSchedule --overwrite" in rendered["first"]
     assert "gpunode.io/gpu-validated=false" in rendered["first"]
 
 

@@ -10,6 +10,7 @@ digest the one NVIDIA's GPU Operator v25.3.1 OLM bundle pins for its validator i
 import pathlib
 
 import pytest
+from ansible.module_utils.gpunode.validate import gate
 from yaml import safe_load
 
 try:  # a controller-side dependency Debian does not package: every test here is marked controller
@@ -46,6 +47,8 @@ def render(defaults=False, **overrides):
         variables.update(loader.load_from_file(str(ROLE / name / "main.yml"), trusted_as_template=True))
     if not defaults:
         variables["gpu_cluster_addons_validation_pod_digest"] = DIGEST
+    # the part of gpu_cluster_addons_plan's result the template reads (addons/plan.py puts it there)
+    variables["__gpu_cluster_addons_plan"] = {"validation_gate": gate.gate()}
     variables.update({"__gpu_cluster_addons_validation_node": "gpu-node-1", **overrides})
     templar = Templar(loader=loader, variables=variables)
     text = _trusted((ROLE / "templates" / "pod-gpu-validation.yaml.j2").read_text())
@@ -68,8 +71,8 @@ def test_the_pod_runs_once_on_its_node_with_one_gpu_pinned_by_digest():
     (container,) = spec["containers"]
     assert container["resources"]["limits"] == {"nvidia.com/gpu": 1}
     assert container["image"] == f"nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.3.1@{DIGEST}"
-    gate = {"key": "gpunode.io/gpu-unvalidated", "operator": "Exists", "effect": "NoSchedule"}
-    assert gate in spec["tolerations"]
+    for key in ("readiness.k8s.io/gpunode-gpu-unvalidated", "gpunode.io/gpu-unvalidated"):  # in use, before
+        assert {"key": key, "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
     assert pod["metadata"]["name"] == "gpunode-gpu-validation-gpu-node-1"
 
 

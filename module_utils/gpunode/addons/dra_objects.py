@@ -125,6 +125,8 @@ DEFAULT_SETTINGS = {
     "extended_resource": True,
     "labels": {},
     "tolerations": [],
+    # the validation gate's taint key (gpu_cluster_addons_plan gives its readiness_taint_key)
+    "gate_key": gate.TAINT_KEY,
     "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
     "init_resources": {
         "requests": {"cpu": "10m", "memory": "32Mi"},
@@ -309,7 +311,7 @@ def kubelet_plugin_daemonset(settings):
     init, containers = _containers(settings)
     # and the validation gate's taint: the GPUs are advertised before the gate opens
     tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-                   dict(gate.TOLERATION)]
+                   *gate.gate(settings["gate_key"])["tolerations"]]
     tolerations += [t for t in settings["tolerations"] if t not in tolerations]
     pod = {
         "metadata": {"labels": dict(sorted(dict(SELECTOR, **{"app.kubernetes.io/name": NAME}).items()))},

@@ -35,6 +35,7 @@ from ansible.module_utils.gpunode.addons.gpu_nodes import (
 )
 from ansible.module_utils.gpunode.addons.inputs import check_inputs, check_node_names
 from ansible.module_utils.gpunode.formats import values
+from ansible.module_utils.gpunode.validate import gate
 
 READINESS_PREFIX = "readiness.k8s.io/"
 READINESS_RULE_NAME = "gpunode-gpu-validated"
@@ -214,6 +215,7 @@ def images_and_dra(params, version, by_host, hosts):
     records = [dict(r, allocation=by_host[r["host"]]) for r in hosts]
     given = dict(params["dra"] or {})
     given["driver_root"] = dra_preflight.driver_root(records, given.get("driver_root"))
+    given["gate_key"] = params["readiness_taint_key"]
     settings = addon_images.dra_settings(params["image_registry"], given)
     dra_plan = dra_objects.plan(params["mode"], version, by_host, settings)
     images.update(dra=dra_plan["image"], dra_example=dra_plan["example_image"])
@@ -241,6 +243,7 @@ def manifests(params, version, resolved, hami_plan, dra_plan):
     files = manifest_plan(plugin_mode, version, params["runtime_class"], optional, params["readiness_rule"])
     return {
         "readiness_rule": readiness_rule(params),
+        "validation_gate": gate.gate(params["readiness_taint_key"]),
         "manifests": dra.template_plan(mode, dra_plan["halves"], files),
         "resource": RESOURCE_BY_MODE.get(plugin_mode),
         "workloads": dra.workloads(WORKLOADS_BY_MODE.get(plugin_mode, ()), dra_plan["halves"]),

@@ -3,13 +3,28 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The validation gate's names: the taint that keeps an unvalidated GPU node unschedulable, and the
 toleration of the components that must run there before it opens (the device plugins, the DRA
-kubelet plugin, HAMi's device plugin), so that the GPUs are advertised before the gate opens.
+kubelet plugin, HAMi's device plugin, dcgm-exporter), so that the GPUs are advertised before the
+gate opens.
 
 ``NoSchedule``: pods already running on a node stay; new pods without the toleration are not
 placed there. The gpu_cluster_addons role (tasks/validation_gate.yml) puts the taint on GPU nodes
-whose last validation did not pass and lifts it from those that passed. Standard library only.
+whose last validation did not pass and lifts it from those that passed. The key is
+``gpu_validate_taint_key`` (:data:`TAINT_KEY` by default); nodes that registered with the key
+gpunode used before (:data:`LEGACY_KEY`) have it lifted too, and the DaemonSets tolerate both.
+Standard library only.
 """
 
-TAINT_KEY = "gpunode.io/gpu-unvalidated"
-TAINT = {"key": TAINT_KEY, "effect": "NoSchedule"}
-TOLERATION = {"key": TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+TAINT_KEY = "readiness.k8s.io/gpunode-gpu-unvalidated"
+LEGACY_KEY = "gpunode.io/gpu-unvalidated"
+EFFECT = "NoSchedule"
+
+
+def gate(key=TAINT_KEY):
+    """``taint`` (what a node that did not pass gets), ``lifted`` (what a node that passed loses: the
+    key in use and the legacy one) and ``tolerations`` (of the DaemonSets that run before it opens)."""
+    keys = list(dict.fromkeys([key, LEGACY_KEY]))
+    return {
+        "taint": {"key": key, "effect": EFFECT},
+        "lifted": [{"key": name, "effect": EFFECT} for name in keys],
+        "tolerations": [{"key": name, "operator": "Exists", "effect": EFFECT} for name in keys],
+    }

@@ -200,8 +200,8 @@ options:
   readiness_taint_key:
     description:
       - C(gpu_cluster_addons_readiness_taint_key) (by default C(gpu_validate_taint_key)) - the validation
-        gate's taint key (effect C(NoSchedule), RV(validation_gate)), and the taint the rule keeps on GPU nodes
-        whose condition O(readiness_condition_type) is not C(True); with O(readiness_rule) keys
+        gate's taint key (effect C(NoSchedule), RV(validation_gate)), and the taint the rule keeps on GPU
+        nodes whose condition O(readiness_condition_type) is not C(True); with O(readiness_rule) keys
         C(readiness.k8s.io/<name>) only (the controller manages no others).
     type: str
     default: readiness.k8s.io/gpunode-gpu-unvalidated

@@ -40,6 +40,13 @@ options:
       after:
         description: The text to write; omitted or null - remove the file.
         type: str
+      keep_mtime:
+        description:
+          - Keep an existing file's modification time (an edit the running daemon need not load, such as the
+            kubelet's registration taint and labels, so that a later read does not take the daemon for older
+            than its files).
+        type: bool
+        default: false
   backup:
     description:
       - Keep a timestamped copy of each file beside it before it is rewritten or removed (a name no
@@ -102,6 +109,7 @@ FILE_OPTIONS = {
     "path": {"type": "path", "required": True},
     "before": {"type": "str"},
     "after": {"type": "str"},
+    "keep_mtime": {"type": "bool", "default": False},
 }
 
 
@@ -123,6 +131,7 @@ def run(module):
             raise FileError(f"{entry['path']}: given twice in files")
         edits[entry["path"]] = (entry["before"], entry["after"])
     edits = {path: (old, new) for path, (old, new) in edits.items() if old != new}
+    keep_mtime = [entry["path"] for entry in module.params["files"] if entry["keep_mtime"]]
     result = {"changed": False, "changed_since": changed_since(edits)}
     if result["changed_since"]:
         return result
@@ -132,7 +141,7 @@ def run(module):
         result["diff"] = diff(edits, shown)
     if edits and not module.check_mode:
         try:
-            apply_into(result, edits, module.params["backup"], module.atomic_move)
+            apply_into(result, edits, module.params["backup"], module.atomic_move, keep_mtime=keep_mtime)
         except FileError as exc:  # names the file and the cause
             module.fail_json(msg=str(exc), **result)
     return result

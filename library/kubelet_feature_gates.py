@@ -141,15 +141,16 @@ options:
     default: false
   registration_taint:
     description:
-      - A taint (C(key[=value]:Effect), e.g. C(gpunode.io/gpu-unvalidated:NoSchedule)) the kubelet registers
-        its Node with (C(registerWithTaints)), put in while O(validation_record) does not say the node passed
-        its validation; once it does, the file is left as it is (the kubelet reads the list only when it
-        registers, so taking it out would restart the kubelet for nothing, and a node that registers again
-        starts tainted). The other taints there are kept. Written where the gates go - C(registerWithTaints)
-        of the C(--config) file or of gpunode's C(--config-dir) drop-in (with the list of the files before
-        it, which a drop-in's list replaces), the C(--register-with-taints) flag (merged into the one there,
-        else starting from the config file's list, which the flag replaces), RKE2's C(node-taint) list;
-        with O(rke_cluster_yml) (every node's kubelet) a warning says it is not set.
+      - A taint (C(key[=value]:Effect), e.g. C(readiness.k8s.io/gpunode-gpu-unvalidated:NoSchedule)) the
+        kubelet registers its Node with (C(registerWithTaints)), put in while O(validation_record) does not
+        say the node passed its validation; once it does, the file is left as it is (the kubelet reads the
+        list only when it registers, so taking it out would change the node for nothing, and a node that
+        registers again starts tainted). A change of it alone restarts no kubelet. The other taints there
+        are kept. Written where the gates go - C(registerWithTaints) of the C(--config) file or of gpunode's
+        C(--config-dir) drop-in (with the list of the files before it, which a drop-in's list replaces), the
+        C(--register-with-taints) flag (merged into the one there, else starting from the config file's
+        list, which the flag replaces), RKE2's C(node-taint) list; with O(rke_cluster_yml) (every node's
+        kubelet) a warning says it is not set.
       - Omitted, C(registerWithTaints) is not touched.
     type: str
   registration_taint_state:
@@ -164,6 +165,20 @@ options:
     description: The record of the node's last validation (role gpu_validate) O(registration_taint) follows.
     type: path
     default: /var/lib/gpunode/validated.json
+  registration_labels:
+    description:
+      - Labels (key -> value) the kubelet registers its Node with (e.g. C(nvidia.com/gpu.present=true)), set
+        whatever the validation says. KubeletConfiguration has no field for them, so they go where the flags
+        go - C(--node-labels), merged with the operator's labels into the first such flag that reaches the
+        kubelet (repeated flags add up), else a new flag where a C(--feature-gates) flag would go (also where
+        the gates go to a C(--config) file or drop-in); RKE2's (or k3s') C(node-label) list; with
+        O(rke_cluster_yml) a warning says they are not set. Never taken out; a change of them alone
+        restarts no kubelet.
+      - Keys and values as Kubernetes takes labels; none under C(kubernetes.io) or C(k8s.io) but
+        C(kubelet.kubernetes.io) and C(node.kubernetes.io) (the kubelet refuses to start with them).
+      - Empty, C(--node-labels) is not touched.
+    type: dict
+    default: {}
 notes:
   - At most one of O(config_file), O(flags_file), O(rke_cluster_yml), O(rke2_config).
   - A file that is a symbolic link (also relative, or a chain of links) is followed; the file at
@@ -222,6 +237,9 @@ restart_required:
   description:
     - The kubelet (or rke2 service, or C(rke up)) must be restarted to run what the files say - because
       they changed, or because what runs is older than them (RV(stale)).
+    - Not for a change of the registration taint or labels alone, which the kubelet reads only when it
+      creates its Node - the files are written, a C(--config) file or drop-in keeping its modification
+      time, so that the next run does not take the kubelet for older than its settings either.
   type: bool
   returned: always
 stale:
@@ -276,9 +294,17 @@ registration_taint:
       (C(why)) and where it is written (C(where), null where it is not).
   type: dict
   returned: when a kubelet was found and O(registration_taint) was given
-  sample: {taint: "gpunode.io/gpu-unvalidated:NoSchedule", present: true,
+  sample: {taint: "readiness.k8s.io/gpunode-gpu-unvalidated:NoSchedule", present: true,
            where: "/var/lib/kubelet/config.yaml registerWithTaints",
            why: "/var/lib/gpunode/validated.json: not validated yet"}
+registration_labels:
+  description:
+    - With O(registration_labels) - the labels, whether the kubelet registers with them (C(present)) and where
+      they are written (C(where), null where they are not).
+  type: dict
+  returned: when a kubelet was found and O(registration_labels) was given
+  sample: {labels: {nvidia.com/gpu.present: "true"}, present: true,
+           where: "/etc/default/kubelet KUBELET_EXTRA_ARGS --node-labels"}
 present:
   description: Whether a kubelet was found (false - nothing done, with a warning).
   type: bool
@@ -354,7 +380,8 @@ def run(module):
         module.warn(warning)
     if outcome.changes and not module.check_mode:
         try:
-            apply_into(result, outcome.changes, module.params["backup"], module.atomic_move)
+            apply_into(result, outcome.changes, module.params["backup"], module.atomic_move,
+                       keep_mtime=outcome.keep_mtime)
         except FileError as exc:  # names the file and the cause
             module.fail_json(msg=str(exc), **result)
     return result

@@ -69,7 +69,8 @@ KEY = "readiness.k8s.io/gpunode-gpu-unvalidated"
 LEGACY = "gpunode.io/gpu-unvalidated"
 
 
-@pytest.mark.parametrize(("given", "rule"), [(None, False), ("readiness.k8s.io/gpu-x", True), (LEGACY, False)])
+@pytest.mark.parametrize(("given", "rule"),
+                         [(None, False), ("readiness.k8s.io/gpu-x", True), (LEGACY, False)])
 def test_the_gate_puts_the_key_in_use_lifts_it_and_the_legacy_key_and_the_daemonsets_tolerate_both(
         run_module, given, rule):
     result = plan(run_module, readiness_rule=rule, **({"readiness_taint_key": given} if given else {}))
@@ -109,7 +110,8 @@ def gate_task(passed, result):
 
 
 @pytest.mark.controller(reason="templates the role's task with ansible-core's Templar")
-@pytest.mark.parametrize(("passed", "state", "keys"), [(True, "absent", [KEY, LEGACY]), (False, "present", [KEY])])
+@pytest.mark.parametrize(("passed", "state", "keys"),
+                         [(True, "absent", [KEY, LEGACY]), (False, "present", [KEY])])
 def test_a_node_that_passed_has_both_keys_lifted_one_that_did_not_gets_the_key_in_use(
         run_module, passed, state, keys):
     args = gate_task(passed, plan(run_module))

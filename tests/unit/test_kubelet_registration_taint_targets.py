@@ -56,8 +56,8 @@ def test_config_dir_dropin_carries_the_operators_list_and_the_taint(run_module, 
     assert ok and check["changed"] and "gpunode.io/gpu-unvalidated" in check["diff"]["after"]
     assert not os.path.exists(node.path(DROPIN))
 
-    ok, first = run_module(kubelet_feature_gates, args)
-    assert ok and first["changed"] and first["restart_required"], first
+    ok, first = run_module(kubelet_feature_gates, args)  # the list alone: read at registration, no restart
+    assert ok and first["changed"] and not first["restart_required"], first
     assert first["registration_taint"] == {"taint": TAINT, "present": True, "where": node.path(DROPIN)
                                            + " registerWithTaints", "why": f"{record}: not validated yet"}
     dropin = yaml.safe_load(node.read(DROPIN))
@@ -131,16 +131,12 @@ def test_flags_only_kubelet_gets_the_flag_where_its_flags_reach_it(run_module, t
     args = node.args(registration_taint=TAINT, validation_record=node.path("/var/lib/gpunode/validated.json"))
     ok, check = run_module(kubelet_feature_gates, args, check_mode=True, diff=True)
     assert ok and check["changed"] and node.read("/etc/sysconfig/kubelet") == "KUBELET_EXTRA_ARGS=\n"
-    ok, first = run_module(kubelet_feature_gates, args)
-    assert ok and first["changed"] and first["restart_required"], first
+    ok, first = run_module(kubelet_feature_gates, args)  # read only at registration: no restart
+    assert ok and first["changed"] and not first["restart_required"], first
     assert node.read("/etc/sysconfig/kubelet") == f"KUBELET_EXTRA_ARGS=--register-with-taints={TAINT}\n"
     assert first["registration_taint"]["where"].endswith("KUBELET_EXTRA_ARGS --register-with-taints")
-    ok, stopped = run_module(kubelet_feature_gates, args)  # a run stopped before its restart: finished
-    assert ok and not stopped["changed"] and stopped["restart_required"], stopped
-    assert "has --register-with-taints=(none)" in stopped["stale"][0]
-    node.run([f"--register-with-taints={TAINT}"], started="after")
-    ok, again = run_module(kubelet_feature_gates, args)
-    assert ok and not again["changed"] and not again["restart_required"], again
+    ok, again = run_module(kubelet_feature_gates, args)  # a kubelet running without the flag is not stale
+    assert ok and not again["changed"] and not again["restart_required"] and not again["stale"], again
     ok, off = run_module(kubelet_feature_gates, dict(args, registration_taint_state="absent"))
     assert ok and off["changed"] and node.read("/etc/sysconfig/kubelet") == "KUBELET_EXTRA_ARGS=\n"
 

@@ -38,6 +38,22 @@ def test_a_file_as_read_is_written_keeping_its_mode_with_a_backup_to_restore(run
     assert result["diff"]["after_header"] == str(config)
 
 
+def test_an_edit_marked_keep_mtime_keeps_the_files_time_and_another_does_not(run_module, config, tmp_path):
+    """The kubelet's registration taint and labels: the running kubelet need not load them, so its
+    --config file keeps its time (a later read compares the kubelet's start with it)."""
+    other = tmp_path / "kubelet.env"
+    other.write_text("A=1\n")
+    for path in (config, other):
+        os.utime(path, (1000000000, 1000000000))
+    ok, result = run_module(gpunode_planned_files, {"files": [
+        dict(edit(config, "featureGates: {}\n", "registerWithTaints: []\n"), keep_mtime=True),
+        edit(other, "A=1\n", "A=2\n"),
+    ]})
+    assert ok and result["changed"], result
+    assert config.read_text() == "registerWithTaints: []\n" and config.stat().st_mtime == 1000000000
+    assert other.read_text() == "A=2\n" and other.stat().st_mtime > 1000000000
+
+
 def test_a_file_changed_since_the_read_is_not_written_nor_any_other(run_module, config, tmp_path):
     config.write_text("featureGates: {B: true}\n")  # another run wrote it after the read
     dropin = tmp_path / "20-gpunode.conf"

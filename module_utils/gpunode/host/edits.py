@@ -52,9 +52,10 @@ def changed_since(edits):
     return sorted(path for path, (old, _new) in edits.items() if read_text(path, FileError) != old)
 
 
-def apply(edits, backup, replace=os.replace, backup_dir=None):
+def apply(edits, backup, replace=os.replace, backup_dir=None, keep_mtime=()):
     """Write (or remove) each file, its backup first when ``backup`` (next to it, or under
-    ``backup_dir`` where a daemon loads a folder by glob). The one edit transaction.
+    ``backup_dir`` where a daemon loads a folder by glob); the files of ``keep_mtime`` keep their
+    modification time (``files.write_text``). The one edit transaction.
 
     Returns ``(restore, backups)``: what ``verified_restart`` puts back when the daemon does
     not come back (``[{path, backup}]``; a file that did not exist: backup None, removed), and
@@ -74,18 +75,18 @@ def apply(edits, backup, replace=os.replace, backup_dir=None):
             if new is None:
                 _remove(path)
             else:
-                write_text(path, new, replace=replace)
+                write_text(path, new, replace=replace, keep_mtime=path in keep_mtime)
         except OSError as exc:  # FileError, from host/files and host/backups, names the file
             exc.restore, exc.backups = restore, backups
             raise
     return restore, backups
 
 
-def apply_into(result, edits, backup, replace=os.replace):
+def apply_into(result, edits, backup, replace=os.replace, keep_mtime=()):
     """:func:`apply`, with ``restore``, ``backup_file`` and ``backup_files`` put into ``result``, also
     when it raises ``FileError`` (then of the files written before the one that failed)."""
     try:
-        result["restore"], backups = apply(edits, backup, replace)
+        result["restore"], backups = apply(edits, backup, replace, keep_mtime=keep_mtime)
     except FileError as exc:
         result["restore"] = exc.restore
         result.update(backup_results(exc.backups))

@@ -228,8 +228,11 @@ def make_folders(directory, mode=FOLDER_MODE):
     os.chmod(directory, mode)
 
 
-def write_text(path, text, new_file_mode=0o644, tmp_dir=None, replace=os.replace):
+def write_text(path, text, new_file_mode=0o644, tmp_dir=None, replace=os.replace, *, keep_mtime=False):
     """Write ``text`` to ``path`` atomically; returns True when the file is new.
+
+    ``keep_mtime``: an existing file keeps its access and modification times (an edit that a
+    daemon comparing its start with the file's time need not load).
 
     A symbolic link is followed (``resolved_path``): its target is written, the
     link kept. ``replace(tmp, target)`` does the final rename: ``os.replace``,
@@ -242,7 +245,11 @@ def write_text(path, text, new_file_mode=0o644, tmp_dir=None, replace=os.replace
     target = resolved_path(path, FileError)
     check_regular(target, FileError)
     try:
-        return _write_regular(target, text, new_file_mode, tmp_dir, replace)
+        times = os.stat(target) if keep_mtime and os.path.lexists(target) else None
+        created = _write_regular(target, text, new_file_mode, tmp_dir, replace)
+        if times is not None:
+            os.utime(target, ns=(times.st_atime_ns, times.st_mtime_ns))
+        return created
     except FileError:
         raise
     except OSError as exc:

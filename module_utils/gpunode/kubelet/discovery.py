@@ -58,6 +58,7 @@ class Plan:
         self.changes = {}  # path -> (old text or None, new text or None: delete)
         self.warnings = []
         self.stale_backups = {}  # path -> backup of an earlier run, for a rollback of a stale restart
+        self.keep_mtime = []  # files whose edit the running kubelet need not load: their time is kept
 
 
 class Discovery:

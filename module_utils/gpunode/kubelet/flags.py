@@ -2,7 +2,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Read and edit the kubelet's ``--feature-gates`` flag where systemd gets it from (and, with
-``flag=TAINTS_FLAG``, ``--register-with-taints``, whose last value replaces the earlier ones).
+``flag=TAINTS_FLAG``, ``--register-with-taints``, whose last value replaces the earlier ones;
+``flag=LABELS_FLAG``, ``--node-labels``, given the labels of all of them: the flags are merged
+into the first, as with the gates).
 
 Two file formats (parsed by host/systemd.py, with systemd's own rules):
 
@@ -52,6 +54,7 @@ Container = namedtuple("Container", "label name start end")
 _SECTION_RE = re.compile(r"[ \t]*\[([^\]]+)\][ \t]*$")
 GATES_FLAG = "--feature-gates"
 TAINTS_FLAG = "--register-with-taints"
+LABELS_FLAG = "--node-labels"
 DEFAULT_VARIABLE = "KUBELET_EXTRA_ARGS"
 
 
@@ -129,17 +132,23 @@ def gates_in_args(args):
     return gates
 
 
-def flag_value(args, name):
-    """The last value of ``--name=value`` / ``--name value`` in a command line, or None."""
+def flag_values(args, name):
+    """Every value of ``--name=value`` / ``--name value`` in a command line, in order."""
     flag = "--" + name
     values = [a.value if hasattr(a, "value") else a for a in args]
-    found = None
+    found = []
     for index, value in enumerate(values):
         if value.startswith(flag + "="):
-            found = value[len(flag) + 1 :]
+            found.append(value[len(flag) + 1 :])
         elif value == flag and index + 1 < len(values):
-            found = values[index + 1]
+            found.append(values[index + 1])
     return found
+
+
+def flag_value(args, name):
+    """The last value of ``--name=value`` / ``--name value`` in a command line, or None."""
+    found = flag_values(args, name)
+    return found[-1] if found else None
 
 
 def _quoted_like(raw_value, new_value):

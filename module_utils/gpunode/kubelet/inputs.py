@@ -17,7 +17,9 @@ quote or escape:
 - the variable that gets the flag is a shell/systemd variable name
   ``[A-Za-z_][A-Za-z0-9_]*``;
 - the service is a systemd unit name (letters, digits and ``:-_.\\@``);
-- paths are absolute, without a control character, quote or backslash.
+- paths are absolute, without a control character, quote or backslash;
+- registration labels are label keys and values (a ``,`` or ``=`` would split the flag), none
+  under kubernetes.io or k8s.io that the kubelet refuses (kubelet/labels.py).
 
 The rules are the common ones of module_utils/gpunode/formats/values.py.
 
@@ -25,6 +27,7 @@ Standard library only; Python 3.8+ (runs on target hosts).
 """
 
 from ansible.module_utils.gpunode.formats import values
+from ansible.module_utils.gpunode.kubelet import labels
 from ansible.module_utils.gpunode.kubelet.gates import GateError, parse_bool
 from ansible.module_utils.gpunode.kubelet.gates import check_gate_name as _check_gate_name
 
@@ -75,3 +78,4 @@ def check_params(params):
             _checked(values.path, option, params[option])
     for path in params.get("unit_files") or ():
         _checked(values.path, "unit_files", path)
+    _checked(labels.check, "registration_labels", params.get("registration_labels") or {})

@@ -20,7 +20,8 @@ one round trip):
 4. The gates: checked against the version (kubelet/gates.py), merged with what
    the files hold; a later drop-in or a ``--feature-gates`` flag that would
    override them (flags win over the config, per gate) is an error.
-5. Whether the kubelet must restart: the files change, or what runs is
+5. Whether the kubelet must restart: the files change (not only in the taints and labels it
+   registers its Node with, which it reads only then), or what runs is
    older than the files (its ``--feature-gates`` differ from what the files
    give, its start time is older than a config file it reads, or systemd
    has not reloaded a changed unit), so that a run killed between the write
@@ -73,7 +74,11 @@ from ansible.module_utils.gpunode.kubelet.gates import (
     refused_in_file,
 )
 from ansible.module_utils.gpunode.kubelet.inputs import InputError, check_params
-from ansible.module_utils.gpunode.kubelet.registration import registration_taint
+from ansible.module_utils.gpunode.kubelet.registration import (
+    registration_labels,
+    registration_taint,
+    shown_labels,
+)
 from ansible.module_utils.gpunode.kubelet.taints import TaintError
 from ansible.module_utils.gpunode.kubelet.taints import parse as parse_taint
 from ansible.module_utils.gpunode.kubelet.targets import TARGETS
@@ -101,11 +106,13 @@ def plan(params, host):
         kind = _auto_kind(kind, params, host, found, version)
     target = TARGETS[kind](params, host, found, version)
     merged = _edit(result, target, (apply, skipped, asked), version_str)
+    restarting = set(result.changes)  # the gates' files: their change restarts the kubelet
     registration = registration_taint(result, params, target, kind, taint)
+    labels = registration_labels(result, params, target, kind,
+                                 lambda: TARGETS["flags"](params, host, found, version))
     _check_overrides(target, apply, target.effective(merged))
-    restart, reasons, daemon_reload = _restart(
-        result, params, host, found, target=target, kind=kind, version=version, merged=merged
-    )
+    restart, reasons, daemon_reload = _restart(result, params, host, found, target=target, kind=kind,
+                                               version=version, merged=merged, restarting=restarting)
     result.result = {
         "changed": bool(result.changes),
         "restart_required": restart,
@@ -122,8 +129,8 @@ def plan(params, host):
         "stale": reasons,
         "present": True,
         "registration_taint": registration,
-        "summary": f"kubelet gates {format_gate_string(merged) or '(none)'} in {target.label}"
-        + (f"; registers with {registration['taint']}" if registration and registration["present"] else ""),
+        "registration_labels": labels,
+        "summary": _summary(merged, target.label, registration, labels),
         "ansible_facts": {
             "kubelet_gpu": {
                 "present": True,
@@ -137,6 +144,16 @@ def plan(params, host):
         },
     }
     return result
+
+
+def _summary(merged, where, registration, labels):
+    """One line for gpunode_changes: the gates, where they are, what the kubelet registers with."""
+    line = f"kubelet gates {format_gate_string(merged) or '(none)'} in {where}"
+    if registration and registration["present"]:
+        line += f"; registers with {registration['taint']}"
+    if labels and labels["present"]:
+        line += f"; registers with labels {shown_labels(labels['labels'])}"
+    return line
 
 
 def _edit(result, target, request, version_str):
@@ -160,10 +177,19 @@ def _edit(result, target, request, version_str):
     return merged
 
 
-def _restart(result, params, host, found, *, target, kind, version, merged):
-    """(restart, stale reasons, daemon_reload): what the kubelet needs after the edit."""
+def _restart(result, params, host, found, *, target, kind, version, merged, restarting):
+    """(restart, stale reasons, daemon_reload): what the kubelet needs after the edit.
+
+    A file that changes only in what the kubelet reads when it creates its Node (registration
+    taint and labels: not in ``restarting``) restarts nothing; a config file it reads keeps its
+    modification time then (``keep_mtime``), so that the next run does not take the running
+    kubelet for older than its settings.
+    """
     stale, reasons, daemon_reload = _running_state(params, host, found, target, merged)
-    restart = bool(result.changes) or stale
+    restart = any(path in restarting for path in result.changes) or stale
+    result.keep_mtime = sorted(path for path in target.config_files()
+                               if path in result.changes and path not in restarting
+                               and result.changes[path][0] is not None)
     if restart and kind != "rke1":
         _check_restartable(host, params, target, version)
     if stale and not result.changes:
@@ -289,14 +315,6 @@ def _running_state(params, host, found, target, merged):
         return bool(reasons), reasons, daemon_reload
     running = gates_in_args(process.argv)
     flag_gates = target.flag_gates(merged)
-    if params.get("registration_taint") and target.unit_is_target:  # the flags: --register-with-taints
-        both = (process.argv, target.next_args())
-        taints = [flag_value(args, "register-with-taints") or "(none)" for args in both]
-        if taints[0] != taints[1]:
-            reasons.append(
-                f"the running kubelet (PID {process.pid}) has --register-with-taints={taints[0]}, "
-                f"its files give --register-with-taints={taints[1]}"
-            )
     if running != flag_gates:
         reasons.append(
             f"the running kubelet (PID {process.pid}) has --feature-gates="

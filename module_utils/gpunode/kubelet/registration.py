@@ -1,7 +1,12 @@
 # Copyright: (c) 2026, gpunode maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The registration taint, written where the kubelet's gates go (kubelet/targets.py).
+"""The registration taint and labels, written where the kubelet's gates go (kubelet/targets.py).
+
+The kubelet reads both only when it creates its Node: a change of them alone restarts no kubelet
+(kubelet/plan.py). The labels (kubelet/labels.py) have no KubeletConfiguration field: they go to
+``--node-labels`` where the flags go (the flags' place also where the gates go to a config file),
+merged with the operator's, or RKE2's ``node-label`` items; never to RKE1's cluster.yml.
 
 Whether it is wanted is kubelet/taints.py's ``wanted``: put in while the node has not passed its
 validation, left as it is once it has (read only at registration), taken out with the gate off.
@@ -28,15 +33,18 @@ Python 3.8+, standard library (and PyYAML for YAML files): runs on targets.
 
 from ansible.module_utils.gpunode.kubelet.discovery import PlanError, read_file
 from ansible.module_utils.gpunode.kubelet.flags import (
+    LABELS_FLAG,
     TAINTS_FLAG,
     FlagsError,
     explain_overrides,
     flag_value,
+    flag_values,
     plan_edit,
     reaching_args,
     read_gate_values,
     set_gate_string,
 )
+from ansible.module_utils.gpunode.kubelet.labels import LabelError, merged, new_value
 from ansible.module_utils.gpunode.kubelet.rke_args import edit_rke2_items, rke2_items
 from ansible.module_utils.gpunode.kubelet.taints import (
     TaintError,
@@ -52,6 +60,7 @@ from ansible.module_utils.gpunode.kubelet.taints import (
 )
 
 TAINTS_NAME = TAINTS_FLAG[2:]
+LABELS_NAME = LABELS_FLAG[2:]
 
 
 def registration_taint(result, params, target, kind, taint):
@@ -78,16 +87,52 @@ def registration_taint(result, params, target, kind, taint):
         registers, where, changes = writer(target, taint, present, result.changes)
     except TaintError as exc:
         raise PlanError(f"{target.label}: {exc}; left unchanged") from None
-    for path, (old, new) in changes.items():
-        if (new or "") != (old or "") or (new is None and old is not None):
-            result.changes[path] = (old, new)
-        else:
-            result.changes.pop(path, None)
+    _record(result, changes)
     if registers is None:  # a later setting replaces the list gpunode would write
         result.warnings.append(f"registration taint {decided['taint']} not set: {where}")
         return dict(decided, present=False)
     _warn_flag_override(result, target, kind, decided["taint"])
     return dict(decided, present=registers, where=where)
+
+
+def registration_labels(result, params, target, kind, flags_target):
+    """Put the labels ``registration_labels`` where the kubelet registers its Node from: the flags
+    (``flags_target()``, the flags' place, where the gates go to a config file), RKE2's node-label;
+    none on RKE1 (every node's kubelet). Edits ``result.changes``; returns the module's
+    ``registration_labels`` (None without labels)."""
+    labels = params.get("registration_labels") or {}
+    if not labels:
+        return None
+    decided = {"labels": dict(labels), "present": False, "where": None}
+    try:
+        if kind == "rke1":
+            raise PlanError(f"{target.label} is cluster.yml's services.kubelet.extra_args, which every "
+                            "node's kubelet gets; the add-ons play labels the GPU nodes")
+        place = flags_target() if kind in ("config", "config_dir") else target
+        where, changes = (_rke2_labels if kind == "rke2" else _label_flags)(place, labels, result.changes)
+    except LabelError as exc:  # the operator's --node-labels, which the kubelet would refuse too
+        raise PlanError(f"{target.label}: {exc}; left unchanged") from None
+    except PlanError as exc:  # where the gates go to a file, flags that cannot be placed do not fail
+        if kind not in ("rke1", "config", "config_dir"):
+            raise
+        result.warnings.append(f"registration labels {shown_labels(labels)} not set: {exc}")
+        return decided
+    _record(result, changes)
+    return dict(decided, present=True, where=where)
+
+
+def shown_labels(labels):
+    """``key=value,...``, as --node-labels writes labels."""
+    return ",".join(f"{key}={value}" for key, value in labels.items())
+
+
+def _record(result, changes):
+    """Put a writer's ``changes`` (path -> (old, new)) into ``result.changes``; unchanged ones out."""
+    for path, (old, new) in changes.items():
+        if (new or "") != (old or "") or (new is None and old is not None):
+            result.changes[path] = (old, new)
+        else:
+            result.changes.pop(path, None)
 
 
 def _warn_flag_override(result, target, kind, rendered):
@@ -162,11 +207,16 @@ def _flags(target, taint, present, changes):
     base = _config_list(target.config_documents())[1]
     if target.path:
         return _flags_file(target, (taint, present, base), changes)
-    command = target.new_command or target.command
-    raw = flag_value(reaching_args(command), TAINTS_NAME)
+    raw = flag_value(reaching_args(target.new_command or target.command), TAINTS_NAME)
     value = _new_value(raw, base, taint, present)
     if value is None:
         return _registers(raw, base, taint), f"{target.label} {TAINTS_FLAG}", {}
+    where, edits = _unit_edit(target, TAINTS_FLAG, value, changes)
+    return bool(present), where, edits
+
+
+def _unit_edit(target, flag, value, changes):
+    """(where, edits): ``flag=value`` put where it reaches ExecStart (kubelet/flags.py plan_edit)."""
     texts = {path: new for path, (_old, new) in changes.items()}
     units = [(path, texts.get(path, text)) for path, text in target.unit_files]
 
@@ -174,40 +224,73 @@ def _flags(target, taint, present, changes):
         return texts[path] if path in texts else read_file(target.host, path, missing_ok=True)
 
     try:
-        variable = target.params["flags_variable"]
-        flags_plan = plan_edit(command, units, read_new, value, variable, flag=TAINTS_FLAG)
+        command, variable = target.new_command or target.command, target.params["flags_variable"]
+        flags_plan = plan_edit(command, units, read_new, value, variable, flag=flag)
     except FlagsError as exc:
         raise PlanError(f"{target.label}: {exc}; left unchanged") from None
     target.set_new_args({**texts, **flags_plan.texts})
     edits = {path: (target.command.texts.get(path), new) for path, new in flags_plan.texts.items()}
-    return bool(present), f"{flags_plan.where or target.label} {TAINTS_FLAG}", edits
+    return f"{flags_plan.where or target.label} {flag}", edits
 
 
 def _flags_file(target, request, changes):
     taint, present, base = request
-    path = target.path
-    text = _pending(changes, path, target.text) or ""
+    text = _pending(changes, target.path, target.text) or ""
     values = read_gate_values(text, target.fmt, TAINTS_FLAG)
     raw = values[-1][1] if values else None
     value = _new_value(raw, base, taint, present)
     if value is None and len(values) > 1 and present is not None:
         value = raw  # several flags, the last of which wins: one is left, with its value
     if value is None:
-        return _registers(raw, base, taint), f"{path} {TAINTS_FLAG}", {}
+        return _registers(raw, base, taint), f"{target.path} {TAINTS_FLAG}", {}
+
+    def reaching(args):  # what the kubelet gets, when it is not ``value``
+        got = flag_value(args, TAINTS_NAME)
+        return None if (got or "") == value else got or "none"
+
+    where, edits = _file_edit(target, (TAINTS_FLAG, value, reaching), text, changes)
+    return bool(present), where, edits
+
+
+def _file_edit(target, request, text, changes):
+    """(where, edits): ``flag=value`` in the flags file ``target.path``, whose ``text`` is pending;
+    ``reaching(args)`` says what the kubelet would get instead (None: it gets what was asked)."""
+    flag, value, reaching = request
+    path = target.path
     try:
-        variable = target.params["flags_variable"]
-        new, where = set_gate_string(text, target.fmt, value, variable, flag=TAINTS_FLAG)
+        new, where = set_gate_string(text, target.fmt, value, target.params["flags_variable"], flag=flag)
     except FlagsError as exc:
         raise PlanError(f"{path}: {exc}; left unchanged") from None
     if target.command is not None:
         target.set_new_args({**{p: n for p, (_o, n) in changes.items()}, path: new})
-        got = flag_value(reaching_args(target.new_command), TAINTS_NAME)
-        if (got or "") != value:
+        got = reaching(reaching_args(target.new_command))
+        if got is not None:
             raise PlanError(
-                f"{path}: {TAINTS_FLAG}={value or '(none)'} written there would not reach the kubelet, "
-                f"which would get {got or 'none'}: {explain_overrides(target.new_command)}; left unchanged"
+                f"{path}: {flag}={value or '(none)'} written there would not reach the kubelet, "
+                f"which would get {got}: {explain_overrides(target.new_command)}; left unchanged"
             )
-    return bool(present), f"{path} {where or ''}".strip() + f" {TAINTS_FLAG}", {path: (target.text, new)}
+    return f"{path} {where or ''}".strip() + f" {flag}", {path: (target.text, new)}
+
+
+def _label_flags(target, labels, changes):
+    """--node-labels merged with the labels the flags give (repeated flags add up): into the first
+    in the flags file named, or the first that reaches ExecStart (a new one where the gates go)."""
+    if target.path:
+        text = _pending(changes, target.path, target.text) or ""
+        values = [raw for _label, raw in read_gate_values(text, target.fmt, LABELS_FLAG)]
+    else:
+        values = flag_values(reaching_args(target.new_command or target.command), LABELS_NAME)
+    value = new_value(values, labels)
+    if value is None:
+        return f"{target.path or target.label} {LABELS_FLAG}", {}
+    if not target.path:
+        return _unit_edit(target, LABELS_FLAG, value, changes)
+
+    def reaching(args):
+        got = flag_values(args, LABELS_NAME)
+        return None if new_value(got, labels) is None else ",".join(got) or "none"
+
+    return _file_edit(target, (LABELS_FLAG, value, reaching), text, changes)
 
 
 def _new_value(raw, base, taint, present):
@@ -241,6 +324,20 @@ def _rke2(target, taint, present, changes):
     before = {path: (text if target.host.exists(path) else None) for path, text in target.texts.items()}
     edits = {path: (before[path], new) for path, new in new_texts.items() if new != texts[path]}
     return present, where, edits
+
+
+def _rke2_labels(target, labels, changes):
+    """RKE2's (and k3s') node-label items: each of ``labels`` once, with its value."""
+    texts = {path: _pending(changes, path, text) for path, text in target.texts.items()}
+    new_texts = dict(texts)
+    for key, value in labels.items():
+        items = rke2_items(new_texts, "node-label")
+        matching = [item for item in items if item[3].partition("=")[0].strip() == key]
+        if len(matching) != 1 or merged([matching[0][3]]) != {key: value}:
+            new_texts = edit_rke2_items(new_texts, matching, f"{key}={value}", "node-label")
+    before = {path: (text if target.host.exists(path) else None) for path, text in target.texts.items()}
+    edits = {path: (before[path], new) for path, new in new_texts.items() if new != texts[path]}
+    return f"{target.path} node-label", edits
 
 
 WRITERS = {"config": _config, "config_dir": _config_dir, "flags": _flags, "rke2": _rke2}

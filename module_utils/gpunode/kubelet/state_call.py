@@ -38,6 +38,7 @@ ARGUMENT_SPEC = {
         "type": "str", "choices": ["unvalidated", "absent"], "default": "unvalidated",
     },
     "validation_record": {"type": "path", "default": "/var/lib/gpunode/validated.json"},
+    "registration_labels": {"type": "dict", "default": {}},
 }
 MUTUALLY_EXCLUSIVE = [TARGET_PATHS]
 ERRORS = (PlanError,)
@@ -70,6 +71,6 @@ def handed_plan(outcome):
     """The plan ``gpunode_node_state`` hands to the role (``plans.kubelet``): :func:`planned_result`
     and ``edits``, the files to write as ``gpunode_planned_files`` takes them."""
     result = planned_result(outcome, False)
-    result["edits"] = [{"path": path, "before": old, "after": new}
+    result["edits"] = [{"path": path, "before": old, "after": new, "keep_mtime": path in outcome.keep_mtime}
                        for path, (old, new) in sorted(outcome.changes.items())]
     return result

@@ -6,9 +6,10 @@
 The kubelet puts the taints of ``registerWithTaints`` (KubeletConfiguration,
 a list of core/v1 Taint: ``key``, ``value``, ``effect``; the flag
 ``--register-with-taints`` is its deprecated twin) on its Node object when it
-registers, so a GPU node that joins after the add-ons play starts with
-``gpunode.io/gpu-unvalidated:NoSchedule`` and takes no pods until the add-ons
-play lifts the taint (docs/VALIDATION.md). Field reference:
+registers, so a GPU node that joins after the add-ons play starts with the
+validation gate's taint (``readiness.k8s.io/gpunode-gpu-unvalidated:NoSchedule`` by default,
+``gpu_validate_taint_key``) and takes no pods until the add-ons play lifts the taint
+(docs/VALIDATION.md). Field reference:
 https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/
 (``registerWithTaints``: "an array of taints to add to a node object when the
 kubelet registers itself").
@@ -17,8 +18,8 @@ The taint is put in while the node's validation record
 (``/var/lib/gpunode/validated.json``, validate/marker.py) does not say passed.
 Once it says passed the file is left as it is: the kubelet reads
 ``registerWithTaints`` only when it registers, so taking the taint out would
-restart the kubelet for nothing (and make the run after a validation change the
-node), while keeping it makes a node that registers again start tainted until
+change the node on the run after a validation for nothing, while keeping it makes a
+node that registers again start tainted until
 the add-ons play lifts the taint. The gate switched off takes it out. The
 operator's other taints are kept as they are.
 Written where the kubelet's gates go (kubelet/registration.py): its ``--config``

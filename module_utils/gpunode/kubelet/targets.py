@@ -254,7 +254,8 @@ class ConfigDirTarget(Target):
         return f"a drop-in read after {DROPIN_NAME} ({', '.join(later) or 'in ' + self.directory})"
 
     def config_files(self):
-        return [self.path] if self.new_text is not None else []
+        """The drop-in, while it sets gates (registerWithTaints alone is read only at registration)."""
+        return [self.path] if self.new_text is not None and self.merged else []
 
     def owned(self, path):
         return path == self.path

@@ -34,8 +34,10 @@ def module_args(**variables):
     templar_module = pytest.importorskip("ansible.template")
     from ansible.parsing.dataloader import DataLoader  # noqa: PLC0415 (controller only)
 
-    context = dict(role_yaml("defaults/main.yml"), **variables)
-    templar = templar_module.Templar(loader=DataLoader(), variables=context)
+    loader = DataLoader()  # the role's defaults as Ansible loads them: their templates trusted
+    context = dict(loader.load_from_file(str(ROLE / "defaults" / "main.yml"), trusted_as_template=True),
+                   **variables)
+    templar = templar_module.Templar(loader=loader, variables=context)
     expression = role_yaml("vars/main.yml")["__kubelet_gpu_args"]
     return templar.template(templar_module.trust_as_template(expression))
 
@@ -59,3 +61,17 @@ def test_the_refusal_names_the_roles_variable_and_its_answer_is_taken():
     with pytest.raises(FlagsError, match="kubelet_gpu_flags_variable"):
         set_gate_string(text, "env", "DevicePlugins=true")
     assert set_gate_string(text, "env", "DevicePlugins=true", "KUBELET_ARGS")[1] == "KUBELET_ARGS"
+
+
+@pytest.mark.controller(reason="templates the role's variables with ansible-core's Templar")
+def test_the_registration_taint_follows_the_validation_roles_key_and_the_label_reaches_the_module():
+    defaults = module_args()  # a play without the validation role (playbooks/kubelet.yml)
+    assert defaults["registration_taint"] == "readiness.k8s.io/gpunode-gpu-unvalidated:NoSchedule"
+    assert defaults["registration_labels"] == {"nvidia.com/gpu.present": "true"}
+    validate = yaml.safe_load((ROLE.parent / "gpu_validate" / "defaults" / "main.yml").read_text())
+    assert validate["gpu_validate_taint_key"] + ":NoSchedule" == defaults["registration_taint"]
+    # the inventory's key wins over the role's default, as over the validation role's
+    assert module_args(gpu_validate_taint_key="example.com/unvalidated")["registration_taint"] == (
+        "example.com/unvalidated:NoSchedule")
+    assert "registration_taint" not in module_args(kubelet_gpu_registration_taint="")
+    assert module_args(kubelet_gpu_registration_labels={})["registration_labels"] == {}

@@ -101,7 +101,8 @@ ee: bootstrap
 # (collection/galaxy.yml), install it into a temporary collections path, use it by
 # FQCN, and run ansible-test sanity on it (no ignore entry but gpu_node_condition's `message`,
 # scripts/collection_sanity.py ALLOWED_IGNORES). Every step runs; any failure fails.
-# COLLECTION_TEST_ARGS, e.g. "-- --allow-missing-pythons", go to scripts/test-collection.sh.
+# COLLECTION_TEST_ARGS, e.g. "-- --allow-missing-pythons" or "-- --controller-python-only" (CI's
+# collection:newest: compile and import on the controller's Python only), go to scripts/test-collection.sh.
 .PHONY: collection
 collection: bootstrap
 	@status=0; python scripts/check_boilerplate.py || status=1; \

@@ -27,7 +27,15 @@ Every run takes the tests in a random order (pytest-random-order: modules
 shuffled, tests shuffled in each), with one seed per invocation, printed first
 and last; UNIT_SEED=N (or --seed N) repeats an order.
 
-Environments are reused while their lock file and interpreter are unchanged.
+Environments are reused while their lock file and interpreter are unchanged:
+they live outside the checkout, under ~/.cache/gpunode/unit-venvs/ (UNIT_VENV_CACHE
+overrides), one per Python and SHA-256 of the lock file, the interpreter's path
+and its exact version, so that every clone and worktree of the machine (CI's
+fresh clone included) uses the one built for the same inputs, and a changed lock
+file gets a new one. A lock file per environment makes concurrent runs build it
+once; one unused for 14 days is removed. They are created without pip
+(``venv --without-pip``: ensurepip costs 7 CPU seconds each) and filled by this
+interpreter's pip (``pip --python``).
 Runs go side by side (--jobs, default: the CPU count). Each run's pytest output
 is printed whole when it ends, then one table: per interpreter, how many tests
 ran, passed, failed, were skipped (and why), and how long it took. The exit
@@ -43,6 +51,8 @@ Usage:
 
 import argparse
 import concurrent.futures
+import contextlib
+import fcntl
 import hashlib
 import importlib
 import importlib.util
@@ -69,6 +79,12 @@ PYTEST_BASE = ["-p", "no:cacheprovider", "-q", "-rfEs", "--continue-on-collectio
 # tests that need it skip saying so). Their module_utils are the newest ansible-core's
 # (NEWEST_VENV), the one of the supported range that serves these Pythons.
 CONTAINER_PYTHONS = {"3.14": "sid"}
+#: the target Pythons' virtualenvs, shared by every checkout of this machine (keyed by their inputs)
+VENV_CACHE = pathlib.Path(os.environ.get("UNIT_VENV_CACHE")
+                          or pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
+                          / "gpunode" / "unit-venvs")
+#: an environment of VENV_CACHE unused this long is removed when another of its Python is made
+VENV_MAX_IDLE = 14 * 24 * 3600
 NEWEST_VENV = ROOT / os.environ.get("UNIT_NEWEST_VENV", ".venv-newest")
 
 
@@ -152,26 +168,51 @@ def lock_file(minor):
 
 
 def ensure_env(minor, exe, log):
-    """The virtualenv of this Python with its locked test dependencies; reused when unchanged."""
+    """The virtualenv of this Python with its locked test dependencies; reused when unchanged.
+
+    It lives in VENV_CACHE under a name of its inputs (the lock file, the interpreter's path and
+    version): any checkout asking for the same gets the same, a changed input a new one. Built under
+    a file lock, its stamp written last: a folder without it is half made and made again."""
     lock = lock_file(minor)
     if not lock.is_file():
         raise RuntimeError(f"{lock} is missing: run `make unit-lock`")
-    env = CACHE / f"py{minor}"
-    stamp = env / ".gpunode-lock.sha256"
     want = hashlib.sha256(lock.read_bytes() + f"\n{exe}\n{interpreter_version(exe)}".encode()).hexdigest()
+    VENV_CACHE.mkdir(parents=True, exist_ok=True)
+    env = VENV_CACHE / f"py{minor}-{want[:16]}"
+    stamp = env / ".gpunode-lock.sha256"
     python = env / "bin" / "python"
-    if python.exists() and stamp.is_file() and stamp.read_text().strip() == want:
-        return python, False
-    shutil.rmtree(env, ignore_errors=True)
-    for argv in ([str(exe), "-m", "venv", str(env)],
-                 [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                  "--no-input", "--no-deps", "-r", str(lock)],
-                 [str(python), "-m", "pip", "check", "--disable-pip-version-check"]):
-        proc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed (rc {proc.returncode})")
-    stamp.write_text(want + "\n")
+    with open(VENV_CACHE / f"{env.name}.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if python.exists() and stamp.is_file() and stamp.read_text().strip() == want:
+            os.utime(stamp)
+            return python, False
+        shutil.rmtree(env, ignore_errors=True)
+        pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
+        for argv in ([str(exe), "-m", "venv", "--without-pip", str(env)],
+                     [*pip, "install", "--quiet", "--no-input", "--no-deps", "-r", str(lock)],
+                     [*pip, "check"]):
+            log.write(f"$ {' '.join(argv)}\n")
+            log.flush()
+            proc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{' '.join(argv)} failed (rc {proc.returncode})")
+        stamp.write_text(want + "\n")
+    prune_envs(minor, keep=env)
     return python, True
+
+
+def prune_envs(minor, keep):
+    """Remove this Python's environments of VENV_CACHE that no run has used for VENV_MAX_IDLE."""
+    for old in VENV_CACHE.glob(f"py{minor}-*"):
+        if old == keep or not old.is_dir():
+            continue
+        with open(VENV_CACHE / f"{old.name}.lock", "w") as held, contextlib.suppress(OSError):
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # in use (being built): leave it
+            stamp = old / ".gpunode-lock.sha256"
+            used = stamp.stat().st_mtime if stamp.is_file() else old.stat().st_mtime
+            if time.time() - used > VENV_MAX_IDLE:
+                shutil.rmtree(old, ignore_errors=True)
+                (VENV_CACHE / f"{old.name}.lock").unlink()
 
 
 def target_path(module_utils, name="target"):

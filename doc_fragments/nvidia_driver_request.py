@@ -42,6 +42,13 @@ options:
         C(linux-modules-nvidia-<branch>[-server][-open]-<kernel>), with the userspace without DKMS; Ubuntu
         only). V(packages) on Ubuntu from the distribution under Secure Boot without O(signing_key), where it
         would build an unsigned module, becomes V(ubuntu-signed) (with a warning).
+      - V(el-signed) (the RHEL family - RHEL 10.1 and later, AlmaLinux 9 and 10) installs the
+        distribution's prebuilt open modules signed with its key, for the running kernel and each kernel
+        installed after it (the kmod its repository C(rhel-<major>-for-<arch>-extensions-rpms) or
+        C(almalinux-nvidia) builds for that kernel, from the repository's metadata), with NVIDIA's
+        C(nvidia-driver-cuda) at its version and no DKMS. V(packages) on the RHEL family under Secure Boot
+        without O(signing_key) becomes V(el-signed); it is refused before any change where the distribution
+        signs no NVIDIA module (Rocky, RHEL before 10.1).
       - V(preinstalled) adopts the driver the host runs (an image's, a vendor's) and never installs, removes,
         replaces or reloads it; it verifies that its branch drives every GPU, that it is O(version) and on
         O(branch) exactly when they are set, and O(module_type); it holds the packages that own it, if any.
@@ -49,7 +56,7 @@ options:
         package and no C(.run) install owns (an image's); every method refuses one the GPU Operator manages
         (C(/run/nvidia/driver)).
     type: str
-    choices: [packages, runfile, ubuntu-signed, preinstalled]
+    choices: [packages, runfile, ubuntu-signed, el-signed, preinstalled]
     default: packages
   version:
     description: A full driver version the user asked for.

@@ -87,17 +87,18 @@ request:
   type: dict
   contains:
     method:
-      description: C(packages), C(runfile), C(preinstalled) or C(ubuntu-signed) (Canonical's signed modules,
-        also chosen on Ubuntu under Secure Boot without a signing key).
+      description: C(packages), C(runfile), C(preinstalled), C(ubuntu-signed) (Canonical's signed modules,
+        also chosen on Ubuntu under Secure Boot without a signing key) or C(el-signed) (the RHEL family's,
+        chosen there likewise).
       type: str
       returned: always
     signed_fallback:
-      description: Whether Canonical's signed modules replace a DKMS build this host cannot load (Ubuntu,
-        the distribution's packages, Secure Boot on, no signing key).
+      description: Whether the distribution's signed modules replace a DKMS build this host cannot load
+        (Secure Boot on, no signing key; Ubuntu with the distribution's packages, the RHEL family).
       type: bool
       returned: always
     signed_auto:
-      description: Set when the method was switched to C(ubuntu-signed) for Secure Boot.
+      description: Set when the method was switched to C(ubuntu-signed) or C(el-signed) for Secure Boot.
       type: bool
       returned: when the method was switched
     branch:
@@ -168,7 +169,8 @@ request:
     packages:
       description: The driver's packages - C(install) (names), C(pin) (a pinning package or null),
         C(hold) (names); with C(ubuntu-signed) also C(follow) (the flavour's metapackage), C(unversioned),
-        C(series) and C(provisional); on EL also C(stream) (EL 9 - the dnf module stream, e.g.
+        C(series) and C(provisional); with C(el-signed) also C(follow) (the signed modules of the kernels
+        that boot next); on EL also C(stream) (EL 9 - the dnf module stream, e.g.
         C(nvidia-driver:580-open), or null) and C(lock) (EL 10 - the C(dnf versionlock add) spec that pins
         the branch before the install, e.g. C(*nvidia*580*), or null).
       type: dict
@@ -259,8 +261,8 @@ plan:
       type: str
       returned: always
     remove:
-      description: Packages of the other method that a switch between DKMS and Ubuntu's signed modules
-        removes.
+      description: Packages of the other method that a switch between DKMS and the distribution's signed
+        modules (C(ubuntu-signed), C(el-signed)) removes.
       type: list
       elements: str
       returned: always
@@ -368,7 +370,7 @@ before:
   type: dict
   contains:
     method:
-      description: The method (C(packages), C(runfile), C(ubuntu-signed), C(preinstalled)).
+      description: The method (C(packages), C(runfile), C(ubuntu-signed), C(el-signed), C(preinstalled)).
       type: str
       returned: always
     branch:

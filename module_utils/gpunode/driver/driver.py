@@ -51,8 +51,8 @@ NOUVEAU_BLACKLIST_LINES = ("blacklist nouveau", "options nouveau modeset=0")
 #: The daemons the role runs, per what it wants.
 PERSISTENCED = "nvidia-persistenced"
 FABRICMANAGER = "nvidia-fabricmanager"
-#: Methods that install the driver from apt packages (held, switched between).
-PACKAGE_METHODS = ("packages", "ubuntu-signed")
+#: Methods that install the driver from packages (held, switched between).
+PACKAGE_METHODS = ("packages", "ubuntu-signed", "el-signed")
 #: Where NVIDIA serves the data center driver's installers.
 # the first lines of the deb822 source the role writes (/etc/apt/sources.list.d/gpunode-nvidia-driver.sources)
 SOURCES_HEADER = "# Written by gpunode (nvidia_driver): the source of the NVIDIA driver packages.\n"
@@ -327,6 +327,10 @@ def _package_request(request, params, os_info):
         raise DriverError(f"nvidia_driver_method: ubuntu-signed installs Canonical's signed modules, "
                           f"which only Ubuntu ships; {os_info['distribution']} needs the packages or "
                           "runfile method")
+    if method == "el-signed" and request["package_manager"] != "dnf":
+        raise DriverError(f"nvidia_driver_method: el-signed installs the signed modules of the RHEL family "
+                          f"(RHEL 10.1 and later, AlmaLinux 9 and 10); {os_info['distribution']} needs the "
+                          "packages, ubuntu-signed or runfile method")
     try:
         family, key, warning = nvidia_packages.release_of(os_info["distribution"],
                                                           os_info["distribution_version"])
@@ -335,12 +339,13 @@ def _package_request(request, params, os_info):
         source = params.get("package_source") or "distro"
         if request["fabricmanager"]:
             request["fabricmanager_package"] = nvidia_packages.fabricmanager_package(family, source, branch)
-        if method == "packages":
+        if method in ("packages", "el-signed"):  # el-signed: its userspace from NVIDIA's repository
             request["packages"] = nvidia_packages.driver_packages(
                 family, key, source, branch, module_type=request["module_type"], version=request["version"])
             request["repository"] = _repository(params, family, key, source, os_info["architecture"])
-            # under Secure Boot without a key, Ubuntu's own signed modules instead (signed_fallback)
-            request["signed_fallback"] = family == "ubuntu" and source == "distro"
+            # under Secure Boot without a key, the distribution's signed modules (plan.signed_fallback)
+            request["signed_fallback"] = method == "packages" and (
+                family == "rhel" or (family, source) == ("ubuntu", "distro"))
         elif method == "ubuntu-signed":
             request["repository"] = _repository(params, family, key, "distro", os_info["architecture"])
     except nvidia_packages.PackageError as exc:

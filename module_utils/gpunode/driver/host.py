@@ -14,8 +14,8 @@ under the roots given. A reading that cannot be trusted raises
 import os
 import re
 
+from ansible.module_utils.gpunode.driver import el_signed, ubuntu_signed
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
-from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.gpunode.driver.driver import (
     DKMS_MODULES,
     FABRICMANAGER,
@@ -98,15 +98,16 @@ def kernel_key(release):
     return [int(part) for part in re.findall(r"\d+", release)]
 
 
-def boot_kernels(running):
-    """The kernels installed after the running one (newer: the boot loader starts the newest next)
-    whose headers are there (``<kernel>/build``: DKMS can build for them), oldest first."""
+def later_kernels(running, marker="build"):
+    """The kernels installed after the running one (newer: the boot loader starts the newest next), oldest
+    first, that have ``<kernel>/<marker>`` under /lib/modules: ``build`` (their headers: DKMS can build for
+    them), ``vmlinuz`` (installed: EL's kernel-core puts it there)."""
     try:
         releases = listdir(MODULES_DIR)
     except OSError:
         return []
     return sorted((r for r in releases if kernel_key(r) > kernel_key(running)
-                   and is_dir(os.path.join(MODULES_DIR, r, "build"))), key=kernel_key)
+                   and exists(os.path.join(MODULES_DIR, r, marker))), key=kernel_key)
 
 
 def read_dkms(host):
@@ -263,6 +264,18 @@ def read_signed_archive(host, request, state):
     return {"names": names, "drivers": drivers, "depends": depends}
 
 
+def read_el_signed(host, offer, kernel):
+    """``offer`` (``el_signed.offer``) with ``kmods``: what its repository alone has of its kmod
+    (``dnf repoquery --repo``; NVIDIA's own precompiled kmods, signed with NVIDIA's key, never count),
+    None with the ``error`` when the repository cannot be read; ``boot_kernels``: the kernels installed
+    after ``kernel``."""
+    dnf = host.which("dnf")
+    query = [dnf, "repoquery", "--quiet", "--repo", offer["repository"], "--qf", el_signed.QUERY_FORMAT]
+    rc, out, err = host.run([*query, offer["kmod"] + "*"]) if dnf else (1, "", "dnf not found")
+    return dict(offer, kmods=el_signed.parse_query(out) if rc == 0 else None,
+                error=(err or out).strip() or f"rc {rc}", boot_kernels=later_kernels(kernel, "vmlinuz"))
+
+
 def read_module_stream(host, request):
     """The enabled stream of the dnf module the request's stream belongs to (EL 9), or None."""
     stream = ((request.get("packages") or {}).get("stream") or "").partition(":")[0]
@@ -319,7 +332,7 @@ def read_state(host, params, os_info, request):
     state = {
         "kernel": kernel,
         "headers_present": is_dir(os.path.join(MODULES_DIR, kernel, "build")),
-        "boot_kernels": boot_kernels(kernel),
+        "boot_kernels": later_kernels(kernel),
         "module_on_disk": module_on_disk,
         "dkms": None,
         **read_driver(host, params, packages, module_on_disk),

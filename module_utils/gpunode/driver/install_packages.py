@@ -94,6 +94,10 @@ def role_install(values, gpu, os_info, secure_boot=False):
     request = signed_fallback(state, request)
     if request["method"] == "ubuntu-signed":
         request = signed_request(request, state, UNREAD_ARCHIVE)
+    elif request["method"] == "el-signed":  # its kmod is the repository's for the node's kernel
+        raise DriverError("nvidia_driver_method el-signed (Secure Boot, no signing key, on the RHEL family): "
+                          "the signed module is chosen on the node from its repository; the offline bundle "
+                          "does not carry it")
     steps = plan(state, request)
     result.update((key, request[key]) for key in ("method", "branch", "version", "module_type"))
     result["warnings"] = list(request["warnings"])

@@ -9,8 +9,8 @@ state (read by ``gpunode.driver.host``) and the request (``gpunode.driver.driver
 
 import re
 
+from ansible.module_utils.gpunode.driver import el_signed, ubuntu_signed
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
-from ansible.module_utils.gpunode.driver import ubuntu_signed
 from ansible.module_utils.gpunode.driver.driver import (
     DKMS_MODULES,
     FABRICMANAGER,
@@ -22,8 +22,12 @@ from ansible.module_utils.gpunode.driver.driver import (
 from ansible.module_utils.gpunode.driver.parsers import service_enabled, service_running
 from ansible.module_utils.gpunode.host.packages import installed, version_known
 
-#: Ubuntu's DKMS packages and the metapackages that depend on them (not -no-dkms).
-_DKMS_SIDE_RE = re.compile(r"^nvidia-(dkms|headless|driver)-\d")
+#: The DKMS side a signed method leaves out, per method: Ubuntu's DKMS packages and the metapackages that
+#: depend on them (not -no-dkms); NVIDIA's EL DKMS packages and the metapackages that pull them.
+_DKMS_SIDE_RE = {"ubuntu-signed": re.compile(r"^nvidia-(dkms|headless|driver)-\d"),
+                 "el-signed": re.compile(r"^(kmod-nvidia-\w+-dkms|nvidia-open|cuda-drivers(-\d+)?)$")}
+#: The methods that install a distribution's signed modules (no DKMS build), and whose signature.
+SIGNED_METHODS = {"ubuntu-signed": "Canonical's", "el-signed": "the distribution's"}
 
 
 def needs_dkms_status(state, request):
@@ -120,15 +124,16 @@ def _building(steps):
 
 def _builds(request, steps):
     """Whether the run builds a module (Canonical's signed modules are built and signed already)."""
-    return (_building(steps) or bool(steps["dkms_kernels"])) and request["method"] != "ubuntu-signed"
+    return (_building(steps) or bool(steps["dkms_kernels"])) and request["method"] not in SIGNED_METHODS
 
 
 def plan_install(state, request, _steps):
     """``install`` (and its apt requests), or ``dkms_build`` of a registered module and version."""
     install, dkms_build, registered, reasons = install_step(state, request)
     if install and request.get("signed_auto"):
-        reasons.append("Secure Boot is on and no signing key is set: Canonical's signed NVIDIA modules "
-                       "(nvidia_driver_method: ubuntu-signed)")
+        method = request["method"]
+        reasons.append(f"Secure Boot is on and no signing key is set: {SIGNED_METHODS[method]} signed "
+                       f"NVIDIA modules (nvidia_driver_method: {method})")
     specs = _install_specs(request, state.get("packages"), state.get("version_set")) \
         if install and request["packages"] else []
     boot_kernels, boot_registered = boot_kernel_builds(state, request) if not install else ([], None)
@@ -148,7 +153,7 @@ def boot_kernel_builds(state, request):
     DKMS's own hook failed (a half-configured dpkg, a build error) would boot with no NVIDIA module.
     Canonical's signed modules are packages of their own (``switch_steps``)."""
     registered = registered_module(state.get("dkms"), request["wanted"], request["module_type"])
-    if not registered or request["method"] == "ubuntu-signed":
+    if not registered or request["method"] in SIGNED_METHODS:
         return [], None
     built = {e["kernel"] for e in state["dkms"] if e["status"] == "installed"
              and (e["module"], e["version"]) == (registered["module"], registered["version"])}
@@ -408,7 +413,7 @@ def install_step(state, request):
         reasons.append(f"userspace driver is {userspace or 'absent'}, wanted {wanted}")
     elif not version_matches(on_disk.get("version"), wanted):
         chosen = registered_module(state.get("dkms"), wanted, request["module_type"])
-        if chosen and request["method"] != "ubuntu-signed":
+        if chosen and request["method"] not in SIGNED_METHODS:
             dkms_build = True
             reasons.append(f"module {chosen['module']}/{chosen['version']} is registered with DKMS but not "
                            f"built for kernel {state.get('kernel')}")
@@ -442,25 +447,31 @@ def switch_steps(state, request, install):
     packages = state.get("packages")
     if packages is None or request["method"] not in PACKAGE_METHODS:
         return [], []
-    remove = []
-    if install and request["method"] == "ubuntu-signed":
+    remove, el = [], request.get("package_manager") == "dnf"
+    if install and request["method"] in SIGNED_METHODS and el:
+        remove = sorted(n for n in nvidia_packages.EL_DKMS_PACKAGES.values() if installed(packages, n))
+    elif install and request["method"] in SIGNED_METHODS:
         remove = ubuntu_signed.installed_dkms_packages(packages)
     elif install and request.get("signed_fallback"):
-        remove = ubuntu_signed.installed_signed_packages(packages)
+        remove = (el_signed.installed_kmods if el else ubuntu_signed.installed_signed_packages)(packages)
     follow = (request["packages"] or {}).get("follow") or []
     return remove, [p for p in follow if not installed(packages, p)]
 
 
 def signed_fallback(state, request):
-    """The request, switched to ``ubuntu-signed`` where the packages method would build an
-    unsigned module under Secure Boot on Ubuntu (which :func:`plan` refuses otherwise)."""
+    """The request, switched to the distribution's signed modules where the packages method would build
+    an unsigned module under Secure Boot (which :func:`plan` refuses otherwise): ``ubuntu-signed`` on
+    Ubuntu, ``el-signed`` on the RHEL family with the open modules (its packages kept for their stream
+    or lock; ``el_signed.offer`` refuses a distribution that signs none)."""
     if not request.get("signed_fallback") or not state.get("secure_boot") or request["signing"]:
         return request
+    el = request.get("package_manager") == "dnf"
     install, dkms_build, _registered, _reasons = install_step(state, request)
-    if not (install or dkms_build):
+    if not (install or dkms_build) or (el and request["module_type"] != "open"):
         return request
     # said among the plan's reasons when it changes something (quiet on a converged node)
-    return dict(request, method="ubuntu-signed", packages=None, signed_fallback=False, signed_auto=True)
+    return dict(request, method="el-signed" if el else "ubuntu-signed",
+                packages=request["packages"] if el else None, signed_fallback=False, signed_auto=True)
 
 
 def signed_request(request, state, archive, refreshed=False):
@@ -512,8 +523,8 @@ def _install_specs(request, packages, version_set=None):
                         and upstream_version(entry["version"] or "").startswith(prefix)
                         and upstream_version(entry["version"] or "") != version)
         names = [name for name in names if name != pin and not name.startswith("nvidia-driver-pinning-")]
-        if request["method"] == "ubuntu-signed":  # the DKMS side goes (plan's remove)
-            names = [name for name in names if not _DKMS_SIDE_RE.match(name)]
+        if request["method"] in SIGNED_METHODS:  # the DKMS side goes (plan's remove)
+            names = [name for name in names if not _DKMS_SIDE_RE[request["method"]].match(name)]
     unversioned = request["packages"].get("unversioned") or ()
     for name in names:
         spec = name if name in unversioned else \

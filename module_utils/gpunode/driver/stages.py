@@ -11,6 +11,7 @@ told on the controller from the plan, the facts before and the facts after
 (``filter_plugins/nvidia_driver.py``).
 """
 
+from ansible.module_utils.gpunode.driver import el_signed
 from ansible.module_utils.gpunode.driver.driver import (
     DriverError,
     build_request,
@@ -19,6 +20,7 @@ from ansible.module_utils.gpunode.driver.driver import (
 from ansible.module_utils.gpunode.driver.facts import driver_facts, pending_reboot
 from ansible.module_utils.gpunode.driver.host import (
     read_driver,
+    read_el_signed,
     read_index,
     read_signed_archive,
     read_smi,
@@ -80,8 +82,8 @@ def _verify_smi(state, gpu, version):
 
 
 def read_request(host, params, gpu, os_info):
-    """``(request, state)``: the request as the node allows it (Ubuntu's signed modules
-    under Secure Boot, their packages from the archive) and the node's state."""
+    """``(request, state)``: the request as the node allows it (the distribution's signed modules
+    under Secure Boot, their packages from the archive or the repository) and the node's state."""
     try:
         request = build_request(params, gpu, os_info)
     except DriverError:
@@ -100,6 +102,9 @@ def read_request(host, params, gpu, os_info):
     if request["method"] == "ubuntu-signed":
         archive = read_signed_archive(host, request, state)
         request = signed_request(request, state, archive, params.get("refreshed", False))
+    elif request["method"] == "el-signed":  # refused before any read where the distribution signs none
+        read = read_el_signed(host, el_signed.offer(state, request), state["kernel"])
+        request = el_signed.signed_request(request, state, read)
     for warning in request["warnings"]:
         host.warn(warning)
     return request, state
@@ -114,7 +119,8 @@ def planned(host, state, request):
     lookups = index_lookups(steps, request) if manager == "apt" else []
     if lookups:
         state["index"] = read_index(host, lookups) or {}
-    if steps["install"] and request["version"] and request["packages"]:  # every package at the version
+    # every package at the version (el-signed: each kmod is one kernel's; the version is the module's)
+    if steps["install"] and request["version"] and request["packages"] and request["method"] != "el-signed":
         state["version_set"] = read_version_set(host, request["packages"]["install"], request["version"],
                                                 manager)
     return plan(state, request) if lookups or state.get("version_set") else steps

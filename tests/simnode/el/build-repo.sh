@@ -16,6 +16,11 @@
 #                                     (Debian's plugin, removed from dnf-plugins-core's files)
 #                                     (enabled in the image, gpgcheck)
 #   /srv/gpunode-rpm/epel/<major>/x86_64/   EPEL's stand-in: dkms (Debian's dkms inside)
+#   /srv/gpunode-rpm/extensions/10/x86_64/  (rhel10 only) RHEL 10.1's extensions repository stand-in:
+#                                     Red Hat's signed NVIDIA open modules for the running kernel
+#                                     (kmod-nvidia-<kernel> of 580.95.05, specs/kmod-nvidia-signed.spec),
+#                                     signed; not configured: a test enables it as
+#                                     subscription-manager does (id rhel-10-for-x86_64-extensions-rpms)
 #   installed: the release package, gpunode-debian-userland, dracut, kernel-core
 #
 # Usage: build-repo.sh FLAVOR SRC     (FLAVOR rocky9 | rhel10; SRC the build context copy)
@@ -29,6 +34,7 @@ case $flavor in
 esac
 dist=.el$el_major repo=/srv/gpunode-rpm/rhel$el_major/x86_64
 base=/srv/gpunode-rpm/baseos epel=/srv/gpunode-rpm/epel/$el_major/x86_64
+repos=("$repo" "$base" "$epel")
 kernel=$(uname -r)
 kernel_ver=${kernel%%-*}
 kernel_rel=${kernel#"$kernel_ver"}
@@ -72,6 +78,11 @@ rpmb "$epel" dkms.spec --define "dkms_version $dkms_version" --define "dkms_tar 
   --define "dkms_files $work/dkms.files"
 # 3. NVIDIA's repository (nvidia-rpms.sh: also built by the offline bundle's EL test)
 TMPDIR=$work bash "$src/el/nvidia-rpms.sh" "$src" "$repo" "$el_major" "${versions[@]}"
+if ((el_major == 10)); then  # RHEL 10.1's extensions repository: Red Hat's signed modules
+  repos+=(/srv/gpunode-rpm/extensions/10/x86_64)
+  mkdir -p "${repos[3]}"
+  rpmb "${repos[3]}" kmod-nvidia-signed.spec --define "kernel $kernel" --define "driver_version ${versions[1]}"
+fi
 
 # 4. a throw-away key signs every package and every repository's metadata
 gpg --batch --quiet --pinentry-mode loopback --passphrase '' \
@@ -80,16 +91,18 @@ mkdir -p /etc/pki/rpm-gpg
 gpg --batch --armor --export gpunode-test-rpm >/etc/pki/rpm-gpg/RPM-GPG-KEY-gpunode-test
 cp /etc/pki/rpm-gpg/RPM-GPG-KEY-gpunode-test "$repo/gpunode-test-rpm.pub"
 cp /etc/pki/rpm-gpg/RPM-GPG-KEY-gpunode-test "$repo/D42D0685.pub"
+rpms=()
+for dir in "${repos[@]}"; do rpms+=("$dir"/*.rpm); done
 rpmsign --addsign --define "__gpg /usr/bin/gpg" --define "_gpg_name gpunode-test-rpm" --define "_gpg_path $GNUPGHOME" \
-  "$repo"/*.rpm "$base"/*.rpm "$epel"/*.rpm "$work/installed"/*.rpm 2>&1 | { grep -v -e GPG_TTY -e "^$" || true; } >&2
-for dir in "$repo" "$base" "$epel"; do
+  "${rpms[@]}" "$work/installed"/*.rpm 2>&1 | { grep -v -e GPG_TTY -e "^$" || true; } >&2
+for dir in "${repos[@]}"; do
   createrepo_c --quiet --no-database "$dir"
 done
 if ((el_major == 9)); then
   python3 "$src/el/genmodules.py" "$repo" "$work/modules.yaml"
   modifyrepo_c --mdtype=modules "$work/modules.yaml" "$repo/repodata" >/dev/null
 fi
-for dir in "$repo" "$base" "$epel"; do
+for dir in "${repos[@]}"; do
   gpg --batch --yes --armor --detach-sign --local-user gpunode-test-rpm -o "$dir/repodata/repomd.xml.asc" "$dir/repodata/repomd.xml"
 done
 

@@ -95,7 +95,7 @@ def test_downloads_join_flat_filenames_to_the_repository_and_refuse_odd_names():
     repository = {"name": "cuda-x", "url": "http://m/cuda/", "index": "http://m/cuda/Packages",
                   "arch": "amd64", "packages": ["nvidia-dkms-580"]}
     debs, external = pi.downloads(repository, INDEX, "/b")
-    assert debs == [{"package": "nvidia-dkms-580", "version": "580.95.05-1",
+    assert debs == [{"repository": "cuda-x", "package": "nvidia-dkms-580", "version": "580.95.05-1",
                      "url": "http://m/cuda/pool/nvidia-dkms-580_580.95.05-1.deb",
                      "dest": "/b/debs/cuda-x/nvidia-dkms-580_580.95.05-1.deb",
                      "checksum": "sha256:" + hashlib.sha256(b"nvidia-dkms-580580.95.05-1").hexdigest()}]

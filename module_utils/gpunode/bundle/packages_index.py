@@ -160,7 +160,8 @@ def resolve(stanzas, wanted, arch):
 
 
 def downloads(repository, index_text, dest):
-    """``[{"url", "dest", "checksum"}]`` of the .deb files of one repository, and the names it lacks."""
+    """``[{"repository", "package", "version", "url", "dest", "checksum"}]`` of the .deb files of one
+    repository, and the names it lacks."""
     debs, external = resolve(parse_packages(index_text, repository["index"]), repository["packages"],
                              repository["arch"])
     result = []
@@ -171,8 +172,8 @@ def downloads(repository, index_text, dest):
             raise BundleError(f"{repository['index']}: {stanza['Package']}: Filename {filename!r} "
                               "is not a .deb")
         relative = filename[2:] if filename.startswith("./") else filename
-        result.append({"package": stanza["Package"], "version": stanza["Version"],
-                       "url": repository["url"] + relative,
+        result.append({"repository": repository["name"], "package": stanza["Package"],
+                       "version": stanza["Version"], "url": repository["url"] + relative,
                        "dest": f"{dest}/debs/{repository['name']}/{name}",
                        "checksum": "sha256:" + stanza["SHA256"]})
     return result, external

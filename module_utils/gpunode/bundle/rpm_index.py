@@ -288,7 +288,7 @@ def _met(entry, packages):
 
 
 def downloads(repository, packages, dest):
-    """``[{"url", "dest", "checksum", "package", "version"}]`` for ansible.builtin.get_url."""
+    """``[{"url", "dest", "checksum", "package", "version"}]`` for offline_bundle_fetch."""
     base = repository.rstrip("/") + "/"
     return [{"url": base + p["href"], "dest": f"{dest}/{p['href'].rsplit('/', 1)[-1]}",
              "checksum": f"{p['checksum_type']}:{p['checksum']}", "package": p["name"],

@@ -38,7 +38,7 @@ from ansible.module_utils.gpunode.host.files import read_bytes
 
 #: the metadata the bundle reads, by its ``<data type>`` in repomd.xml
 METADATA = ("primary", "modules")
-#: repomd.xml's checksum types as hashlib (and ansible.builtin.get_url's ``checksum``) names them
+#: repomd.xml's checksum types as hashlib (and offline_bundle_fetch's ``checksum``) names them
 #: (createrepo's ``sha`` is SHA-1)
 CHECKSUM_TYPES = {"sha": "sha1", "sha1": "sha1", "sha224": "sha224", "sha256": "sha256", "sha384": "sha384",
                   "sha512": "sha512", "md5": "md5"}
@@ -81,7 +81,7 @@ def _repomd(repository, folder):
 def metadata_files(repository, folder, found=None):
     """``[{"repository", "type", "url", "dest", "checksum"}]``: the metadata files the repository's
     repomd.xml (fetched to ``folder``/repomd.xml; ``found``: it parsed already) names that the bundle
-    reads, with their checksums as ``algorithm:hex`` for ansible.builtin.get_url; each kept in
+    reads, with their checksums as ``algorithm:hex`` for offline_bundle_fetch; each kept in
     ``folder`` under its own name."""
     found = found or _repomd(repository, folder)
     files = []
@@ -129,9 +129,9 @@ def _checked(repository, folder, entry, kind):
 def rpm_downloads(repository, folder, dest, found=None):
     """``(rpms, modules)``: the ``.rpm`` files that install each of the repository's ``requests``
     (:func:`.plan._want_rpm`: a node's packages, module streams and version locks) with the
-    requires the repository provides, as :func:`.rpm_index.downloads` lists them (into ``dest``),
-    and the path of the fetched modules metadata (``""`` where the repository has none). ``found``:
-    repomd.xml parsed already (read from ``folder`` when not given)."""
+    requires the repository provides, as :func:`.rpm_index.downloads` lists them (into ``dest``, each
+    with the ``repository`` name), and the path of the fetched modules metadata (``""`` where the
+    repository has none). ``found``: repomd.xml parsed already (read from ``folder`` when not given)."""
     found = found or _repomd(repository, folder)
     source = _source(repository)
     primary_data, _path = _checked(repository, folder, found["primary"], "primary")
@@ -155,6 +155,7 @@ def rpm_downloads(repository, folder, dest, found=None):
     for rpm, package in zip(rpms, picked):
         what = f"{source}: primary: package {rpm_index.nevra(package)}"
         rpm["checksum"] = f"{_algorithm(package, what)}:{package['checksum']}"
+        rpm["repository"] = repository["name"]
     return rpms, modules
 
 

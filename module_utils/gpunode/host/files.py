@@ -60,6 +60,7 @@ layer is the only code that touches the node (``scripts/check_node_access.py``).
 
 import errno
 import glob as globbing
+import hashlib
 import os
 import stat
 import tempfile
@@ -242,11 +243,18 @@ def write_text(path, text, new_file_mode=0o644, tmp_dir=None, replace=os.replace
     not a regular file is refused. Raises ``FileError`` naming ``path`` and the
     cause.
     """
+    return write_chunks(path, (text.encode("utf-8"),), new_file_mode, tmp_dir, replace, keep_mtime=keep_mtime)
+
+
+def write_chunks(path, chunks, new_file_mode=0o644, tmp_dir=None, replace=os.replace, *, keep_mtime=False):
+    """:func:`write_text` of the bytes that ``chunks`` yields, written as they come (a download's
+    blocks). What ``chunks`` raises (a download's checksum checked after its last block) leaves
+    ``path`` as it was and removes the temp file."""
     target = resolved_path(path, FileError)
     check_regular(target, FileError)
     try:
         times = os.stat(target) if keep_mtime and os.path.lexists(target) else None
-        created = _write_regular(target, text, new_file_mode, tmp_dir, replace)
+        created = _write_regular(target, chunks, new_file_mode, tmp_dir, replace)
         if times is not None:
             os.utime(target, ns=(times.st_atime_ns, times.st_mtime_ns))
         return created
@@ -257,13 +265,14 @@ def write_text(path, text, new_file_mode=0o644, tmp_dir=None, replace=os.replace
         raise FileError(f"{path}: cannot write: {cause}", cause, exc.errno) from exc
 
 
-def _write_regular(path, text, new_file_mode, tmp_dir, replace):
+def _write_regular(path, chunks, new_file_mode, tmp_dir, replace):
     directory = os.path.dirname(os.path.abspath(path))
     make_folders(directory)
     fd, tmp = tempfile.mkstemp(dir=tmp_dir or directory, prefix=".gpunode-")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
+            for chunk in chunks:
+                handle.write(chunk)
             handle.flush()
             os.fsync(handle.fileno())
         try:
@@ -285,6 +294,22 @@ def _write_regular(path, text, new_file_mode, tmp_dir, replace):
         if os.path.exists(tmp):
             os.unlink(tmp)
     return current is None
+
+
+def file_digest(path, algorithm, error=OSError):
+    """The ``hashlib`` ``algorithm``'s hex digest of the file ``path`` (read in blocks), or None when
+    it does not exist; anything but a regular file raises ``error``, as :func:`read_bytes`."""
+    check_regular(path, error)
+    digest = hashlib.new(algorithm)
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror}") from exc
+    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------- queries of the node's files

@@ -244,7 +244,7 @@ plan:
       returned: always
     dkms_kernels:
       description: The kernels to build the module for with DKMS (C(dkms install -k)) - the running kernel
-        with O(plan.dkms_build), then the kernels that boot next (RV(state.boot_kernels)) for which DKMS has
+        with RV(plan.dkms_build), then the kernels that boot next (RV(state.boot_kernels)) for which DKMS has
         not installed the wanted driver's module (a kernel that unattended-upgrades or dnf-automatic
         installed while DKMS's own hook failed), built before they boot; those disrupt nothing.
       type: list

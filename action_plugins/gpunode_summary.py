@@ -29,6 +29,7 @@ COLUMNS = (
     "GPUs offered by",
     "reboot",
     "validated",
+    "rollout",
     "this run",
 )
 # the GPUs cell names a fabric its NVSwitch count does not show (nvidia_gpu_facts' ``fabric``); the
@@ -137,13 +138,41 @@ def _validated(facts):
     return f"passed {str(verdict.get('validated_at') or '')[:10]}".rstrip()
 
 
+def _done(result):
+    """Whether a task of the rolling path, as registered, ran and succeeded."""
+    return isinstance(result, dict) and not result.get("skipped") and not result.get("failed")
+
+
+def rollout(record, facts):
+    """(the rollout cell, the message that fails the host after the table, or None) from the host's
+    ``gpunode_rollout_record`` (playbooks/tasks/rollout_node.yml); ("-", None) off the rolling path."""
+    if not isinstance(record, dict):
+        return "-", None
+    if record.get("not_started"):
+        return "not started", (f"rollout not started: {record['not_started']} failed in an earlier batch, "
+                               "and no later batch starts")
+    drained, uncordoned = _done(record.get("drained")), _done(record.get("uncordoned"))
+    failure = record.get("failed")
+    if isinstance(failure, dict):
+        left = ", left cordoned" if drained and not uncordoned else ""
+        return (f"failed at {failure.get('task')}{left}",
+                f"rollout failed at {failure.get('task')}: {failure.get('msg')}")
+    if record.get("check_mode"):
+        return ("would drain" if record.get("drain") else "would change, not drained"), None
+    verdict = facts.get("gpu_validate") or {}
+    parts = ["drained" if drained else "not drained", "changed" if record.get("changed") else "unchanged"]
+    parts += ["validated"] if verdict.get("ran") and verdict.get("passed") else []
+    parts += ["uncordoned"] if uncordoned else (["left cordoned: reboot pending"] if drained else [])
+    return ", ".join(parts), None
+
+
 # between a host's changes in its "this run" cell; table() puts each on a line of its own
 CHANGE_SEPARATOR = "; "
 # table() wraps a longer change at its spaces, the lines after the first indented
 CHANGE_WIDTH = 60
 
 
-def rows(hosts, host_facts, changes, offers=None):
+def rows(hosts, host_facts, changes, offers=None, rollouts=None):
     """One row (a tuple in COLUMNS order) per host, in the order given.
 
     The last cell is what this run changed on the host, its changes joined by
@@ -153,6 +182,7 @@ def rows(hosts, host_facts, changes, offers=None):
     for host in hosts:
         facts = host_facts.get(host) or {}
         changed = [" ".join(str(c).split()) for c in changes.get(host) or []]
+        rolled = rollout((rollouts or {}).get(host), facts)[0]
         result.append(
             (
                 host,
@@ -164,6 +194,7 @@ def rows(hosts, host_facts, changes, offers=None):
                 (offers or {}).get(host) or "-",
                 _reboot(facts),
                 _validated(facts),
+                rolled,
                 CHANGE_SEPARATOR.join(changed) or "nothing",
             )
         )
@@ -205,6 +236,7 @@ ARGUMENT_SPEC = {
     "host_facts": {"type": "dict"},
     "changes": {"type": "dict"},
     "offers": {"type": "dict"},
+    "rollouts": {"type": "dict"},
 }
 # the facts the roles publish that the table reads
 FACTS = ("nvidia_gpu", "nvidia_driver", "nvidia_container_runtime", "kubelet_gpu", "gpushare_scheduler",
@@ -256,19 +288,27 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp  # no remote files
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        host_facts, changes = args["host_facts"], args["changes"]
+        host_facts, changes, rollouts = args["host_facts"], args["changes"], args["rollouts"]
         if host_facts is None or changes is None:
-            read_facts, read_changes = from_hostvars((task_vars or {}).get("hostvars") or {}, args["hosts"])
+            hostvars = (task_vars or {}).get("hostvars") or {}
+            read_facts, read_changes = from_hostvars(hostvars, args["hosts"])
             host_facts = read_facts if host_facts is None else host_facts
             changes = read_changes if changes is None else changes
+            if rollouts is None:
+                rollouts = {host: (hostvars.get(host) or {}).get("gpunode_rollout_record")
+                            for host in args["hosts"]}
+        rollouts = rollouts or {}
         offers = args["offers"]
         if offers is None:  # the add-ons play published them on this host (localhost)
             facts = (task_vars or {}).get("ansible_facts") or {}
             offers = (facts.get("gpu_cluster_addons") or {}).get("offers")
-        table_rows = rows(args["hosts"], host_facts, changes, offers)
+        table_rows = rows(args["hosts"], host_facts, changes, offers, rollouts)
+        failures = {host: rollout(rollouts.get(host), host_facts.get(host) or {})[1]
+                    for host in args["hosts"]}
         result.update(
             changed=False,
             table=table(table_rows),
             rows=[{column: row[i] for i, column in enumerate(COLUMNS)} for row in table_rows],
+            rollout_failures={host: message for host, message in failures.items() if message},
         )
         return result

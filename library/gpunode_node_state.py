@@ -26,7 +26,10 @@ description:
     or reload, a reboot, a container engine or kubelet restart, or a concern not read, which counts as
     unknown; never a first install on a host without a loaded NVIDIA module), which processes hold a GPU
     device (C(/dev/nvidia[0-9]+), read from C(/proc) only when a change is disruptive) and, when both hold
-    and O(allow_in_use) is false, the message that refuses the node (RV(refusal)).
+    and O(allow_in_use) and O(drain) are false, the message that refuses the node (RV(refusal)).
+  - When the change is disruptive, also whether the node serves (registered in a cluster - the kubelet's
+    kubeconfig is there, as C(gpu_node_condition) finds it - or running GPU work) and the kubelet's node
+    name - such a node goes through the rolling path (RV(disruption.rollout)).
   - Publishes the facts of the converged concerns (C(nvidia_gpu), C(nvidia_driver),
     C(nvidia_container_runtime), C(kubelet_gpu)) and of the plan handed over, and shows their warnings;
     the roles that go on publish their own. Changes nothing.
@@ -64,6 +67,13 @@ options:
     description:
       - Carry out a disruptive change on a node with GPU work (C(gpunode_rollout_allow_in_use)) - RV(refusal)
         is then null; RV(disruption) is reported all the same.
+    type: bool
+    default: false
+  drain:
+    description:
+      - The rolling path drains the node before its change (C(gpunode_rollout_drain)) - a node with GPU work
+        is then not refused here (RV(refusal) is null); the rolling path reads the node again after the
+        drain, with O(drain) false, and refuses what still runs.
     type: bool
     default: false
 extends_documentation_fragment:
@@ -170,12 +180,29 @@ disruption:
       type: list
       elements: dict
       returned: always
+    serving:
+      description: The node serves - the kubelet's kubeconfig is there (C(/etc/kubernetes/kubelet.conf),
+        RKE2's or k3s' agent kubeconfig, or the running kubelet's C(--kubeconfig)), or GPU work runs;
+        false when nothing is disruptive (not looked for).
+      type: bool
+      returned: always
+    node_name:
+      description: The kubelet's node name (its client certificate's C(system:node:NAME), its
+        C(--hostname-override)), else the hostname; null when nothing is disruptive.
+      type: str
+      returned: always
+    rollout:
+      description: Disruptive and serving - the node goes through the rolling path (C(playbooks/rollout.yml)),
+        a batch at a time, instead of changing beside the others.
+      type: bool
+      returned: always
   sample: {disruptive: true, reasons: [driver install 535.129.03 -> 570.133.20, driver reload],
-           gpu_work: [{pid: 4242, command: python3 train.py, unit: train.service}]}
+           gpu_work: [{pid: 4242, command: python3 train.py, unit: train.service}], serving: true,
+           node_name: gpu-01, rollout: true}
 refusal:
-  description: When the plans are disruptive, the node has GPU work and O(allow_in_use) is false, the message
-    that fails the node before anything changes (naming the node, each process and the reasons, and the
-    variable C(gpunode_rollout_allow_in_use)); else null.
+  description: When the plans are disruptive, the node has GPU work and O(allow_in_use) and O(drain) are
+    false, the message that fails the node before anything changes (naming the node, each process and the
+    reasons, and the variables C(gpunode_rollout_drain) and C(gpunode_rollout_allow_in_use)); else null.
   type: str
   returned: always
 ansible_facts:
@@ -205,6 +232,8 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpunode.host.commands import Host
+from ansible.module_utils.gpunode.kubelet.identity import IdentityError
 from ansible.module_utils.gpunode.node_state import read
 from ansible.module_utils.gpunode.rollout.disruption import assess
 
@@ -215,6 +244,7 @@ ARGUMENT_SPEC = {
     "validated": {"type": "dict"},
     "gpu_services": {"type": "list", "elements": "str", "default": []},
     "allow_in_use": {"type": "bool", "default": False},
+    "drain": {"type": "bool", "default": False},
 }
 
 
@@ -225,7 +255,9 @@ def build_module():
 def main():
     module = build_module()
     result = read(module, module.params)
-    result.update(assess(result, module.params["gpu_services"], module.params["allow_in_use"]))
+    params = module.params
+    result.update(assess(result, params["gpu_services"], params["allow_in_use"], drain=params["drain"],
+                         host=Host(module, IdentityError)))
     for warning in result.pop("warnings"):
         module.warn(warning)
     module.exit_json(changed=False, **result)

@@ -15,7 +15,9 @@ description:
     held), the default runtime of each container engine (and which one the kubelet uses), the kubelet
     feature gates, the scheduler extender, what offers its GPUs to the cluster, whether a reboot is
     pending, whether its GPUs passed validation (V(passed), V(failed) with the failed checks, V(not run);
-    an earlier pass with its date) - and what this run changed there (the host's C(gpunode_changes)).
+    an earlier pass with its date), what the rolling path did there (C(drained, changed, validated,
+    uncordoned), C(failed at TASK), C(not started), in check mode C(would drain); C(-) for a host off that
+    path) - and what this run changed there (the host's C(gpunode_changes)).
   - A role that did not run on a host leaves its column at C(-). Changes nothing.
   - An action plugin - it runs on the controller, in the task's own process, and never on a host.
 options:
@@ -39,6 +41,12 @@ options:
     description:
       - Per host, what this run changed there (its C(gpunode_changes) list).
       - Omitted - read from the play's C(hostvars).
+    type: dict
+  rollouts:
+    description:
+      - Per host, what the rolling path recorded there (its C(gpunode_rollout_record), set by
+        C(playbooks/tasks/rollout_node.yml)).
+      - Omitted - read from the play's C(hostvars) when O(host_facts) or O(changes) is too, else none.
     type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -81,4 +89,10 @@ rows:
   returned: always
   type: list
   elements: dict
+rollout_failures:
+  description: Per host whose rolling path failed or did not start, the message that fails it after the
+    table (C(playbooks/summary.yml)).
+  returned: always
+  type: dict
+  sample: {gpu-02: "rollout not started: gpu-01 failed in an earlier batch, and no later batch starts"}
 """

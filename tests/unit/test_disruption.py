@@ -1,12 +1,21 @@
 """GPU work and disruption: the processes holding a GPU (host/processes.gpu_holders), whether a
 node's plans disrupt them (rollout/disruption.py) and the message that refuses the node."""
 
+import base64
+import json
 import os
+import platform
 
 import pytest
 from ansible.module_utils.gpunode.host import processes
+from ansible.module_utils.gpunode.host.commands import Host
+from ansible.module_utils.gpunode.kubelet import identity
 from ansible.module_utils.gpunode.rollout import disruption
 from fake_proc import FakeProc
+
+# the kubelet's identity is read through the host layer's file queries only
+HOST = Host(None, identity.IdentityError)
+NOT_LOOKED_FOR = {"serving": False, "node_name": None, "rollout": False}
 
 TRAIN = ["python3", "train.py", "--epochs", "3"]
 
@@ -26,6 +35,29 @@ def proc(tmp_path, monkeypatch):
     fake.add(2, "kthreadd", [])
     monkeypatch.setattr(processes, "PROC", str(fake.root))
     return fake
+
+
+@pytest.fixture
+def kubeconfigs(tmp_path, monkeypatch):
+    """Where kubeadm, RKE2 and k3s write the kubelet's kubeconfig, under a temporary root: none yet."""
+    paths = [tmp_path / "etc/kubernetes/kubelet.conf", tmp_path / "rke2/agent/kubelet.kubeconfig",
+             tmp_path / "k3s/agent/kubelet.kubeconfig"]
+    monkeypatch.setattr(identity, "KUBECONFIGS", tuple(str(path) for path in paths))
+    return paths
+
+
+def kubelet_kubeconfig(path, user=None):
+    """A kubelet's kubeconfig at ``path``: credentials as data (the certificate here is no real one, so
+    the name comes from --hostname-override or the hostname), or ``user`` as given."""
+    data = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nbm90IERFUg==\n-----END CERTIFICATE-----\n")
+    data = data.decode()
+    user = {"client-certificate-data": data, "client-key-data": data} if user is None else user
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "kubelet",
+        "clusters": [{"name": "k", "cluster": {"server": "https://10.0.0.1:6443"}}],
+        "contexts": [{"name": "kubelet", "context": {"cluster": "k", "user": "node"}}],
+        "users": [{"name": "node", "user": user}]}))
 
 
 def test_a_process_holding_a_gpu_device_is_found_with_its_command_line_and_unit(proc):
@@ -92,8 +124,8 @@ def test_each_driver_step_that_stops_the_gpus_is_a_reason_and_later_concerns_are
 def test_a_first_install_on_a_host_without_a_loaded_module_is_never_disruptive(proc):
     read = driver_change(install=True, load=True)
     read["plans"]["driver"]["before"]["loaded_version"] = None
-    assert disruption.assess(read, [], False, node="gpu-01") == {
-        "disruption": {"disruptive": False, "reasons": [], "gpu_work": []}, "refusal": None}
+    assert disruption.assess(read, [], False, host=HOST, node="gpu-01") == {
+        "disruption": {"disruptive": False, "reasons": [], "gpu_work": [], **NOT_LOOKED_FOR}, "refusal": None}
 
 
 def converged_driver(runtime=None, kubelet=None):
@@ -132,28 +164,66 @@ def test_a_concern_whose_read_failed_is_unknown_and_a_converged_node_or_one_not_
     assert disruption.reasons({"converged": {"validated": False}, "reasons": {}, "plans": {}}) == []
 
 
-def test_a_disruptive_change_on_a_node_with_gpu_work_is_refused_naming_node_work_reasons_variable(proc):
+def test_a_disruptive_change_on_a_node_with_gpu_work_is_refused_naming_node_work_reasons_variables(
+        proc, kubeconfigs):
     got = disruption.assess(driver_change(install=True, unload=True), ["nvidia-persistenced"], False,
-                            node="gpu-01")
+                            host=HOST, node="gpu-01")
     assert got["disruption"]["gpu_work"] == [
         {"pid": 4242, "command": "python3 train.py --epochs 3", "unit": "train.service"}]
     assert got["refusal"] == (
         "gpu-01: refused, GPU work runs here and this run would disrupt it (driver install 535.129.03 -> "
         "570.133.20, driver reload, container_runtime: not read (a concern before it changes), kubelet: not "
         "read (a concern before it changes)): pid 4242 (train.service): python3 train.py --epochs 3. Nothing "
-        "was changed. Stop that work (for a driver change, playbooks/upgrade_driver.yml drains the node "
-        "first), or set gpunode_rollout_allow_in_use: true to change the node anyway (the work may fail).")
+        "was changed. Stop that work, have the node drained first (gpunode_rollout_drain: true (with "
+        "gpunode_rollout_kubeconfig); a process a drain does not end still refuses it), or set "
+        "gpunode_rollout_allow_in_use: true to change the node anyway (the work may fail).")
 
 
-def test_allowed_or_without_gpu_work_nothing_is_refused_and_the_disruption_is_still_told(proc):
-    allowed = disruption.assess(driver_change(unload=True), [], True, node="gpu-01")
+def test_allowed_or_without_gpu_work_nothing_is_refused_and_the_disruption_is_still_told(proc, kubeconfigs):
+    allowed = disruption.assess(driver_change(unload=True), [], True, host=HOST, node="gpu-01")
     assert allowed["refusal"] is None and allowed["disruption"]["disruptive"]
     assert [p["pid"] for p in allowed["disruption"]["gpu_work"]] == [812, 4242]
-    idle = disruption.assess(driver_change(unload=True), ["nvidia-persistenced", "train"], False)
+    idle = disruption.assess(driver_change(unload=True), ["nvidia-persistenced", "train"], False, host=HOST)
     assert idle["refusal"] is None
-    assert idle["disruption"] == {"disruptive": True, "reasons": ["driver reload", *NOT_READ], "gpu_work": []}
+    assert idle["disruption"] == {"disruptive": True, "reasons": ["driver reload", *NOT_READ], "gpu_work": [],
+                                  "serving": False, "node_name": platform.node().lower(), "rollout": False}
 
 
-def test_nothing_disruptive_scans_no_proc(monkeypatch):
+def test_nothing_disruptive_scans_no_proc_and_reads_no_kubeconfig(monkeypatch):
     monkeypatch.setattr(processes, "gpu_holders", lambda *args: pytest.fail("scanned /proc"))
-    assert disruption.assess(converged_driver(), [], False)["disruption"]["gpu_work"] == []
+    monkeypatch.setattr(identity, "identity", lambda *args, **kwargs: pytest.fail("read the kubelet"))
+    assert disruption.assess(converged_driver(), [], False)["disruption"] == {
+        "disruptive": False, "reasons": [], "gpu_work": [], **NOT_LOOKED_FOR}
+
+
+def test_a_node_with_gpu_work_serves_and_rolls_and_with_a_drain_it_is_not_refused(proc, kubeconfigs):
+    got = disruption.assess(driver_change(unload=True), ["nvidia-persistenced"], False, drain=True, host=HOST)
+    assert got["refusal"] is None
+    assert [p["pid"] for p in got["disruption"]["gpu_work"]] == [4242]
+    assert got["disruption"]["serving"] and got["disruption"]["rollout"]
+    assert got["disruption"]["node_name"] == platform.node().lower()  # not registered: the hostname
+
+
+@pytest.mark.parametrize("where", [0, 1, 2], ids=["kubeadm", "rke2", "k3s"])
+def test_a_registered_node_serves_named_as_its_kubelet_names_it(proc, kubeconfigs, where):
+    kubelet_kubeconfig(kubeconfigs[where])
+    proc.add(700, "kubelet", ["/usr/bin/kubelet", "--hostname-override=GPU-7"])
+    got = disruption.assess(driver_change(unload=True), ["nvidia-persistenced", "train"], False, host=HOST)
+    assert got["disruption"]["gpu_work"] == [] and got["refusal"] is None
+    assert dict(got["disruption"], reasons=None) == {
+        "disruptive": True, "reasons": None, "gpu_work": [], "serving": True, "node_name": "gpu-7",
+        "rollout": True}
+
+
+def test_a_kubeconfig_whose_credentials_cannot_be_read_still_registers_the_node_named_by_its_host(
+        proc, kubeconfigs):
+    kubelet_kubeconfig(kubeconfigs[0], user={"token": "no client certificate"})
+    got = disruption.assess(driver_change(unload=True), ["nvidia-persistenced", "train"], False, host=HOST)
+    assert got["disruption"]["rollout"] and got["disruption"]["node_name"] == platform.node().lower()
+
+
+def test_a_first_install_never_rolls_even_on_a_registered_node(proc, kubeconfigs):
+    kubelet_kubeconfig(kubeconfigs[0])
+    read = driver_change(install=True, load=True)
+    read["plans"]["driver"]["before"]["loaded_version"] = None
+    assert disruption.assess(read, [], False, host=HOST)["disruption"]["rollout"] is False

@@ -6,6 +6,8 @@ and a concern whose read fails is left to its role, which fails with its own mes
 """
 
 import copy
+import json
+import platform
 
 import gpunode_node_state
 import gpunode_planned_files
@@ -15,6 +17,7 @@ import nvidia_driver_state
 import pytest
 from ansible.module_utils.gpunode import node_state
 from ansible.module_utils.gpunode.host import processes
+from ansible.module_utils.gpunode.kubelet import identity
 from ansible.module_utils.gpunode.kubelet import state_call as kubelet_state_call
 from ansible.module_utils.gpunode.runtime import reader as crr
 from fake_proc import FakeProc
@@ -209,6 +212,7 @@ def test_a_driver_change_on_a_node_with_gpu_work_returns_the_refusal(node, run_m
     proc.open_files(proc.add(812, "nvidia-persistenced", ["nvidia-persistenced"]), "/dev/nvidia0",
                     unit="nvidia-persistenced.service")
     monkeypatch.setattr(processes, "PROC", str(proc.root))
+    monkeypatch.setattr(identity, "KUBECONFIGS", (str(tmp_path / "kubelet.conf"),))
     args = concerns(node, driver={"version": "535.183.01"})
     ok, result = run_module(gpunode_node_state, dict(args, gpu_services=["nvidia-persistenced"]),
                             check_mode=True)
@@ -225,5 +229,34 @@ def test_a_driver_change_on_a_node_with_gpu_work_returns_the_refusal(node, run_m
 def test_a_converged_node_is_not_disruptive(node, run_module, monkeypatch):
     monkeypatch.setattr(processes, "gpu_holders", lambda *args: pytest.fail("scanned /proc"))
     ok, result = run_module(gpunode_node_state, concerns(node), check_mode=True)
-    assert ok and result["disruption"] == {"disruptive": False, "reasons": [], "gpu_work": []}
+    assert ok and result["disruption"] == {"disruptive": False, "reasons": [], "gpu_work": [],
+                                           "serving": False, "node_name": None, "rollout": False}
     assert result["refusal"] is None
+
+
+def test_a_registered_node_rolls_and_with_a_drain_its_gpu_work_is_not_refused(
+        node, run_module, monkeypatch, tmp_path):
+    """GPU work makes a node serve, and so does the kubelet's kubeconfig (its credentials unreadable here:
+    named by the hostname); with drain the read refuses nothing: the rolling path drains, reads again."""
+    proc = FakeProc(tmp_path)
+    proc.open_files(proc.add(4242, "python3", ["python3", "train.py"]), "/dev/nvidia0", unit="train.service")
+    monkeypatch.setattr(processes, "PROC", str(proc.root))
+    kubeconfig = tmp_path / "etc" / "kubernetes" / "kubelet.conf"
+    monkeypatch.setattr(identity, "KUBECONFIGS", (str(kubeconfig),))
+    args = dict(concerns(node, driver={"version": "535.183.01"}), gpu_services=["nvidia-persistenced"])
+    ok, result = run_module(gpunode_node_state, args, check_mode=True)
+    assert ok and result["disruption"]["rollout"] and result["refusal"]  # GPU work: it serves
+    ok, idle = run_module(gpunode_node_state, dict(args, gpu_services=["train"]), check_mode=True)
+    assert ok and not idle["disruption"]["serving"] and not idle["disruption"]["rollout"]
+    kubeconfig.parent.mkdir(parents=True)
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "https://10.0.0.1:6443"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "users": [{"name": "u", "user": {"client-certificate": "/no.crt", "client-key": "/no.key"}}]}))
+    ok, drained = run_module(gpunode_node_state, dict(args, drain=True), check_mode=True)
+    assert ok and drained["refusal"] is None
+    assert drained["disruption"]["rollout"] and drained["disruption"]["node_name"] == platform.node().lower()
+    assert [p["pid"] for p in drained["disruption"]["gpu_work"]] == [4242]
+    ok, registered = run_module(gpunode_node_state, dict(args, gpu_services=["train"]), check_mode=True)
+    assert ok and registered["disruption"]["gpu_work"] == [] and registered["disruption"]["rollout"]

@@ -43,13 +43,13 @@ def test_a_row_per_host_from_its_facts_and_changes(summary):
     assert got[0] == (
         "hgx", "8x H100 SXM5 80GB, 4 NVSwitch", "570.133.20 open, held",
         "containerd nvidia (kubelet), docker nvidia", "DRAExtendedResource=true (kubelet 1.37.1)", "-",
-        "device plugin, mig mixed", "no", "not run",
+        "device plugin, mig mixed", "no", "not run", "-",
         "driver 535.183.01 -> 570.133.20; containerd: nvidia default runtime",
     )
     # a role that did not run on a host leaves its column at "-"
-    assert got[1] == ("cp", "-", "-", "-", "-", "kubeadm kubescheduler.config.k8s.io/v1", "-", "-", "-",
+    assert got[1] == ("cp", "-", "-", "-", "-", "kubeadm kubescheduler.config.k8s.io/v1", "-", "-", "-", "-",
                       "nothing")
-    assert got[2] == ("new", "-", "-", "-", "-", "-", "-", "-", "-", "nothing")
+    assert got[2] == ("new", "-", "-", "-", "-", "-", "-", "-", "-", "-", "nothing")
 
 
 @pytest.mark.parametrize("fabric, cell", [
@@ -265,3 +265,37 @@ def test_when_every_gpu_node_is_refused_the_run_fails_them_and_still_prints_the_
     output = done.stdout + done.stderr
     assert "REFUSED-gpu-01" in output and "REFUSED-gpu-02" in output
     assert output.count("refused: GPU in use by pid 4242 (work.service)") == 2, done.stdout[-3000:]
+
+
+DRAINED = {"changed": True, "result": "node gpu-01 marked unschedulable. 1 Pod(s) deleted from node."}
+SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
+
+
+@pytest.mark.parametrize("record, facts, cell, failure", [
+    (None, {}, "-", None),  # off the rolling path
+    ({"drain": True, "drained": DRAINED, "uncordoned": {"changed": True}, "changed": True, "failed": None},
+     {"gpu_validate": {"ran": True, "passed": True}}, "drained, changed, validated, uncordoned", None),
+    ({"drain": False, "drained": SKIPPED, "uncordoned": SKIPPED, "changed": True, "failed": None}, {},
+     "not drained, changed", None),
+    ({"drain": True, "drained": DRAINED, "uncordoned": SKIPPED, "changed": True, "failed": None}, {},
+     "drained, changed, left cordoned: reboot pending", None),
+    ({"drain": True, "drained": DRAINED, "uncordoned": None, "changed": False,
+      "failed": {"task": "Validate the GPUs", "msg": "ecc: GPU 0 has 3 uncorrectable errors"}}, {},
+     "failed at Validate the GPUs, left cordoned",
+     "rollout failed at Validate the GPUs: ecc: GPU 0 has 3 uncorrectable errors"),
+    ({"drain": True, "drained": {"failed": True, "msg": "Failed to retrieve node"}, "uncordoned": None,
+      "failed": {"task": "Rollout | cordon and drain", "msg": "Failed to retrieve node"}}, {},
+     "failed at Rollout | cordon and drain",
+     "rollout failed at Rollout | cordon and drain: Failed to retrieve node"),
+    ({"not_started": "gpu-01"}, {}, "not started",
+     "rollout not started: gpu-01 failed in an earlier batch, and no later batch starts"),
+    ({"drain": True, "check_mode": True, "drained": SKIPPED, "failed": None}, {}, "would drain", None),
+    ({"drain": False, "check_mode": True, "drained": SKIPPED, "failed": None}, {},
+     "would change, not drained", None),
+])
+def test_the_rollout_cell_says_what_the_rolling_path_did_and_a_failure_fails_the_host(
+        summary, record, facts, cell, failure):
+    assert summary.rollout(record, facts) == (cell, failure)
+    row = summary.rows(["gpu-01"], {"gpu-01": facts}, {}, rollouts={"gpu-01": record})[0]
+    assert row[summary.COLUMNS.index("rollout")] == cell
+

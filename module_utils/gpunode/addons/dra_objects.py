@@ -27,6 +27,10 @@ from ansible.module_utils.gpunode.addons.dra import (
 )
 from ansible.module_utils.gpunode.validate import gate
 
+# not on a node the rolling path pauses gpunode's GPU DaemonSets on (playbooks/tasks/rollout_node.yml;
+# the role's __gpu_cluster_addons_not_paused for the other DaemonSets)
+NOT_PAUSED = {"key": "gpunode.io/gpu-daemonsets", "operator": "NotIn", "values": ["paused"]}
+
 # --------------------------------------------------------------------------
 # RBAC of the kubelet plugin, per version
 # --------------------------------------------------------------------------
@@ -319,6 +323,8 @@ def kubelet_plugin_daemonset(settings):
             "serviceAccountName": SERVICE_ACCOUNT,
             "priorityClassName": "system-node-critical",
             "nodeSelector": {"nvidia.com/gpu.present": "true", ALLOCATION_LABEL: "dra"},
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [dict(NOT_PAUSED, values=["paused"])]}]}}},
             "tolerations": tolerations,
             "initContainers": init,
             "containers": containers,

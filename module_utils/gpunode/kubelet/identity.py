@@ -52,6 +52,10 @@ class IdentityError(Exception):
     """The kubelet's kubeconfig or credentials cannot be read; the message names the file."""
 
 
+class NoKubeconfig(IdentityError):
+    """No kubelet kubeconfig on the node: it is not registered in a cluster."""
+
+
 def identity(host, kubeconfig=None, node_name=None, proc_root=PROC):
     """The kubelet's :class:`Identity`; ``kubeconfig`` and ``node_name`` win when given."""
     processes = scan("kubelet", proc_root)
@@ -59,7 +63,7 @@ def identity(host, kubeconfig=None, node_name=None, proc_root=PROC):
     found = next((p for p in KUBECONFIGS if host.exists(p)), None)
     path = kubeconfig or flag_value(argv, "kubeconfig") or found
     if path is None:
-        raise IdentityError("no kubelet kubeconfig: no running kubelet with --kubeconfig and none of "
+        raise NoKubeconfig("no kubelet kubeconfig: no running kubelet with --kubeconfig and none of "
                             + ", ".join(KUBECONFIGS) + " exists; pass kubeconfig")
     cluster, user = _current(_read(host, path), path)
     folder = os.path.dirname(path)

@@ -10,13 +10,20 @@ counts as disruptive. A bare host (no NVIDIA module loaded) has no GPU work to d
 install is never disruptive. GPU work is a process holding ``/dev/nvidiaN`` open
 (``host.processes.gpu_holders``) other than the services gpunode stops itself around a driver
 change; /proc is scanned only when a change is disruptive. DESIGN.md, "Rollout".
+
+A node whose change disrupts goes through the rolling path (``rollout``) when it serves: it is
+registered in a cluster (the kubelet's kubeconfig is there, as ``kubelet/identity.py`` finds it) or
+GPU work runs on it. With a drain (``gpunode_rollout_drain``) its GPU work is not refused here: the
+rolling path drains the node, then reads it again and refuses what still runs.
 """
 
 import platform
 
 from ansible.module_utils.gpunode.host import processes
+from ansible.module_utils.gpunode.kubelet import identity
 
 ALLOW_VARIABLE = "gpunode_rollout_allow_in_use"
+DRAIN_VARIABLES = "gpunode_rollout_drain: true (with gpunode_rollout_kubeconfig)"
 # the concerns whose change can stop GPU work (the validation record's is a read)
 CHANGING = ("driver", "container_runtime", "kubelet")
 
@@ -74,16 +81,32 @@ def refusal(node, disruption):
     work = "; ".join(f"pid {p['pid']} ({p['unit'] or 'no systemd unit'}): {p['command'] or '?'}"
                      for p in disruption["gpu_work"])
     return (f"{node}: refused, GPU work runs here and this run would disrupt it "
-            f"({', '.join(disruption['reasons'])}): {work}. Nothing was changed. Stop that work (for a "
-            f"driver change, playbooks/upgrade_driver.yml drains the node first), or set {ALLOW_VARIABLE}: "
-            f"true to change the node anyway (the work may fail).")
+            f"({', '.join(disruption['reasons'])}): {work}. Nothing was changed. Stop that work, have the "
+            f"node drained first ({DRAIN_VARIABLES}; a process a drain does not end still refuses it), "
+            f"or set {ALLOW_VARIABLE}: true to change the node anyway (the work may fail).")
 
 
-def assess(read, gpu_services, allow_in_use, node=None):
-    """``{"disruption": {disruptive, reasons, gpu_work}, "refusal": message or None}`` for the
-    result of ``node_state.read``."""
+def serving(host, work):
+    """``(serves, node name)``: registered (the kubelet's kubeconfig is there, whether or not its
+    credentials can be read) or running GPU work; the name is the kubelet's, else the hostname."""
+    hostname = platform.node().strip().lower()
+    try:
+        return True, identity.identity(host, proc_root=processes.PROC).node_name
+    except identity.NoKubeconfig:
+        return bool(work), hostname
+    except identity.IdentityError:
+        return True, hostname
+
+
+def assess(read, gpu_services, allow_in_use, *, drain=False, host=None, node=None):
+    """``{"disruption": {disruptive, reasons, gpu_work, serving, node_name, rollout}, "refusal": message
+    or None}`` for the result of ``node_state.read``; ``host`` (``commands.Host``) reads the kubelet's
+    identity, only when the change is disruptive."""
     why = reasons(read)
-    disruption = {"disruptive": bool(why), "reasons": why, "gpu_work": gpu_work(gpu_services) if why else []}
-    refused = disruption["gpu_work"] and not allow_in_use
+    work = gpu_work(gpu_services) if why else []
+    serves, name = serving(host, work) if why else (False, None)
+    disruption = {"disruptive": bool(why), "reasons": why, "gpu_work": work, "serving": serves,
+                  "node_name": name, "rollout": bool(why) and serves}
+    refused = work and not allow_in_use and not drain
     return {"disruption": disruption,
             "refusal": refusal(node or platform.node(), disruption) if refused else None}

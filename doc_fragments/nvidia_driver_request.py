@@ -124,10 +124,40 @@ options:
     type: bool
     default: true
   fabricmanager:
-    description: The fabric manager at the driver's version - V(auto) (with NVSwitches), V(always), V(never).
+    description:
+      - The fabric manager at the driver's version - V(auto) (NVSwitch and NVLink5 systems), V(always) or
+        V(never).
+      - On NVLink5 (HGX B200/B300) it comes with NSCQ, NVSDM (amd64) at the driver's version, C(nvlsm),
+        C(infiniband-diags) and the IB modules C(mlx5_core), C(mlx5_ib), C(ib_umad) (also at boot,
+        C(/etc/modules-load.d/gpunode-nvidia-fabric.conf)); V(never) leaves all of that out.
+      - On GB200/GB300 trays (fabric C(mnnvl)) V(auto) masks the fabric manager's and NVLSM's units where
+        they exist.
     type: str
     choices: [auto, always, never]
     default: auto
+  imex_mode:
+    description:
+      - On GB200/GB300 trays (fabric C(mnnvl)), who runs IMEX. Both install C(nvidia-imex) at the driver's
+        version, held, and set C(NVreg_CreateImexChannel0=1) (and from 580
+        C(NVreg_CoherentGPUMemoryMode=driver)) in C(/etc/modprobe.d/gpunode-nvidia-fabric.conf).
+      - V(host) sets O(imex_config) in C(/etc/nvidia-imex/config.cfg), writes O(imex_nodes) to
+        C(/etc/nvidia-imex/nodes_config.cfg) and enables and starts C(nvidia-imex) (restarted when either
+        file changes).
+      - V(dra) stops, disables and masks C(nvidia-imex) (the DRA driver's ComputeDomain daemons run IMEX).
+    type: str
+    choices: [host, dra]
+    default: dra
+  imex_nodes:
+    description: With O(imex_mode=host), the IP addresses of every node of the tray's NVLink domain, in the
+      order of the nodes file (the same list on every node).
+    type: list
+    elements: str
+    default: []
+  imex_config:
+    description: With O(imex_mode=host), settings of C(/etc/nvidia-imex/config.cfg) (C(KEY) to value) over
+      C(IMEX_CMD_ENABLED=1); C(IMEX_NODE_CONFIG_FILE) is always the nodes file above.
+    type: dict
+    default: {}
   signing_key:
     description: Module signing secret key on the host.
     type: path

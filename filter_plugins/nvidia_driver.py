@@ -13,6 +13,9 @@ Standard library only, no Ansible import: the unit tests load this file on every
 """
 
 PERSISTENCED = "nvidia-persistenced"
+#: module_utils/gpunode/driver/fabric_plan.py FABRIC_STEPS
+FABRIC_STEPS = ("install", "packages", "boot_files", "modules", "files", "imex_config", "stop", "mask",
+                "enable", "start", "restart")
 
 
 def _install_lines(steps, before, after):
@@ -46,10 +49,11 @@ def _service_lines(steps):
     lines = []
     if steps.get("persistence"):
         lines.append(f"{PERSISTENCED}: {', '.join(steps['persistence'])}")
-    fabricmanager = steps.get("fabricmanager")
-    if fabricmanager:
-        lines.append(f"fabric manager {fabricmanager['package']}: "
-                     + ", ".join(k for k in ("install", "enable", "start") if fabricmanager.get(k)))
+    fabric = steps.get("fabric")
+    if fabric:  # as module_utils/gpunode/driver/fabric_plan.py describe() says it
+        lines.append(f"fabric {fabric['kind']}: " + "; ".join(
+            f"{key} " + ", ".join(i if isinstance(i, str) else i.get("path", i.get("key"))
+                                  for i in fabric[key]) for key in FABRIC_STEPS if fabric.get(key)))
     return lines
 
 

@@ -15,7 +15,7 @@ description:
   - Reads, without changing anything, everything the driver role decides from - the userspace driver
     (C(libnvidia-ml.so.<version>)), the module on disk for the kernel (C(modinfo -k), when kmod is there),
     DKMS registrations (only when the module is missing), the loaded modules (sysfs, C(/proc)), dpkg's
-    packages, holds and whether a dpkg run was interrupted, the persistence daemon and fabric manager units,
+    packages, holds and whether a dpkg run was interrupted, the persistence daemon and fabric units,
     where the driver's tools are and who installed it (a package, a C(.run) install, the image), the nouveau
     blacklist, Secure Boot, the signing keys and, when it installs, whether apt's index knows the packages.
   - Returns the plan (RV(plan)) and publishes C(ansible_facts.nvidia_driver) - the state the run will leave
@@ -130,7 +130,7 @@ request:
       type: bool
       returned: always
     fabricmanager:
-      description: Whether the host needs the fabric manager (NVSwitch systems, or asked for).
+      description: Whether the host needs the fabric manager (NVSwitch and NVLink5 systems, or asked for).
       type: bool
       returned: always
     blacklist_nouveau:
@@ -179,6 +179,16 @@ request:
       description: The fabric manager package, or null.
       type: str
       returned: always
+    fabric:
+      description: What the host's NVLink fabric (C(nvidia_gpu.fabric)) needs beside the driver, or null -
+        C(kind), C(pinned) (packages at the driver's version), C(unpinned), C(modules) (kernel modules to
+        load), C(modules_extra) (Ubuntu's C(linux-modules-extra-<kernel>) where a kernel lacks C(mlx5_ib)),
+        C(boot_files) (path to content), C(nvidia_params) (the nvidia module's options as
+        C(/proc/driver/nvidia/params) shows them), C(units) (to run), C(mask), C(imex_nodes) (the nodes
+        file's content, host mode) and C(imex_config) (C(config.cfg) settings). Null with the preinstalled
+        method.
+      type: dict
+      returned: with an NVIDIA GPU
     repository:
       description: The apt source the role adds - C(line) (null - none to add), C(key_url) and
         C(sources_text) (the line as the deb822 C(.sources) file the role writes); on EL the dnf
@@ -344,17 +354,74 @@ plan:
       type: list
       elements: str
       returned: always
-    fabricmanager:
-      description: The fabric manager's steps - C(package), C(version), C(install), C(enable), C(start) -
-        or null.
+    fabric:
+      description: What the host's NVLink fabric needs (RV(request.fabric)) and the host lacks, or null.
       type: dict
       returned: always
+      contains:
+        kind:
+          description: The fabric kind (C(nvswitch), C(nvlink5), C(mnnvl)).
+          type: str
+        version:
+          description: The driver version the packages of RV(plan.fabric.install) take (null - the version the
+            install brings, known once it is on disk).
+          type: str
+        install:
+          description: Packages to install at exactly the driver's version (the fabric manager, NSCQ, NVSDM,
+            IMEX), held with the driver's.
+          type: list
+          elements: str
+        packages:
+          description: Packages to install at their own version (C(nvlsm), C(infiniband-diags),
+            C(linux-modules-extra-<kernel>) for each kernel without C(mlx5_ib) on Ubuntu).
+          type: list
+          elements: str
+        boot_files:
+          description: Files read when a module loads - C(path), C(content) (the IB modules in modules-load.d,
+            the nvidia module's IMEX and CDMM options in modprobe.d) - written before the driver loads; the
+            initramfs is rebuilt.
+          type: list
+          elements: dict
+        modules:
+          description: Kernel modules to load, in order (C(mlx5_core), C(mlx5_ib), C(ib_umad)), before the
+            fabric manager starts.
+          type: list
+          elements: str
+        files:
+          description: Files written after the packages - C(path), C(content) (IMEX's nodes file).
+          type: list
+          elements: dict
+        imex_config:
+          description: Settings of IMEX's C(config.cfg) to write - C(key), C(value).
+          type: list
+          elements: dict
+        stop:
+          description: Units to stop and disable (then masked).
+          type: list
+          elements: str
+        mask:
+          description: Units to mask (the fabric manager and NVLSM on a tray, C(nvidia-imex) in dra mode).
+          type: list
+          elements: str
+        enable:
+          description: Units to enable.
+          type: list
+          elements: str
+        start:
+          description: Units to start (after an install or a reload, or not running).
+          type: list
+          elements: str
+        restart:
+          description: Running units to restart (C(nvidia-imex), its files changed).
+          type: list
+          elements: str
     converged:
       description: Nothing to do.
       type: bool
       returned: always
     disruptive:
-      description: The plan installs, unloads or needs a reboot (a drain before it is worth it).
+      description: The plan installs, unloads, needs a reboot or restarts a fabric daemon (a drain before it
+        is worth it).
       type: bool
       returned: always
     reasons:
@@ -536,6 +603,13 @@ state:
     systemd:
       description: Whether the host has systemd (C(systemctl)); without it the daemons are skipped.
       type: bool
+      returned: when the host has an NVIDIA GPU
+    fabric:
+      description: What the fabric's plan compares, or null without a fabric - C(loaded) (the loaded kernel
+        modules), C(files) (path to text, null when absent), C(nvidia_params) (C(/proc/driver/nvidia/params),
+        null when unread) and C(kernels_without_ib) (kernels, running or booting next, whose C(modinfo -k)
+        finds no C(mlx5_ib); read on Ubuntu only).
+      type: dict
       returned: when the host has an NVIDIA GPU
 """
 

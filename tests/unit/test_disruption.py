@@ -115,6 +115,7 @@ NOT_READ = ["container_runtime: not read (a concern before it changes)",
      ["driver install 535.129.03 -> 570.133.20", "driver reload"]),
     ({"install": True, "reboot_required": True}, ["driver install 535.129.03 -> 570.133.20", "reboot"]),
     ({"unload": True, "load": True}, ["driver reload"]),
+    ({"fabric": {"restart": ["nvidia-imex"]}}, ["fabric daemon restart (nvidia-imex)"]),
     ({}, []),  # a hold, a persistence unit: nothing that stops the GPUs
 ])
 def test_each_driver_step_that_stops_the_gpus_is_a_reason_and_later_concerns_are_unknown(steps, why):

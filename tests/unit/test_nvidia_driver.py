@@ -17,6 +17,7 @@ from ansible.module_utils.gpunode.driver.driver import (
     runfile_flags,
     version_matches,
 )
+from ansible.module_utils.gpunode.driver.fabric_plan import with_fabric
 from ansible.module_utils.gpunode.driver.facts import driver_facts, pending_reboot
 from ansible.module_utils.gpunode.driver.parsers import (
     blacklist_complete,
@@ -290,7 +291,8 @@ def gpu(*ids, nvswitches=0, supported=("620", "610", "595", "590", "580", "570",
 
 def request(os_info=DEBIAN12, gpus=None, **params):
     params.setdefault("keyring", "/etc/apt/keyrings/gpunode-nvidia-driver.asc")
-    return build_request(params, gpus or gpu(T4), dict(os_info))
+    gpus = gpus or gpu(T4)
+    return with_fabric(build_request(params, gpus, dict(os_info)), params, gpus, dict(os_info))
 
 
 @pytest.mark.parametrize(("os_info", "source", "version", "module_type", "install", "pin"), [
@@ -640,8 +642,10 @@ def test_fabric_manager_follows_the_driver():
     hgx = gpu(H100, nvswitches=4)
     req = request(UBUNTU2404, hgx, version="535.129.03", module_type="proprietary")
     fresh = plan(state(), req)
-    assert fresh["fabricmanager"] == {"package": "nvidia-fabricmanager-535", "version": "535.129.03",
-                                      "install": True, "enable": True, "start": True}
+    assert fresh["fabric"] == {
+        "kind": "nvswitch", "version": "535.129.03", "install": ["nvidia-fabricmanager-535"], "packages": [],
+        "boot_files": [], "modules": [], "files": [], "imex_config": [], "enable": ["nvidia-fabricmanager"],
+        "start": ["nvidia-fabricmanager"], "restart": [], "stop": [], "mask": []}
     assert "nvidia-fabricmanager-535" in fresh["hold"]
     fm_unit = {"load": "loaded", "active": "active", "enabled": "enabled"}
     running = {**ENABLED, "nvidia-fabricmanager": fm_unit}
@@ -652,7 +656,7 @@ def test_fabric_manager_follows_the_driver():
     assert plan(converged, req)["converged"]
     stopped = {**running, "nvidia-fabricmanager": {**fm_unit, "active": "failed"}}
     steps = plan({**converged, "services": stopped}, req)
-    assert steps["fabricmanager"]["start"] and not steps["fabricmanager"]["install"]
+    assert steps["fabric"]["start"] == ["nvidia-fabricmanager"] and not steps["fabric"]["install"]
     assert not steps["disruptive"]
 
 

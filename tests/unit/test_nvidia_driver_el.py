@@ -8,6 +8,7 @@ signed by D42D0685)."""
 import pytest
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver.driver import DriverError, build_request, kernel_module_type
+from ansible.module_utils.gpunode.driver.fabric_plan import with_fabric
 from ansible.module_utils.gpunode.driver.plan import plan
 
 ROCKY9 = {"distribution": "Rocky", "distribution_version": "9.5", "architecture": "x86_64",
@@ -26,7 +27,8 @@ def gpu(*ids, nvswitches=0):
 
 def request(os_info=ROCKY9, gpus=None, **params):
     params.setdefault("package_source", "cuda")
-    return build_request(params, gpus or gpu(T4), dict(os_info))
+    gpus = gpus or gpu(T4)
+    return with_fabric(build_request(params, gpus, dict(os_info)), params, gpus, dict(os_info))
 
 
 @pytest.mark.parametrize(("os_info", "ids", "params", "install", "stream", "lock"), [
@@ -91,7 +93,7 @@ def test_a_bare_el_node_installs_the_version_as_dnf_asks_it_and_holds_with_versi
     assert steps["prerequisites"] == ["kernel-devel-5.14.0-503.14.1.el9_5.x86_64", "kernel-headers", "dkms",
                                       "gcc", "make"]
     assert steps["hold"] == ["nvidia-open", "nvidia-fabric-manager"]
-    assert steps["fabricmanager"]["package"] == "nvidia-fabric-manager"
+    assert steps["fabric"]["install"] == ["nvidia-fabric-manager"]
     assert steps["blacklist_nouveau"]
 
 
@@ -173,7 +175,7 @@ def test_a_fabric_manager_with_an_epoch_at_the_drivers_version_is_converged():
                 packages={name: {"version": "3:580.95.05-1.el9", "want": "hold", "status": "installed"}
                           for name in ("nvidia-open", "nvidia-fabric-manager")})
     steps = plan(node, req)
-    assert steps["fabricmanager"] is None and steps["converged"], steps["reasons"]
+    assert steps["fabric"] is None and steps["converged"], steps["reasons"]
 
 
 def test_secure_boot_on_el_signs_the_dkms_build_with_the_operators_key_or_refuses():

@@ -215,16 +215,15 @@ def role_plan(tmp_path, monkeypatch, node, values):
 def installed_by(request, steps):
     """What the role's tasks install from its plan: prerequisites.yml, install_packages.yml
     (install_packages_dnf.yml on EL), converge.yml (the signed modules of the next kernels),
-    fabricmanager.yml (``package=VERSION-*`` at the driver's version; dnf's ``package-VERSION``),
-    install_runfile.yml."""
+    fabric.yml (``package=VERSION-*`` at the driver's version, dnf's ``package-VERSION``; the others as
+    named), install_runfile.yml."""
     if steps is None:
         return set(), [], set()
     packages = set(steps["prerequisites"]) | set(steps["install_packages"]) | set(steps["kernel_modules"])
-    fabricmanager = steps["fabricmanager"]
-    if fabricmanager and fabricmanager["install"]:
-        version, name = fabricmanager["version"], fabricmanager["package"]
-        dnf = request["package_manager"] == "dnf"
-        packages.add((f"{name}-{version}" if dnf else f"{name}={version}-*") if version else name)
+    fabric = steps["fabric"] or {"install": [], "packages": []}
+    version, dnf = fabric.get("version"), request["package_manager"] == "dnf"
+    packages |= {(f"{name}-{version}" if dnf else f"{name}={version}-*") if version else name
+                 for name in fabric["install"]} | set(fabric["packages"])
     runfiles = [{k: request["runfile"][k] for k in ("name", "url")}] if request["runfile"] else []
     # EL: the stream the role enables (dnf module enable, EL 9) and the lock it adds (EL 10) first
     chosen = {f"module {steps['module_stream']['stream']}"} if steps.get("module_stream") else set()

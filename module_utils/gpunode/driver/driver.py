@@ -223,6 +223,16 @@ def runfile_checksum(text):
 # --------------------------------------------------------------------------- request
 
 
+def fabric_kind(gpu):
+    """The facts' NVLink fabric (``gpunode.driver.fabric``); older facts: ``nvswitch`` with PCI NVSwitches."""
+    return gpu.get("fabric") or ("nvswitch" if gpu.get("nvswitch_count", 0) > 0 else "none")
+
+
+def wants_fabricmanager(choice, gpu):
+    """``nvidia_driver_fabricmanager``: ``always``, ``never``, or ``auto`` (NVSwitch and NVLink5 systems)."""
+    return choice == "always" or (choice == "auto" and fabric_kind(gpu) in ("nvswitch", "nvlink5"))
+
+
 def build_request(params, gpu, os_info):
     """What is wanted on this host, decided and checked before anything is read.
 
@@ -243,7 +253,6 @@ def build_request(params, gpu, os_info):
     )
     branch, version = chosen["branch"], chosen["version"]
     module_type = kernel_module_type(params.get("module_type") or "auto", branch, gpu_ids)
-    fabricmanager = params.get("fabricmanager") or "auto"
     family = nvidia_packages.family_of(os_info["distribution"])
     request = {
         "method": method,
@@ -254,8 +263,7 @@ def build_request(params, gpu, os_info):
         "hold": bool(params.get("hold", True)) and method in PACKAGE_METHODS,
         "kernel_hold": bool(params.get("kernel_hold")),
         "persistence": bool(params.get("persistence", True)),
-        "fabricmanager": fabricmanager == "always"
-        or (fabricmanager == "auto" and gpu.get("nvswitch_count", 0) > 0),
+        "fabricmanager": wants_fabricmanager(params.get("fabricmanager") or "auto", gpu),
         "blacklist_nouveau": bool(params.get("blacklist_nouveau", True)),
         "install_prerequisites": bool(params.get("install_prerequisites", True)),
         "signing": bool(params.get("signing_key")),
@@ -265,6 +273,7 @@ def build_request(params, gpu, os_info):
         "warnings": [w for w in [ended_branch(branch)] if w],  # chosen or pinned, past NVIDIA's support
         "packages": None,
         "fabricmanager_package": None,
+        "fabric": None,
         "repository": None,
         "runfile": None,
         "signed_fallback": False,
@@ -303,7 +312,6 @@ def _preinstalled_request(params, gpu, os_info):
         raise DriverError(f"nvidia_driver_version {version!r} must be a full version such as 580.159.04")
     if branch and len(parse_version(branch)) != 1:
         raise DriverError(f"nvidia_driver_branch {branch!r} must be a major version such as 580")
-    fabricmanager = params.get("fabricmanager") or "auto"
     return {
         "method": "preinstalled", "branch": branch or (branch_of(version) if version else None),
         "version": version, "wanted": version or branch, "module_type": None,
@@ -311,8 +319,7 @@ def _preinstalled_request(params, gpu, os_info):
         "check_branch": params.get("check_branch", True),
         "hold": bool(params.get("hold", True)), "persistence": bool(params.get("persistence", True)),
         "kernel_hold": bool(params.get("kernel_hold")),
-        "fabricmanager": fabricmanager == "always"
-        or (fabricmanager == "auto" and gpu.get("nvswitch_count", 0) > 0),
+        "fabricmanager": wants_fabricmanager(params.get("fabricmanager") or "auto", gpu),
         "blacklist_nouveau": False, "install_prerequisites": False, "signing": False, "headers_package": None,
         "package_manager": "dnf" if nvidia_packages.family_of(os_info["distribution"]) == "rhel" else "apt",
         "warnings": [], "packages": None, "fabricmanager_package": None, "repository": None, "runfile": None,

@@ -14,7 +14,7 @@ under the roots given. A reading that cannot be trusted raises
 import os
 import re
 
-from ansible.module_utils.gpunode.driver import el_signed, ubuntu_signed
+from ansible.module_utils.gpunode.driver import el_signed, fabric_plan, ubuntu_signed
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver.driver import (
     DKMS_MODULES,
@@ -166,9 +166,30 @@ def read_packages(host, admindir):
     return packages, backend.interrupted(packages)
 
 
-def read_services(host):
-    """The persistence daemon's and the fabric manager's units ({} without systemd)."""
-    return systemd.services_state(host, [f"{PERSISTENCED}.service", f"{FABRICMANAGER}.service"])
+def read_services(host, request=None):
+    """The persistence daemon's and the fabric manager's units, and those the fabric runs or masks ({}
+    without systemd)."""
+    fabric = (request or {}).get("fabric") or {"units": [], "mask": []}
+    units = [PERSISTENCED, FABRICMANAGER,
+             *(unit for unit in fabric["units"] + fabric["mask"] if unit != FABRICMANAGER)]
+    return systemd.services_state(host, [f"{unit}.service" for unit in units])
+
+
+def read_fabric(host, params, request, kernels):
+    """What ``fabric_plan.plan_fabric`` compares: the IB modules loaded, the fabric's files, the loaded
+    nvidia module's options (None unread), the kernels without ``mlx5_ib`` (``modinfo -k``, where
+    Ubuntu's linux-modules-extra carries it); None without a fabric."""
+    want = request.get("fabric")
+    if not want:
+        return None
+    modinfo = host.which("modinfo") if want["modules_extra"] else None
+    params_text = read_text(os.path.join(params["proc_root"], "driver", "nvidia", "params"), DriverError)
+    imex = (fabric_plan.IMEX_NODES, fabric_plan.IMEX_CONFIG) if want["imex_nodes"] else ()
+    return {"loaded": read_loaded(params["sysfs_root"], params["proc_root"], want["modules"])["modules"],
+            "files": {path: read_text(path, DriverError) for path in [*want["boot_files"], *imex]},
+            "nvidia_params": None if params_text is None else fabric_plan.parse_settings(params_text, ":"),
+            "kernels_without_ib": [kernel for kernel in kernels
+                                   if modinfo and host.run([modinfo, "-k", kernel, "mlx5_ib"])[0]]}
 
 
 def read_secure_boot(host, sysfs_root):
@@ -327,12 +348,13 @@ def read_state(host, params, os_info, request):
     """
     kernel = os_info["kernel"]
     packages, dpkg_interrupted = read_packages(host, ADMINDIR)
-    services = read_services(host)
+    services = read_services(host, request)
     module_on_disk = read_module_on_disk(host, kernel)
+    kernels = [kernel, *later_kernels(kernel)]
     state = {
         "kernel": kernel,
         "headers_present": is_dir(os.path.join(MODULES_DIR, kernel, "build")),
-        "boot_kernels": later_kernels(kernel),
+        "boot_kernels": kernels[1:],
         "module_on_disk": module_on_disk,
         "dkms": None,
         **read_driver(host, params, packages, module_on_disk),
@@ -353,6 +375,7 @@ def read_state(host, params, os_info, request):
         "running_kernel": (read_text(os.path.join(params["proc_root"], "sys/kernel/osrelease"), DriverError)
                            or kernel).strip(),
         "kernel_hold_record": (read_text(KERNEL_HOLD_RECORD, DriverError) or "").split(),
+        "fabric": read_fabric(host, params, request, kernels),
     }
     if needs_dkms_status(state, request):
         state["dkms"] = read_dkms(host)

@@ -21,6 +21,7 @@ and no installer, and :func:`role_install` says so in its warnings.
 
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver.driver import DriverError, build_request
+from ansible.module_utils.gpunode.driver.fabric_plan import with_fabric
 from ansible.module_utils.gpunode.driver.plan import plan, signed_fallback, signed_request
 from ansible.module_utils.gpunode.driver.preinstalled import PREINSTALLED
 from ansible.module_utils.gpunode.driver.state_call import ARGUMENT_SPEC
@@ -89,7 +90,7 @@ def role_install(values, gpu, os_info, secure_boot=False):
     params = role_params(values)
     if params["method"] == "runfile" and not params["runfile_checksum"]:
         params["runfile_checksum"] = UNKNOWN_CHECKSUM
-    request = build_request(params, gpu, os_info)
+    request = with_fabric(build_request(params, gpu, os_info), params, gpu, os_info)
     state = bare_state(os_info, secure_boot)
     request = signed_fallback(state, request)
     if request["method"] == "ubuntu-signed":
@@ -114,10 +115,9 @@ def role_install(values, gpu, os_info, secure_boot=False):
 def _packages(result, params, request, steps, os_info):
     """Split what the plan installs by the archive that serves it."""
     driver = list(steps["install_packages"])
-    fabricmanager = steps["fabricmanager"]
-    if fabricmanager and fabricmanager["install"]:
-        driver.append(nvidia_packages.version_spec(fabricmanager["package"], fabricmanager["version"],
-                                                   request.get("package_manager") or "apt"))
+    fabric = steps["fabric"] or {"install": [], "packages": []}
+    driver += [nvidia_packages.version_spec(name, fabric["version"], request.get("package_manager") or "apt")
+               for name in fabric["install"]] + fabric["packages"]
     distribution = [name for name in steps["prerequisites"] if os_info["kernel"]
                     or name != request["headers_package"]]
     if len(distribution) < len(steps["prerequisites"]):

@@ -121,7 +121,8 @@ EL_BUILD_PREREQUISITES = ("kernel-headers", "dkms", "gcc", "make")
 DRIVER_PACKAGE_RE = re.compile(
     r"^(nvidia-(driver|headless|utils|dkms|kernel|compute-utils|tesla|fabricmanager|open|smi|persistenced"
     r"|fabric-manager|kmod-common|modprobe)"
-    r"|libnvidia-(compute|ml|tesla|cfg)|libcuda1|cuda-drivers|linux-modules-nvidia-|kmod-nvidia-)"
+    r"|libnvidia-(compute|ml|tesla|cfg|nscq)|libnvsdm|nvidia-imex|libcuda1|cuda-drivers|linux-modules-nvidia-"
+    r"|kmod-nvidia-)"
 )
 
 
@@ -324,6 +325,24 @@ def fabricmanager_package(family, source, branch):
     return f"nvidia-fabricmanager-{branch}"
 
 
+#: The fabric's packages at exactly the driver's version besides the fabric manager: NSCQ, NVSDM and
+#: IMEX have one name from 580 in NVIDIA's CUDA repository (apt and dnf: ``libnvidia-nscq``,
+#: ``libnvsdm``, ``nvidia-imex``) and ``<name>-<branch>`` before it and in Ubuntu's archive
+#: (NVIDIA gpu-driver-container @06a208c, ubuntu24.04/install.sh and rhel9/install.sh ``nscq_install``,
+#: ``nvsdm_install``, ``imex_install``; Ubuntu's ``nvidia-imex-580``, ``libnvidia-nscq-<branch>``).
+def fabric_package(base, family, source, branch):
+    """The name of the fabric's package ``base`` for a branch and source (:func:`fabricmanager_package`
+    for the fabric manager); Debian's own archive has none of them."""
+    if base == "nvidia-fabricmanager":
+        return fabricmanager_package(family, source, branch)
+    if family == "debian" and source != "cuda":
+        raise PackageError(f"Debian does not package {base} (NVLink fabrics); set "
+                           "nvidia_driver_package_source: cuda")
+    if (source == "cuda" or family == "rhel") and int(branch) >= CUDA_FABRICMANAGER_UNVERSIONED_FROM:
+        return base
+    return f"{base}-{branch}"
+
+
 def headers_package(kernel, family=None):
     """The kernel headers package for a running kernel: ``linux-headers-<kernel>`` (Debian and
     Ubuntu name them alike), ``kernel-devel-<kernel>`` on EL (``uname -r`` is the kernel's
@@ -343,6 +362,12 @@ def version_spec(name, version, manager="apt"):
     if not version:
         return name
     return f"{name}-{version}" if manager == "dnf" else f"{name}={version}-*"
+
+
+def upstream_version(package_version):
+    """The upstream part of a package version: ``580.95.05`` of dpkg's ``1:580.95.05-0ubuntu1`` and of
+    rpm's ``3:580.95.05-1.el9`` (no epoch, no packaging release)."""
+    return package_version.split(":")[-1].split("-")[0] if package_version else package_version
 
 
 def is_driver_package(name):

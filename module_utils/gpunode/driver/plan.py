@@ -19,6 +19,7 @@ from ansible.module_utils.gpunode.driver.driver import (
     DriverError,
     version_matches,
 )
+from ansible.module_utils.gpunode.driver.fabric_plan import plan_fabric
 from ansible.module_utils.gpunode.driver.parsers import service_enabled, service_running
 from ansible.module_utils.gpunode.host.packages import installed, version_known
 
@@ -45,15 +46,14 @@ def index_lookups(plan_result, request):
     if plan_result["install"] and request["packages"]:
         pin = request["packages"]["pin"]
         names += request["packages"]["install"] + ([pin] if pin else [])
-    if plan_result["fabricmanager"] and plan_result["fabricmanager"]["install"]:
-        names.append(request["fabricmanager_package"])
-    return names
+    fabric = plan_result["fabric"] or {}
+    return names + (fabric.get("install") or []) + (fabric.get("packages") or [])
 
 
 #: The keys of a plan's steps, in their order in the result (then ``converged``, ``disruptive``, ``reasons``).
 PLAN_KEYS = ("repair_dpkg", "install", "install_packages", "refresh_index", "prerequisites", "dkms_build",
              "dkms_kernels", "dkms_module", "dkms_version", "unhold", "hold", "remove", "kernel_modules",
-             "blacklist_nouveau", "unload", "load", "reboot_required", "persistence", "fabricmanager",
+             "blacklist_nouveau", "unload", "load", "reboot_required", "persistence", "fabric",
              "module_stream", "version_lock", "allow_erasing", "kernel_hold", "kernel_unhold",
              "kernel_record")
 
@@ -61,7 +61,7 @@ PLAN_KEYS = ("repair_dpkg", "install", "install_packages", "refresh_index", "pre
 #: A plan that changes nothing; ``preinstalled`` plans only :data:`PREINSTALLED_STEPS` over it.
 _LIST_STEPS = ("install_packages", "prerequisites", "dkms_kernels", "unhold", "hold", "remove",
                "kernel_modules", "persistence", "kernel_hold", "kernel_unhold")
-_NONE_STEPS = ("dkms_module", "dkms_version", "fabricmanager", "module_stream", "version_lock",
+_NONE_STEPS = ("dkms_module", "dkms_version", "fabric", "module_stream", "version_lock",
                "kernel_record")
 EMPTY_STEPS = {key: None if key in _NONE_STEPS else [] if key in _LIST_STEPS else False
                for key in PLAN_KEYS}
@@ -108,7 +108,8 @@ def plan(state, request):
         value for key, value in steps.items()
         if key not in ("dkms_module", "dkms_version", "reboot_required", "install_packages", "version_lock",
                        "allow_erasing", "kernel_record"))
-    steps["disruptive"] = steps["install"] or steps["unload"] or steps["reboot_required"]
+    steps["disruptive"] = steps["install"] or steps["unload"] or steps["reboot_required"] \
+        or bool((steps["fabric"] or {}).get("restart"))
     steps["reasons"] = reasons
     return steps
 
@@ -201,8 +202,8 @@ def plan_hold(state, request, steps):
     install = steps["install"]
     held = held_packages(packages)
     hold_targets = list((request["packages"] or {}).get("hold") or [])
-    if request["fabricmanager"] and request["fabricmanager_package"] and request["method"] in PACKAGE_METHODS:
-        hold_targets.append(request["fabricmanager_package"])
+    if request.get("fabric") and request["method"] in PACKAGE_METHODS:
+        hold_targets += request["fabric"]["pinned"]
     unhold, hold = [], []
     if packages is not None and request["method"] in HOLDING_METHODS:
         if install:
@@ -284,33 +285,6 @@ def plan_persistence(state, request, steps):
     return {"persistence": persistence}, reasons
 
 
-def plan_fabricmanager(state, request, steps):
-    """``fabricmanager``: its package at the driver's version, enabled and started (None: nothing)."""
-    if not request["fabricmanager"]:
-        return {"fabricmanager": None}, []
-    services = state.get("services") or {}
-    userspace = state.get("userspace_version")
-    install = steps["install"]
-    fm_package = request["fabricmanager_package"]
-    fm_version = installed(state.get("packages") or {}, fm_package)
-    fm_install = install or not fm_version \
-        or not version_matches(upstream_version(fm_version), userspace or "0")
-    fabricmanager = {
-        "package": fm_package,
-        "version": request["version"] if install else userspace,
-        "install": fm_install,
-        "enable": state.get("systemd", True) and not service_enabled(services, FABRICMANAGER),
-        "start": state.get("systemd", True) and not steps["reboot_required"]
-        and (fm_install or steps["unload"] or not service_running(services, FABRICMANAGER)),
-    }
-    if not any((fm_install, fabricmanager["enable"], fabricmanager["start"])):
-        return {"fabricmanager": None}, []
-    if _building(steps):
-        return {"fabricmanager": fabricmanager}, []
-    todo = ", ".join(k for k in ("install", "enable", "start") if fabricmanager[k])
-    return {"fabricmanager": fabricmanager}, [f"fabric manager {fm_package}: {todo}"]
-
-
 def plan_switch(state, request, steps):
     """``remove`` and ``kernel_modules`` (see :func:`switch_steps`)."""
     remove, kernel_modules = switch_steps(state, request, steps["install"])
@@ -332,9 +306,8 @@ def plan_index(state, request, steps):
                    for p in request["packages"]["install"]]
         if request["packages"]["pin"]:
             needed.append((request["packages"]["pin"], None))
-    fabricmanager = steps["fabricmanager"]
-    if fabricmanager and fabricmanager["install"]:
-        needed.append((fabricmanager["package"], fabricmanager["version"]))
+    fabric = steps["fabric"] or {"install": [], "packages": []}
+    needed += [(p, fabric["version"]) for p in fabric["install"]] + [(p, None) for p in fabric["packages"]]
     unknown = [p for p, v in needed if not version_known(state["index"], p, v)]
     reasons = [f"the package index does not know {', '.join(unknown)}"] if unknown else []
     return {"refresh_index": refresh_index or bool(unknown)}, reasons
@@ -393,7 +366,7 @@ def plan_preinstalled_persistence(state, request, steps):
 
 PREINSTALLED_STEPS = (plan_hold, plan_kernel_hold, plan_preinstalled_persistence)
 PLAN_STEPS = (plan_install, plan_signing, plan_dpkg, plan_prerequisites, plan_hold, plan_kernel_hold,
-              plan_module, plan_blacklist, plan_persistence, plan_fabricmanager, plan_switch, plan_index,
+              plan_module, plan_blacklist, plan_persistence, plan_fabric, plan_switch, plan_index,
               plan_el_branch)
 
 
@@ -488,12 +461,6 @@ def signed_request(request, state, archive, refreshed=False):
     return result
 
 
-def upstream_version(package_version):
-    """The upstream part of a package version: ``580.95.05`` of dpkg's ``1:580.95.05-0ubuntu1`` and of
-    rpm's ``3:580.95.05-1.el9`` (no epoch, no packaging release)."""
-    return package_version.split(":")[-1].split("-")[0]
-
-
 def held_packages(packages):
     """The installed packages dpkg holds."""
     return {name for name, entry in (packages or {}).items()
@@ -517,11 +484,11 @@ def _install_specs(request, packages, version_set=None):
     if version:
         prefix = request["branch"] + "."
         names += [name for name in version_set or () if name not in names
-                  and upstream_version(installed(packages or {}, name) or "") != version]
+                  and nvidia_packages.upstream_version(installed(packages or {}, name) or "") != version]
         names += sorted(name for name, entry in (packages or {}).items()
                         if nvidia_packages.is_driver_package(name) and installed(packages, name)
-                        and upstream_version(entry["version"] or "").startswith(prefix)
-                        and upstream_version(entry["version"] or "") != version)
+                        and nvidia_packages.upstream_version(entry["version"] or "").startswith(prefix)
+                        and nvidia_packages.upstream_version(entry["version"] or "") != version)
         names = [name for name in names if name != pin and not name.startswith("nvidia-driver-pinning-")]
         if request["method"] in SIGNED_METHODS:  # the DKMS side goes (plan's remove)
             names = [name for name in names if not _DKMS_SIDE_RE[request["method"]].match(name)]

@@ -17,6 +17,7 @@ from ansible.module_utils.gpunode.driver.driver import (
     build_request,
     version_matches,
 )
+from ansible.module_utils.gpunode.driver.fabric_plan import with_fabric
 from ansible.module_utils.gpunode.driver.facts import driver_facts, pending_reboot
 from ansible.module_utils.gpunode.driver.host import (
     read_driver,
@@ -85,7 +86,7 @@ def read_request(host, params, gpu, os_info):
     """``(request, state)``: the request as the node allows it (the distribution's signed modules
     under Secure Boot, their packages from the archive or the repository) and the node's state."""
     try:
-        request = build_request(params, gpu, os_info)
+        request = with_fabric(build_request(params, gpu, os_info), params, gpu, os_info)
     except DriverError:
         # a driver the method would install over says so first (not the package data of a branch)
         if params["method"] != PREINSTALLED:

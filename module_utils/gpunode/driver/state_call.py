@@ -50,6 +50,9 @@ REQUEST_SPEC = {
     "blacklist_path": {"type": "path", "default": "/etc/modprobe.d/blacklist-nouveau.conf"},
     "persistence": {"type": "bool", "default": True},
     "fabricmanager": {"type": "str", "choices": ["auto", "always", "never"], "default": "auto"},
+    "imex_mode": {"type": "str", "choices": ["host", "dra"], "default": "dra"},
+    "imex_nodes": {"type": "list", "elements": "str", "default": []},
+    "imex_config": {"type": "dict", "default": {}},
     "signing_key": {"type": "path"},
     "signing_cert": {"type": "path"},
     "runfile_url": {"type": "str"},
@@ -73,6 +76,8 @@ VALUE_RULES = {
     "rpm_repository": values.optional(values.one_line),
     "rpm_key_url": values.optional(values.one_line),
     "blacklist_path": values.path,
+    "imex_nodes[]": values.ip_address,
+    "imex_config": values.settings,
 }
 
 

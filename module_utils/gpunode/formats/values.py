@@ -21,6 +21,7 @@ images, quantities) are in ``k8s_names.py``, built on :func:`refuse`.
 Standard library only; Python 3.8+ (runs on managed nodes).
 """
 
+import ipaddress
 import re
 from urllib.parse import urlsplit
 
@@ -225,3 +226,23 @@ def one_line(option, value):
     rule = "one line: no newline, carriage return, NUL or other control character"
     return checked(option, value, "a single line", rule,
                    lambda text: not _CONTROL.search(text.replace("\t", " ")) and text.strip())
+
+
+def ip_address(option, value):
+    """An IPv4 or IPv6 address, as written in a list of nodes (IMEX's nodes_config.cfg)."""
+    rule = "an IPv4 or IPv6 address"
+    string(option, value, "an IP address", rule)
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        refuse(option, value, "an IP address", rule)
+    return value
+
+
+def settings(option, value):
+    """``KEY=value`` lines of a configuration file: each key a variable name, each value one line or empty."""
+    for key, item in (value or {}).items():
+        env_variable(f"{option} key", key)
+        checked(f"{option}.{key}", str(item), "a single line", "no newline, carriage return, NUL or other "
+                "control character", lambda text: not _CONTROL.search(text.replace("\t", " ")))
+    return value

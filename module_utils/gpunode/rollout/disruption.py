@@ -36,8 +36,10 @@ def driver_reasons(result):
     request = result.get("request") or {}
     reasons = [f"driver install {loaded} -> {request.get('version') or request.get('wanted')}"] \
         if plan.get("install") else []
-    return reasons + [why for step, why in (("unload", "driver reload"), ("reboot_required", "reboot"))
-                      if plan.get(step)]
+    restart = (plan.get("fabric") or {}).get("restart")  # IMEX, its nodes or settings changed
+    reasons += [why for step, why in (("unload", "driver reload"), ("reboot_required", "reboot"))
+                if plan.get(step)]
+    return reasons + ([f"fabric daemon restart ({', '.join(restart)})"] if restart else [])
 
 
 def runtime_reasons(result):

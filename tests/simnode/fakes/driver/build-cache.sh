@@ -59,6 +59,18 @@ Architecture: all
 Maintainer: gpunode tests <gpunode@example.invalid>
 Description: gpunode stub: the build/include directory DKMS looks for, no headers
 CONTROL
+# Ubuntu's linux-modules-extra-<kernel> (mlx5_ib and ib_umad on the cloud kernels): objects whose
+# .modinfo the real modinfo and depmod read, as src/fake-build.sh makes nvidia's; never loaded
+extra=$work/trees/archive/linux-modules-extra-$kernel
+mkdir -p "$extra/DEBIAN" "$extra/lib/modules/$kernel/kernel/drivers/infiniband"
+printf 'Package: linux-modules-extra-%s\nVersion: 1.0-1\nArchitecture: all\nMaintainer: gpunode tests <gpunode@example.invalid>\nDescription: gpunode stub: mlx5_ib and ib_umad for the kernel\n' \
+  "$kernel" >"$extra/DEBIAN/control"
+printf '#!/bin/sh\nset -e\n[ "$1" = configure ] && depmod -a %s || true\n' "$kernel" >"$extra/DEBIAN/postinst"
+for module in mlx5_ib ib_umad; do
+  printf '__attribute__((section(".modinfo"), used)) static const char n[] = "name=%s";\n__attribute__((section(".modinfo"), used)) static const char m[] = "vermagic=%s SMP preempt mod_unload modversions ";\n__attribute__((section(".modinfo"), used)) static const char l[] = "license=Dual BSD/GPL";\n' \
+    "$module" "$kernel" >"$work/$module.c"
+  gcc -c -o "$extra/lib/modules/$kernel/kernel/drivers/infiniband/$module.ko" "$work/$module.c"
+done
 for version in "${versions[@]}"; do
   "$here/make-packages.sh" "$version" "$work/trees/driver"
 done

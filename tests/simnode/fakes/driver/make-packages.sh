@@ -159,12 +159,23 @@ mkdir -p "$d/usr/bin" "$d/lib/systemd/system"
 cat >"$d/usr/bin/nv-fabricmanager" <<FM
 #!/bin/sh
 # gpunode stub of nv-fabricmanager $version: like the real one, it exits when
-# the loaded driver is not exactly its version; otherwise it stays up.
+# the loaded driver is not exactly its version; on an NVLink5 system (a PCI
+# function whose VPD holds SW_MNG) as nvidia-fabricmanager-start.sh does when
+# ib_umad is not loaded or NVLSM is not installed (notes/fabric.md section 1);
+# otherwise it stays up.
 . /etc/gpunode-sim/driver-fakes.conf
 loaded=\$(cat "\$SIM_ROOT/sys/module/nvidia/version" 2>/dev/null || echo none)
 if [ "\$loaded" != "$version" ]; then
   echo "fabric manager $version: driver version mismatch (loaded: \$loaded)" >&2
   exit 1
+fi
+if grep -qs SW_MNG "\$SIM_ROOT"/sys/bus/pci/devices/*/vpd; then
+  echo "Detected NVL5+ system"
+  if ! grep -q "^ib_umad " "\$SIM_ROOT/proc/modules"; then
+    echo 'Kernel module "ib_umad" has not been loaded, fabric manager cannot be started' >&2
+    exit 1
+  fi
+  [ -x /opt/nvidia/nvlsm/sbin/nvlsm ] || { echo "/opt/nvidia/nvlsm/sbin/nvlsm does not exist" >&2; exit 1; }
 fi
 exec sleep infinity
 FM
@@ -180,3 +191,58 @@ Restart=no
 [Install]
 WantedBy=multi-user.target
 UNIT
+
+# the NVLink fabric's packages at the driver's version (one name from 580, <name>-<b> before:
+# NVIDIA gpu-driver-container install.sh): NSCQ (a library stub), NVSDM (from 570) and IMEX
+# (from 550: nvidia-imex runs while the loaded driver is exactly its version and the nodes file
+# its config.cfg names is there; config.cfg a conffile, nvidia-imex.service)
+suffix=-$branch
+[ "$branch" -ge 580 ] && suffix=
+tree "libnvidia-nscq$suffix" "NVSwitch configuration and query library" ""
+mkdir -p "$out/libnvidia-nscq$suffix-$version/$lib"
+: >"$out/libnvidia-nscq$suffix-$version/$lib/libnvidia-nscq.so.$version"
+[ "$branch" -ge 570 ] && tree "libnvsdm$suffix" "NVIDIA Switch Device Management library" ""
+imex=nvidia-imex$suffix
+tree "$imex" "NVIDIA Internode Memory Exchange service" ""
+d=$out/$imex-$version
+mkdir -p "$d/usr/bin" "$d/lib/systemd/system" "$d/etc/nvidia-imex"
+printf 'SERVER_PORT=50000\nIMEX_CMD_ENABLED=0\nIMEX_CMD_PORT=50005\nIMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n' \
+  >"$d/etc/nvidia-imex/config.cfg"
+echo /etc/nvidia-imex/config.cfg >"$d/DEBIAN/conffiles"
+cat >"$d/usr/bin/nvidia-imex" <<IMEX
+#!/bin/sh
+# gpunode stub of nvidia-imex $version -c CONFIG: exits when the loaded driver is not exactly its
+# version or the nodes file CONFIG names is missing or empty; otherwise it stays up.
+. /etc/gpunode-sim/driver-fakes.conf
+loaded=\$(cat "\$SIM_ROOT/sys/module/nvidia/version" 2>/dev/null || echo none)
+[ "\$loaded" = "$version" ] || { echo "IMEX $version: driver version mismatch (loaded: \$loaded)" >&2; exit 1; }
+nodes=\$(sed -n 's/^IMEX_NODE_CONFIG_FILE=//p' "\$2")
+[ -s "\$nodes" ] || { echo "IMEX $version: no nodes in \$nodes" >&2; exit 1; }
+exec sleep infinity
+IMEX
+chmod 0755 "$d/usr/bin/nvidia-imex"
+cat >"$d/lib/systemd/system/nvidia-imex.service" <<'UNIT'
+[Unit]
+Description=NVIDIA IMEX service
+
+[Service]
+ExecStart=/usr/bin/nvidia-imex -c /etc/nvidia-imex/config.cfg
+Restart=no
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+
+# NVLSM and infiniband-diags: their own versions, whatever the driver's (one tree each)
+for pkg in "nvlsm 2025.06.5-1 NVLink Subnet Manager" "infiniband-diags 50.0-2 InfiniBand diagnostic programs"; do
+  set -- $pkg
+  d=$out/$1
+  rm -rf "$d"
+  mkdir -p "$d/DEBIAN"
+  printf 'Package: %s\nVersion: %s\nArchitecture: amd64\nMaintainer: gpunode tests <gpunode@example.invalid>\nDescription: %s (gpunode stub)\n' \
+    "$1" "$2" "$(shift 2; echo "$*")" >"$d/DEBIAN/control"
+done
+mkdir -p "$out/nvlsm/opt/nvidia/nvlsm/sbin" "$out/infiniband-diags/usr/sbin"
+printf '#!/bin/sh\nexec sleep infinity\n' >"$out/nvlsm/opt/nvidia/nvlsm/sbin/nvlsm"
+printf '#!/bin/sh\necho "gpunode stub of ibstat"\n' >"$out/infiniband-diags/usr/sbin/ibstat"
+chmod 0755 "$out/nvlsm/opt/nvidia/nvlsm/sbin/nvlsm" "$out/infiniband-diags/usr/sbin/ibstat"

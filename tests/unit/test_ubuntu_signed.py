@@ -6,6 +6,7 @@ from ansible.module_utils.gpunode.driver import ubuntu_signed as us
 from ansible.module_utils.gpunode.driver.driver import (
     DriverError,
     build_request,
+    kernels_after,
 )
 from ansible.module_utils.gpunode.driver.plan import (
     plan,
@@ -107,6 +108,27 @@ def test_newer_installed_kernels_boot_next():
     packages = dpkg("linux-image-6.8.0-58-generic 6.8.0-58.60", "linux-image-6.8.0-60-generic 6.8.0-60.63",
                     "linux-image-unsigned-6.11.0-26-generic 6.11.0-26.26", "linux-image-generic 6.8.0-60.63")
     assert us.newer_kernels(packages, "6.8.0-60-generic") == ["6.11.0-26-generic"]
+
+
+@pytest.mark.parametrize(("running", "installed", "after"), [
+    # Ubuntu: the ABI number orders, 6.11 after 6.8 (not as text); another flavour of one ABI is not newer
+    ("6.8.0-60-generic",
+     ["6.8.0-58-generic", "6.11.0-26-generic", "6.8.0-60-lowlatency", "6.8.0-100-generic"],
+     ["6.8.0-100-generic", "6.11.0-26-generic"]),
+    ("6.17.0-1019-nvidia", ["6.17.0-1019-nvidia-64k", "6.17.0-1020-nvidia-64k"], ["6.17.0-1020-nvidia-64k"]),
+    # Debian
+    ("6.1.0-18-amd64", ["6.1.0-30-amd64", "6.1.0-9-amd64", "6.12.0-0-amd64"],
+     ["6.1.0-30-amd64", "6.12.0-0-amd64"]),
+    # EL: the numbers before the distribution's tag (el9_5's 9 and 5 and x86_64's are not the release's)
+    ("5.14.0-503.11.1.el9_5.x86_64", ["5.14.0-503.40.1.el9_5.x86_64", "5.14.0-427.13.1.el9_4.x86_64",
+                                      "5.14.0-570.12.1.el9_6.x86_64"],
+     ["5.14.0-503.40.1.el9_5.x86_64", "5.14.0-570.12.1.el9_6.x86_64"]),
+])
+def test_the_kernels_that_boot_after_the_running_one_are_one_rule_everywhere(running, installed, after):
+    assert kernels_after(running, installed) == after
+    # the signed modules' Ubuntu rule is this one: the kernels dpkg installed, newer than the running one
+    packages = dpkg(*(f"linux-image-{release} 1" for release in installed))
+    assert us.newer_kernels(packages, running) == after
 
 
 SHOW = """Package: linux-modules-nvidia-570-server-open-6.8.0-60-generic

@@ -228,6 +228,19 @@ def fabric_kind(gpu):
     return gpu.get("fabric") or ("nvswitch" if gpu.get("nvswitch_count", 0) > 0 else "none")
 
 
+def kernel_key(release):
+    """A kernel release as numbers, for ordering: those before its first letter, where the flavour or
+    the distribution's tag starts (``6.1.0-18-amd64`` < ``6.1.0-30-amd64`` < ``6.11.0-26-generic``;
+    ``5.14.0-503.11.1.el9_5.x86_64``: 5, 14, 0, 503, 11, 1)."""
+    return [int(part) for part in re.findall(r"\d+", re.match(r"[^A-Za-z]*", release).group())]
+
+
+def kernels_after(running, releases):
+    """The ``releases`` newer than the ``running`` kernel, oldest first: the boot loader starts the
+    newest next (one of the same version and another flavour is not newer)."""
+    return sorted((r for r in releases if kernel_key(r) > kernel_key(running)), key=kernel_key)
+
+
 def wants_fabricmanager(choice, gpu):
     """``nvidia_driver_fabricmanager``: ``always``, ``never``, or ``auto`` (NVSwitch and NVLink5 systems)."""
     return choice == "always" or (choice == "auto" and fabric_kind(gpu) in ("nvswitch", "nvlink5"))

@@ -12,7 +12,6 @@ under the roots given. A reading that cannot be trusted raises
 """
 
 import os
-import re
 
 from ansible.module_utils.gpunode.driver import el_signed, fabric_plan, ubuntu_signed
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
@@ -22,6 +21,7 @@ from ansible.module_utils.gpunode.driver.driver import (
     PERSISTENCED,
     SECURE_BOOT_EFIVAR,
     DriverError,
+    kernels_after,
 )
 from ansible.module_utils.gpunode.driver.gpu import read_loaded
 from ansible.module_utils.gpunode.driver.parsers import (
@@ -93,11 +93,6 @@ def read_module_on_disk(host, kernel):
         raise DriverError(f"modinfo -k {kernel} nvidia: {exc}") from exc
 
 
-def kernel_key(release):
-    """A kernel release as numbers, for ordering (``6.1.0-18-amd64`` < ``6.1.0-30-amd64``)."""
-    return [int(part) for part in re.findall(r"\d+", release)]
-
-
 def later_kernels(running, marker="build"):
     """The kernels installed after the running one (newer: the boot loader starts the newest next), oldest
     first, that have ``<kernel>/<marker>`` under /lib/modules: ``build`` (their headers: DKMS can build for
@@ -106,8 +101,7 @@ def later_kernels(running, marker="build"):
         releases = listdir(MODULES_DIR)
     except OSError:
         return []
-    return sorted((r for r in releases if kernel_key(r) > kernel_key(running)
-                   and exists(os.path.join(MODULES_DIR, r, marker))), key=kernel_key)
+    return kernels_after(running, [r for r in releases if exists(os.path.join(MODULES_DIR, r, marker))])
 
 
 def read_dkms(host):

@@ -40,6 +40,8 @@ them into ``DriverError``).
 
 import re
 
+from ansible.module_utils.gpunode.driver.driver import kernel_key, kernels_after
+
 #: Every exact-kernel and flavour package name starts with this (``apt-cache pkgnames``).
 MODULES_PREFIX = "linux-modules-nvidia-"
 #: Ubuntu's kernel release: ``<upstream>-<ABI number>-<flavour>`` (``6.8.0-60-generic``,
@@ -168,16 +170,7 @@ def installed_kernels(packages):
 
 def newer_kernels(packages, running):
     """Installed kernels newer than the running one: the boot loader starts the newest next."""
-    current = kernel_release(running)["key"]
-    newer = []
-    for release in installed_kernels(packages):
-        try:
-            key = kernel_release(release)["key"]
-        except SignedError:
-            continue
-        if key > current and release != running:
-            newer.append(release)
-    return sorted(newer, key=lambda r: kernel_release(r)["key"])
+    return kernels_after(running, installed_kernels(packages))
 
 
 def installed_dkms_packages(packages):
@@ -272,19 +265,12 @@ def archive_listing(names, kernel, branch, module_type):
         match = re.match(rf"^{re.escape(MODULES_PREFIX)}({_SERIES_RE})-(\d.*)$", name)
         if match and match.group(1) in wanted:
             kernels.add(match.group(2))
-    ordered = sorted(kernels, key=_kernel_key, reverse=True)
+    ordered = sorted(kernels, key=kernel_key, reverse=True)
     return for_kernel, ordered
 
 
 def _series_key(name):
     return (int(name.split("-")[0]), name)
-
-
-def _kernel_key(release):
-    try:
-        return kernel_release(release)["key"]
-    except SignedError:
-        return ()
 
 
 def refusal(names, kernel, branch, module_type):

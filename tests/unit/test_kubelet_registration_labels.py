@@ -20,7 +20,7 @@ from ansible.module_utils.gpunode.formats.values import ValueSyntaxError
 from ansible.module_utils.gpunode.kubelet.labels import LabelError, check, merged, new_value
 from conftest import shared_path
 from test_kubelet_plan import CONFIG, UNIT, Node, kubeadm_node
-from test_kubelet_registration_taint_targets import flags_node, node_taints, rke2_args
+from test_kubelet_registration_taint_targets import flags_node, node_taints, rke2_args, rke2_tree
 
 TAINT = "readiness.k8s.io/gpunode-gpu-unvalidated:NoSchedule"
 OURS = {"nvidia.com/gpu.present": "true"}
@@ -139,11 +139,9 @@ def test_a_unit_drop_in_changed_for_registration_alone_is_reloaded_not_restarted
 
 
 def test_rke2_node_label_goes_to_the_dropin_whose_list_takes_effect(run_module, tmp_path):
-    config = tmp_path / "config.yaml"
-    config.write_text("# agent\nserver: https://10.0.0.1:9345\nnode-label:\n  - old=x\n")
-    (tmp_path / "config.yaml.d").mkdir()
-    dropin = tmp_path / "config.yaml.d" / "50-gpu.yaml"
-    dropin.write_text("node-label:\n  - example.com/pool=gpu-a\nnode-taint:\n  - dedicated=gpu:NoExecute\n")
+    config, dropin = rke2_tree(
+        tmp_path, "# agent\nserver: https://10.0.0.1:9345\nnode-label:\n  - old=x\n",
+        "node-label:\n  - example.com/pool=gpu-a\nnode-taint:\n  - dedicated=gpu:NoExecute\n")
     before = config.read_text()
     record = tmp_path / "validated.json"
     args = rke2_args(config, record, registration_taint=TAINT, registration_labels=OURS)

@@ -180,6 +180,16 @@ def rke2_args(config, record, **extra):
             "registration_taint": TAINT, "validation_record": str(record), **extra}
 
 
+def rke2_tree(folder, config_text, dropin_text):
+    """RKE2's config.yaml and one drop-in in config.yaml.d (whose lists replace the config's)."""
+    config = folder / "config.yaml"
+    config.write_text(config_text)
+    (folder / "config.yaml.d").mkdir()
+    dropin = folder / "config.yaml.d" / "50-gpu.yaml"
+    dropin.write_text(dropin_text)
+    return config, dropin
+
+
 def node_taints(config):
     texts = {name: pathlib.Path(name).read_text(encoding="utf-8") for name in rke2_files(str(config))}
     return [item[3] for item in rke2_items(texts, "node-taint")]
@@ -206,11 +216,8 @@ def test_rke2_node_taint_gets_the_taint_and_keeps_the_operators(run_module, tmp_
 
 
 def test_rke2_dropin_that_replaces_node_taint_is_the_one_edited(run_module, tmp_path):
-    config = tmp_path / "config.yaml"
-    config.write_text("node-taint: old=x:NoSchedule\n")
-    (tmp_path / "config.yaml.d").mkdir()
-    dropin = tmp_path / "config.yaml.d" / "50-gpu.yaml"
-    dropin.write_text("node-taint:\n  - dedicated=gpu:NoExecute\n")
+    config, _dropin = rke2_tree(tmp_path, "node-taint: old=x:NoSchedule\n",
+                                "node-taint:\n  - dedicated=gpu:NoExecute\n")
     before = config.read_text()
     ok, result = run_module(kubelet_feature_gates, rke2_args(config, tmp_path / "none.json"))
     assert ok and result["changed"], result

@@ -56,12 +56,25 @@ if ! docker info >/dev/null 2>&1; then
   }
 fi
 
+# uv makes the virtualenvs (this one and make unit's): hash-pinned in requirements-tools.txt,
+# installed once into .cache/tools by the system Python's pip
+UV=.cache/tools/bin/uv
+tools_want=$(sha256sum <requirements-tools.txt)
+if [[ ! -x $UV || $(cat .cache/tools/.requirements.sha256 2>/dev/null) != "$tools_want" ]]; then
+  echo "bootstrap: installing uv into .cache/tools (requirements-tools.txt)"
+  rm -rf .cache/tools
+  python3 -m venv .cache/tools
+  .cache/tools/bin/pip install --quiet --disable-pip-version-check --require-hashes -r requirements-tools.txt
+  echo "$tools_want" >.cache/tools/.requirements.sha256
+fi
+
 stamp="$VENV/.requirements.sha256"
 want=$(cat requirements.txt "$REQUIREMENTS" requirements-collections.txt requirements.yml | sha256sum)
 if [[ ! -x $VENV/bin/python || ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
   echo "bootstrap: creating $VENV with pinned packages ($REQUIREMENTS, $("$PYTHON" --version))"
-  "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$REQUIREMENTS"
+  # --seed: pip inside too (install-collections.py, ansible-test, the docs' commands use it)
+  "$UV" venv --quiet --clear --seed --python "$PYTHON" "$VENV"
+  "$UV" pip install --quiet --python "$VENV/bin/python" -r "$REQUIREMENTS"
   "$VENV/bin/python" scripts/install-collections.py
   echo "$want" >"$stamp"
 fi

@@ -33,9 +33,9 @@ overrides), one per Python and SHA-256 of the lock file, the interpreter's path
 and its exact version, so that every clone and worktree of the machine (CI's
 fresh clone included) uses the one built for the same inputs, and a changed lock
 file gets a new one. A lock file per environment makes concurrent runs build it
-once; one unused for 14 days is removed. They are created without pip
-(``venv --without-pip``: ensurepip costs 7 CPU seconds each) and filled by this
-interpreter's pip (``pip --python``).
+once; one unused for 14 days is removed. uv makes and fills them (``uv venv``,
+``uv pip install --python``; scripts/bootstrap.sh installs it from requirements-tools.txt):
+pip and ensurepip cost 21 CPU seconds each, uv under 2.
 Runs go side by side (--jobs, default: the CPU count). Each run's pytest output
 is printed whole when it ends, then one table: per interpreter, how many tests
 ran, passed, failed, were skipped (and why), and how long it took. The exit
@@ -69,6 +69,7 @@ import xml.etree.ElementTree as ET
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "unit"
+UV = ROOT / ".cache" / "tools" / "bin" / "uv"  # scripts/bootstrap.sh installs it (requirements-tools.txt)
 LOCK_INPUT = ROOT / "requirements-unit.in"
 LOCK_DIR = ROOT / "requirements-unit"
 TESTS = ["tests/unit"]
@@ -187,10 +188,12 @@ def ensure_env(minor, exe, log):
             os.utime(stamp)
             return python, False
         shutil.rmtree(env, ignore_errors=True)
-        pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
-        for argv in ([str(exe), "-m", "venv", "--without-pip", str(env)],
-                     [*pip, "install", "--quiet", "--no-input", "--no-deps", "-r", str(lock)],
-                     [*pip, "check"]):
+        if not UV.is_file():
+            raise RuntimeError(f"{UV} is missing: run `make bootstrap` (requirements-tools.txt)")
+        uv = str(UV)
+        for argv in ([uv, "venv", "--quiet", "--clear", "--python", str(exe), str(env)],
+                     [uv, "pip", "install", "--quiet", "--python", str(python), "--no-deps", "-r", str(lock)],
+                     [uv, "pip", "check", "--python", str(python)]):
             log.write(f"$ {' '.join(argv)}\n")
             log.flush()
             proc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False)

@@ -29,6 +29,7 @@ class Node:
     def __call__(self, name, params):
         self.calls.append((name, params.get("reason")))
         if name == "nvidia_gpu_validate":
+            self.validate_params = params
             return self.validation
         return self.conditions.pop(0) if self.conditions else {"changed": True, "node_name": "gpu-1"}
 
@@ -49,6 +50,14 @@ def test_a_boot_publishes_not_validated_then_the_verdict(tmp_path):
     assert (tmp_path / "run" / "boot").exists()
     for record in (tmp_path / "run" / "validated.json", tmp_path / "lib" / "validated.json"):
         assert json.loads(record.read_text()) == PASSED["marker"]
+
+
+def test_the_validation_gets_the_roles_arguments_and_its_defaults_for_those_the_role_omitted(tmp_path):
+    # the settings file holds null where the role's task omits the argument (checks: every one that applies)
+    node = Node(PASSED)
+    run_boot(tmp_path, node, validate={"checks": None, "driver_version": None, "sysfs_root": "/opt/sim/sys",
+                                       "peermem": False, "dcgm_diag_level": 1})
+    assert node.validate_params == {"sysfs_root": "/opt/sim/sys", "peermem": False, "dcgm_diag_level": 1}
 
 
 def test_a_boot_already_validated_by_the_play_publishes_no_false(tmp_path):

@@ -90,7 +90,9 @@ def boot(settings, call, run_dir=RUN_DIR, sleep=time.sleep, log=print):
     first = first_condition(verdict)
     if publishing and first:
         publish(call, first, settings, sleep, log)
-    result = call("nvidia_gpu_validate", settings.get("validate") or {})
+    # a null is an argument the role omitted: the module's default, as ``omit`` gives it under Ansible
+    args = settings.get("validate") or {}
+    result = call("nvidia_gpu_validate", {key: value for key, value in args.items() if value is not None})
     marker = result.get("marker") or NO_MARKER
     for path in (record, settings.get("marker")):
         if path:

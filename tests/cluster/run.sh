@@ -12,13 +12,21 @@
 # EXTRA_VARS  more -e for ansible-playbook (JSON or key=value)   []
 # VALIDATION_POD_DIGEST  the validation pod's digest (sha256:...; set and empty skips step 5)
 #             [the role's: NVIDIA's gpu-operator-validator v25.3.1]
+# READINESS=1 step 6: the NodeReadinessRule (needs the Node Readiness Controller's CRD)  [off]
+# ROLLOUT=1   step 7: site.yml's rolling path with a drain, one node at a time: it CHANGES the
+#             GPU nodes (the inventory's settings; pass a driver change in EXTRA_VARS to see a
+#             drain); needs SSH to them                                               [off]
+# TAINT_KEY, CONDITION  gpu_validate_taint_key and gpu_validate_condition_type, where changed
 #
 # Steps: (1) render the manifests for the cluster's version and validate each
 # with kubernetes-validate (strict); (2) apply them (the role waits until the
 # device plugin is ready and every GPU node advertises its resource, and
 # fails naming the nodes that do not); (3) apply again: nothing may change;
 # (4) show each GPU node's allocatable resource; (5) the validation gate's pod
-# (CUDA vectorAdd on one GPU) on every GPU node, which must succeed.
+# (CUDA vectorAdd on one GPU) on every GPU node, which must succeed; (6) with READINESS=1 the
+# readiness rule applied, twice (no change), and every GPU node whose condition gpunode.io/GPUValidated
+# is True without the taint; (7) with ROLLOUT=1 site.yml with gpunode_rollout_drain, batch 1: no host
+# fails, and afterwards no GPU node is cordoned or keeps gpunode.io/gpu-daemonsets=paused.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -90,5 +98,37 @@ else
   ansible-playbook "${common[@]}" "${digest[@]}" \
     tests/cluster/validation_pod.yml >"$log/validation-pod.log" 2>&1 \
     || { tail -n 40 "$log/validation-pod.log"; fail "the validation pod did not succeed"; }
+fi
+if [[ ${READINESS:-0} == 1 ]]; then
+  echo "== 6/7 the readiness rule (Node Readiness Controller)"
+  ansible-playbook "${common[@]}" -e gpu_cluster_addons_readiness_rule=true playbooks/cluster_addons.yml \
+    >"$log/readiness1.log" 2>&1 || { tail -n 40 "$log/readiness1.log"; fail "applying the readiness rule failed"; }
+  ansible-playbook "${common[@]}" -e gpu_cluster_addons_readiness_rule=true playbooks/cluster_addons.yml \
+    >"$log/readiness2.log" 2>&1 || { tail -n 40 "$log/readiness2.log"; fail "second apply of the rule failed"; }
+  grep -E '^localhost +:' "$log/readiness2.log" | tail -n1 | grep -qE 'changed=0 .*failed=0' \
+    || fail "second apply of the readiness rule was not a no-op (see $log/readiness2.log)"
+fi
+if [[ ${ROLLOUT:-0} == 1 ]]; then
+  echo "== 7/7 site.yml's rolling path, drained, one node at a time"
+  ansible-playbook "${common[@]}" site.yml -e gpunode_rollout_drain=true -e gpunode_rollout_batch=1 \
+    -e "gpunode_rollout_kubeconfig=$KUBECONFIG" >"$log/rollout.log" 2>&1 \
+    || { tail -n 60 "$log/rollout.log"; fail "the rolling run failed (the table above says where)"; }
+fi
+if [[ ${READINESS:-0} == 1 || ${ROLLOUT:-0} == 1 ]]; then
+  python3 - "${TAINT_KEY:-readiness.k8s.io/gpunode-gpu-unvalidated}" "${CONDITION:-gpunode.io/GPUValidated}" \
+    <<'PY' || fail "GPU nodes left cordoned, paused or tainted though validated (above)"
+import sys
+from kubernetes import client, config
+config.load_kube_config()
+bad = []
+for node in client.CoreV1Api().list_node(label_selector="nvidia.com/gpu.present=true").items:
+    name, labels = node.metadata.name, node.metadata.labels or {}
+    validated = any(c.type == sys.argv[2] and c.status == "True" for c in node.status.conditions or [])
+    taints = [t.key for t in node.spec.taints or [] if t.key == sys.argv[1]]
+    print(f"   {name}: validated={validated} cordoned={bool(node.spec.unschedulable)} taints={taints}")
+    if node.spec.unschedulable or labels.get("gpunode.io/gpu-daemonsets") == "paused" or (validated and taints):
+        bad.append(name)
+sys.exit(1 if bad else 0)
+PY
 fi
 echo "== test-cluster passed in $((SECONDS - start)) s ($recap)"

@@ -64,7 +64,7 @@ def identity(host, kubeconfig=None, node_name=None, proc_root=PROC):
     path = kubeconfig or flag_value(argv, "kubeconfig") or found
     if path is None:
         raise NoKubeconfig("no kubelet kubeconfig: no running kubelet with --kubeconfig and none of "
-                            + ", ".join(KUBECONFIGS) + " exists; pass kubeconfig")
+                           + ", ".join(KUBECONFIGS) + " exists; pass kubeconfig")
     cluster, user = _current(_read(host, path), path)
     folder = os.path.dirname(path)
     ca_file, ca_data = _either(host, cluster, "certificate-authority", folder, path)

@@ -80,7 +80,13 @@ def publish(call, condition, settings, sleep, log):
     return False  # not reached: the last attempt returns
 
 
-def boot(settings, call, run_dir=RUN_DIR, sleep=time.sleep, log=print):
+def journal(line):
+    """A line on stdout, at once: the unit's journal."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def boot(settings, call, run_dir=RUN_DIR, sleep=time.sleep, log=journal):
     """The boot's validation and publications; the exit status."""
     if not files.exists(os.path.join(run_dir, "boot")):
         files.write_text(os.path.join(run_dir, "boot"), "")
@@ -115,7 +121,4 @@ def main(argv=None):
     def call(name, params):
         return run_module(archive, name, params, settings.get("module_timeout", 3600))
 
-    def log(line):
-        print(line, flush=True)
-
-    return boot(settings, call, log=log)
+    return boot(settings, call)

@@ -52,8 +52,10 @@ options:
   validated:
     description:
       - The last GPU validation (the gpu_validate role's record) - C(marker) (default
-        V(/var/lib/gpunode/validated.json)) and C(driver_version) (empty - the loaded driver the driver
-        read found). Converged when that validation passed with that driver; omitted, it is not read.
+        V(/var/lib/gpunode/validated.json)), C(driver_version) (empty - the loaded driver the driver
+        read found) and C(boot_unit) (the boot unit's file, empty when none is wanted). Converged when
+        that validation passed with that driver and, where systemd runs, the wanted boot unit is
+        installed; omitted, it is not read.
     type: dict
   gpu_services:
     description:

@@ -88,7 +88,7 @@ def read_validated(params, facts):
     params = validated(marker.ARGUMENT_SPEC, params, "validated")
     loaded = params["driver_version"] or (facts.get("nvidia_driver", {}).get("loaded_version")
                                           or facts.get("nvidia_gpu", {}).get("loaded_driver_version") or "")
-    done, concern_facts, why = marker.read(params["marker"], loaded)
+    done, concern_facts, why = marker.read(params["marker"], loaded, params["boot_unit"])
     if not done:  # the validation play runs on this host: "read again by its role: <why>"
         raise ConcernFailed(why)
     return done, {"ansible_facts": concern_facts}, []

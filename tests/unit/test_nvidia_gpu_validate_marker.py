@@ -69,3 +69,18 @@ def test_an_unreadable_record_is_not_converged(tmp_path):
     done, _facts, why = marker.read(str(path))
     assert not done
     assert why.startswith(f"{path}: unreadable (")
+
+
+def test_a_wanted_boot_unit_not_installed_yet_is_not_converged_where_systemd_runs(tmp_path, monkeypatch):
+    """A node validated before its boot unit was wanted gets it: the validation play runs there."""
+    record = write(tmp_path / "validated.json")
+    unit = tmp_path / "gpunode-boot-validate.service"
+    systemd = tmp_path / "run-systemd-system"
+    monkeypatch.setattr(marker, "SYSTEMD_RUNNING", str(systemd))
+    assert marker.read(record, boot_unit=str(unit))[0] is True  # no systemd runs: no unit to install
+    systemd.mkdir()
+    assert marker.read(record, boot_unit=str(unit)) == (
+        False, marker.read(record)[1], f"{unit}: the boot unit is not installed yet")
+    assert marker.read(record)[0] is True  # none wanted
+    unit.write_text("[Unit]\n")
+    assert marker.read(record, boot_unit=str(unit))[0] is True

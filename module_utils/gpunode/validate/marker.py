@@ -17,13 +17,16 @@ Standard library only; Python 3.8+ (runs on managed nodes).
 import json
 import time
 
-from ansible.module_utils.gpunode.host.files import file_stat, read_file
+from ansible.module_utils.gpunode.host.files import exists, file_stat, is_dir, read_file
 
 MARKER = "/var/lib/gpunode/validated.json"
+SYSTEMD_RUNNING = "/run/systemd/system"
 
 ARGUMENT_SPEC = {
     "marker": {"type": "path", "default": MARKER},
     "driver_version": {"type": "str", "default": ""},
+    # the boot unit's file, when the role installs one (gpu_validate_boot_unit, where systemd runs)
+    "boot_unit": {"type": "path", "default": ""},
 }
 
 
@@ -33,8 +36,10 @@ def content(outcome, driver_version):
             "driver_version": driver_version or ""}
 
 
-def read(path, loaded_driver=""):
-    """(converged, facts, why not): facts ``{"gpu_validate": {passed, failed_checks, validated_at}}``."""
+def read(path, loaded_driver="", boot_unit=""):
+    """(converged, facts, why not): facts ``{"gpu_validate": {passed, failed_checks, validated_at}}``.
+    Not converged either where systemd runs and ``boot_unit`` is wanted but not installed yet (the
+    role installs it when it validates: a node validated before it existed gets it)."""
     try:
         record = json.loads(read_file(path, "utf-8"))
         stamp = file_stat(path).st_mtime
@@ -55,4 +60,6 @@ def read(path, loaded_driver=""):
     wanted = record.get("driver_version") or ""
     if loaded_driver and wanted and wanted != loaded_driver:
         return False, facts, f"{path}: validated with driver {wanted}, {loaded_driver} is loaded now"
+    if boot_unit and is_dir(SYSTEMD_RUNNING) and not exists(boot_unit):
+        return False, facts, f"{boot_unit}: the boot unit is not installed yet"
     return True, facts, None

@@ -32,8 +32,8 @@ COLUMNS = (
     "rollout",
     "this run",
 )
-# the GPUs cell names a fabric its NVSwitch count does not show (nvidia_gpu_facts' ``fabric``); the
-# facts carry its kind, not its state (the gpu_validate role's fabric check reads that)
+# the GPUs cell names a fabric its NVSwitch count does not show (nvidia_gpu_facts' ``fabric``); its state
+# is the validation's (gpu_validate's ``fabric``: this run's, or the record of the last one)
 FABRICS = {"nvlink5": "NVLink5 fabric", "mnnvl": "NVL72 (MNNVL) fabric"}
 
 
@@ -47,8 +47,9 @@ def _gpus(facts):
     parts = [f"{count}x {model}" for model, count in counts.items()] or [f"{gpu['gpu_count']} GPU(s)"]
     if gpu.get("nvswitch_count"):
         parts.append(f"{gpu['nvswitch_count']} NVSwitch")
-    if gpu.get("fabric") in FABRICS:
-        parts.append(FABRICS[gpu["fabric"]])
+    state = (facts.get("gpu_validate") or {}).get("fabric")
+    if gpu.get("fabric") in FABRICS or state:
+        parts.append(" ".join(text for text in (FABRICS.get(gpu.get("fabric"), "fabric"), state) if text))
     return ", ".join(parts)
 
 

@@ -158,6 +158,13 @@ options:
       C(IMEX_CMD_ENABLED=1); C(IMEX_NODE_CONFIG_FILE) is always the nodes file above.
     type: dict
     default: {}
+  peermem:
+    description:
+      - The node uses C(nvidia_peermem) (GPUDirect RDMA) - loaded after the IB modules and the driver (not
+        while a reboot is pending) and at every boot (C(/etc/modules-load.d/gpunode-nvidia-peermem.conf)).
+      - Whatever this says, a driver reload puts back the C(nvidia_peermem) it unloaded.
+    type: bool
+    default: false
   signing_key:
     description: Module signing secret key on the host.
     type: path

@@ -11,7 +11,9 @@ short_description: Summarise a gpunode run in one table, a row per host
 description:
   - Builds, from the facts the roles published on each host in this run, one row per host - its GPUs (with
     their NVSwitches, or C(NVLink5 fabric) on an HGX B200/B300, C(NVL72 (MNNVL\) fabric) on a GB200/GB300
-    tray - the fabric's kind; its state is the validation's), the NVIDIA driver loaded (module type, whether
+    tray - the fabric's kind, then its state as the validation read it, this run's or the last one's
+    record's, e.g. C(8x B200, NVLink5 fabric Completed); C(fabric Completed) after the NVSwitches on an
+    HGX H100/H200), the NVIDIA driver loaded (module type, whether
     held), the default runtime of each container engine (and which one the kubelet uses), the kubelet
     feature gates, the scheduler extender, what offers its GPUs to the cluster, whether a reboot is
     pending, whether its GPUs passed validation (V(passed), V(failed) with the failed checks, V(not run);

@@ -180,10 +180,10 @@ request:
       type: str
       returned: always
     fabric:
-      description: What the host's NVLink fabric (C(nvidia_gpu.fabric)) needs beside the driver, or null -
-        C(kind), C(pinned) (packages at the driver's version), C(unpinned), C(modules) (kernel modules to
-        load), C(modules_extra) (Ubuntu's C(linux-modules-extra-<kernel>) where a kernel lacks C(mlx5_ib)),
-        C(boot_files) (path to content), C(nvidia_params) (the nvidia module's options as
+      description: What the host's NVLink fabric (C(nvidia_gpu.fabric)) and O(peermem) need beside the
+        driver, or null - C(kind), C(pinned) (packages at the driver's version), C(unpinned), C(modules)
+        (kernel modules to load), C(modules_extra) (Ubuntu's C(linux-modules-extra-<kernel>) where a kernel
+        lacks C(mlx5_ib)), C(boot_files) (path to content), C(nvidia_params) (the nvidia module's options as
         C(/proc/driver/nvidia/params) shows them), C(units) (to run), C(mask), C(imex_nodes) (the nodes
         file's content, host mode) and C(imex_config) (C(config.cfg) settings). Null with the preinstalled
         method.
@@ -384,7 +384,7 @@ plan:
           elements: dict
         modules:
           description: Kernel modules to load, in order (C(mlx5_core), C(mlx5_ib), C(ib_umad)), before the
-            fabric manager starts.
+            fabric manager starts; then C(nvidia_peermem) (O(peermem)).
           type: list
           elements: str
         files:

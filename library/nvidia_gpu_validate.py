@@ -159,12 +159,15 @@ nvidia_smi:
   type: str
 ansible_facts:
   description: C(gpu_validate) - C(passed), C(failed_checks), C(validated_at) (UTC), C(ran) (true),
-    for the run's summary and the add-ons play's gate.
+    C(fabric) (the GPUs' fabric state, e.g. V(Completed), a status other than Success after it; null where no
+    GPU reports a fabric or the C(fabric) check did not run), for the run's summary and the add-ons play's
+    gate.
   returned: always
   type: dict
 marker:
   description: The record the gpu_validate role writes (C(/var/lib/gpunode/validated.json)) - C(passed),
-    C(failed_checks), C(driver_version) (the loaded driver nvidia-smi reported).
+    C(failed_checks), C(driver_version) (the loaded driver nvidia-smi reported), C(fabric) (where a GPU
+    reports a fabric).
   returned: always
   type: dict
   sample: {"passed": true, "failed_checks": [], "driver_version": "580.159.04"}
@@ -223,10 +226,11 @@ def run(module):
     outcome = validate(Host(module, ValidateError), params)
     failed = outcome.pop("failed")
     outcome["failed_checks"] = sorted({r["check"] for r in failed}, key=ALL_CHECKS.index)
+    fabric = outcome.pop("fabric")
     outcome["ansible_facts"] = {"gpu_validate": {
         "passed": outcome["passed"], "failed_checks": outcome["failed_checks"], "ran": True,
-        "validated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}
-    outcome["marker"] = marker.content(outcome, outcome.pop("driver_version"))
+        "validated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "fabric": fabric}}
+    outcome["marker"] = marker.content(outcome, outcome.pop("driver_version"), fabric)
     return outcome, failed
 
 

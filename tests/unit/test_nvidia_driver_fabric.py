@@ -31,9 +31,9 @@ B200_SET = ["nvidia-fabricmanager", "libnvidia-nscq", "libnvsdm"]
 
 @pytest.fixture(scope="module", name="facts")
 def simulated_facts(tmp_path_factory):
-    """The nvidia_gpu facts of the simulated HGX B200 (x86_64) and GB200 tray (aarch64)."""
+    """The nvidia_gpu facts of the simulated HGX B200 (x86_64), GB200 tray (aarch64) and T4 VM (PCIe)."""
     found = {}
-    for spec, machine in (("hgx-b200", "x86_64"), ("gb200-tray", "aarch64")):
+    for spec, machine in (("hgx-b200", "x86_64"), ("gb200-tray", "aarch64"), ("t4-vm", "x86_64")):
         root = tmp_path_factory.mktemp(spec)
         make_sysfs.make_tree(make_sysfs.load_spec(spec), str(root))
         found[spec] = gather(str(root / "sys"), str(root / "proc"), None, machine)[0]
@@ -232,6 +232,40 @@ def test_imex_values_that_would_break_its_files_are_refused(params, message):
         values.check(params, VALUE_RULES)
 
 
+# ---------------------------------------------------------------- nvidia_peermem (GPUDirect RDMA)
+
+PEERMEM_FILE = {"path": fabric_plan.PEERMEM_LOAD, "content": fabric_plan.PEERMEM_HEADER + "nvidia_peermem\n"}
+
+
+@pytest.mark.parametrize("method", ["packages", "runfile"])
+def test_peermem_on_a_pcie_node_is_loaded_and_listed_for_boot_by_either_install_method(facts, method):
+    assert facts["t4-vm"]["fabric"] == "none"
+    assert request(facts["t4-vm"], method=method, runfile_checksum="a" * 64)["fabric"] is None
+    req = request(facts["t4-vm"], method=method, runfile_checksum="a" * 64, peermem=True)
+    assert (req["fabric"]["kind"], req["fabric"]["modules"], req["fabric"]["pinned"]) == (
+        "none", ["nvidia_peermem"], [])
+    steps = plan(node("580.95.05", ["nvidia-open-580 580.95.05-1 hold"]), req)
+    assert (steps["fabric"]["modules"], steps["fabric"]["boot_files"]) == (["nvidia_peermem"], [PEERMEM_FILE])
+    assert not steps["disruptive"] and not steps["converged"]
+    assert steps["reasons"][-1] == (f"fabric none: boot_files {fabric_plan.PEERMEM_LOAD}; "
+                                    "modules nvidia_peermem")
+    done = node("580.95.05", ["nvidia-open-580 580.95.05-1 hold"], loaded=["nvidia_peermem"],
+                files={PEERMEM_FILE["path"]: PEERMEM_FILE["content"]})
+    assert plan(done, req)["fabric"] is None
+
+
+def test_peermem_loads_after_the_b200s_ib_modules_and_never_while_nouveau_waits_for_a_reboot(facts):
+    req = request(facts["hgx-b200"], peermem=True)
+    assert req["fabric"]["modules"] == [*fabric_plan.IB_MODULES, "nvidia_peermem"]
+    steps = plan(converged_b200(), req)
+    assert (steps["fabric"]["modules"], steps["fabric"]["boot_files"]) == (["nvidia_peermem"], [PEERMEM_FILE])
+    bare = node()
+    bare["loaded"]["modules"] = ["nouveau"]
+    steps = plan(bare, request(facts["t4-vm"], peermem=True))
+    assert steps["reboot_required"] and steps["fabric"]["modules"] == []
+    assert steps["fabric"]["boot_files"] == [PEERMEM_FILE]
+
+
 # ---------------------------------------------------------------- the summary, the module's read
 
 
@@ -253,13 +287,17 @@ def test_the_module_reads_the_ib_modules_the_kernels_without_mlx5_ib_and_the_fab
     boot = tmp_path / "gpunode-nvidia-fabric.conf"
     boot.write_text("mlx5_core\n")
     monkeypatch.setattr(fabric_plan, "MODULES_LOAD", str(boot))
+    peermem = tmp_path / "gpunode-nvidia-peermem.conf"
+    monkeypatch.setattr(fabric_plan, "PEERMEM_LOAD", str(peermem))
     fake.commands[f"modinfo -k {fake.os_info['kernel']} mlx5_ib"] = (1, "", "modinfo: ERROR: not found")
     fake.commands["apt-cache madison *"] = (0, "", "")
-    ok, result = run_module(nvidia_driver_state, fake.args(gpu=dict(facts["hgx-b200"], present=True)),
-                            check_mode=True)
+    ok, result = run_module(nvidia_driver_state, fake.args(gpu=dict(facts["hgx-b200"], present=True),
+                                                           peermem=True), check_mode=True)
     assert ok, result
     kernel = fake.os_info["kernel"]
     assert result["state"]["fabric"] == {"loaded": ["mlx5_core", "ib_umad"], "nvidia_params": None,
-                                         "files": {str(boot): "mlx5_core\n"}, "kernels_without_ib": [kernel]}
+                                         "files": {str(boot): "mlx5_core\n", str(peermem): None},
+                                         "kernels_without_ib": [kernel]}
     fabric = result["plan"]["fabric"]
-    assert fabric["modules"] == ["mlx5_ib"] and f"linux-modules-extra-{kernel}" in fabric["packages"]
+    assert fabric["modules"] == ["mlx5_ib", "nvidia_peermem"]
+    assert f"linux-modules-extra-{kernel}" in fabric["packages"]

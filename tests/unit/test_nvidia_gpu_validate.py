@@ -326,7 +326,7 @@ def test_main_check_mode_passes_and_changes_nothing(run_module, node):
     assert result["nvidia_smi"] == "/usr/bin/nvidia-smi"
     assert result["marker"] == {"passed": True, "failed_checks": [], "driver_version": "580.159.04"}
     facts = result["ansible_facts"]["gpu_validate"]
-    assert (facts["passed"], facts["failed_checks"], facts["ran"]) == (True, [], True)
+    assert (facts["passed"], facts["failed_checks"], facts["ran"], facts["fabric"]) == (True, [], True, None)
 
 
 def test_main_fails_the_host_naming_check_gpu_and_value(run_module, node):

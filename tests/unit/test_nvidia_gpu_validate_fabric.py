@@ -139,3 +139,28 @@ def test_a_fabric_n_a_is_not_read_nor_failed(tmp_path):
     results = fabric(xml, str(tmp_path / "no-such-sysfs"))
     assert {(passed, message) for _g, passed, message in results} == {
         (None, "not an NVSwitch system (fabric state N/A)")}
+
+
+# ---------------------------------------------------------------- the state the closing table shows
+
+
+def state(xml, sysfs_root, checks=("fabric",)):
+    return run.validate(Host(xml), {"nvidia_smi": "/usr/bin/nvidia-smi", "sysfs_root": sysfs_root,
+                                    "checks": list(checks)})["fabric"]
+
+
+@pytest.mark.parametrize("name, spec, xml, shown", [
+    ("b200", "hgx-b200", lambda xml: xml, "Completed"),
+    ("b200", "hgx-b200",
+     lambda xml: changed(xml, 0, "<state>Completed</state>", "<state>In Progress</state>"), "In Progress"),
+    ("gb200", "gb200-tray", lambda xml: changed(xml, 1, "<status>Success</status>",
+                                                "<status>Insufficient Resources</status>"),
+     "Completed (Insufficient Resources)"),
+    ("b200", "hgx-b200", lambda xml: xml.replace("<state>Completed</state>", "<state>N/A</state>"), None),
+])
+def test_the_validation_tells_the_fabrics_state_the_gpus_report(tmp_path, name, spec, xml, shown):
+    assert state(xml(capture(name)), node(tmp_path, spec)) == shown
+
+
+def test_no_fabric_state_without_the_fabric_check(tmp_path):
+    assert state(capture("b200"), node(tmp_path, "hgx-b200"), checks=("persistence",)) is None

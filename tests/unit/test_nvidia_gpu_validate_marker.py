@@ -59,6 +59,18 @@ def test_the_record_is_the_verdict_without_a_time():
     outcome = {"passed": False, "failed_checks": ["ecc", "xid"]}
     assert marker.content(outcome, "580.159.04") == {
         "passed": False, "failed_checks": ["ecc", "xid"], "driver_version": "580.159.04"}
+    assert marker.content(outcome, "580.159.04", None) == marker.content(outcome, "580.159.04")
+
+
+def test_the_record_keeps_the_fabrics_state_for_the_next_runs_table(tmp_path):
+    record = marker.content({"passed": True, "failed_checks": []}, "580.95.05", "Completed")
+    assert record == {"passed": True, "failed_checks": [], "driver_version": "580.95.05",
+                      "fabric": "Completed"}
+    path = tmp_path / "validated.json"
+    path.write_text(json.dumps(record))
+    done, facts, _why = marker.read(str(path), "580.95.05")
+    assert done and facts["gpu_validate"]["fabric"] == "Completed"
+    assert marker.read(write(tmp_path / "old.json"))[1]["gpu_validate"]["fabric"] is None
 
 
 def test_an_unreadable_record_is_not_converged(tmp_path):

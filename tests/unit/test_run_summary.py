@@ -65,6 +65,24 @@ def test_the_gpus_cell_names_the_nvlink_fabric_by_its_kind(summary, fabric, cell
     assert summary.rows(["node"], {"node": {"nvidia_gpu": gpu}}, {})[0][1] == cell
 
 
+B200 = {"present": True, "gpu_count": 8, "nvswitch_count": 0, "model_counts": {"B200": 8},
+        "fabric": "nvlink5"}
+
+
+@pytest.mark.parametrize("gpu, verdict, cell", [
+    (B200, {"passed": True, "ran": True, "fabric": "Completed"}, "8x B200, NVLink5 fabric Completed"),
+    # the record of an earlier validation (site.yml's one read) carries it too
+    (B200, {"passed": True, "ran": False, "fabric": "Completed"}, "8x B200, NVLink5 fabric Completed"),
+    (dict(B200, model_counts={"GB200": 4}, gpu_count=4, fabric="mnnvl"),
+     {"passed": False, "ran": True, "fabric": "In Progress"}, "4x GB200, NVL72 (MNNVL) fabric In Progress"),
+    (dict(HGX["nvidia_gpu"], fabric="nvswitch"), {"passed": True, "ran": True, "fabric": "Completed"},
+     "8x H100 SXM5 80GB, 4 NVSwitch, fabric Completed"),
+    (B200, {"passed": True, "ran": False}, "8x B200, NVLink5 fabric"),  # a record older than the state
+])
+def test_the_gpus_cell_names_the_fabrics_state_the_validation_read(summary, gpu, verdict, cell):
+    assert summary.rows(["node"], {"node": {"nvidia_gpu": gpu, "gpu_validate": verdict}}, {})[0][1] == cell
+
+
 def test_what_needs_attention_reads_plainly(summary):
     facts = {"nvidia_gpu": {"present": False, "gpu_count": 0},
              "nvidia_driver": {"installed_version": None, "reboot_required": True},

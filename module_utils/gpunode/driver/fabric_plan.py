@@ -20,6 +20,9 @@ included); notes/fabric.md sections 1, 2 and 4 give the sources.
   (``imex_mode`` ``host``: its ``config.cfg`` settings, the nodes file, the service enabled) or by
   the DRA driver's ComputeDomain daemons (``dra``: the service stopped, disabled and masked, or the
   daemons fail with NV_ERR_IN_USE).
+- ``peermem`` (the node uses GPUDirect RDMA, whatever its fabric): ``nvidia_peermem`` loaded after the
+  IB stack and the driver (not while a reboot is pending) and at every boot (its own modules-load.d
+  file; modprobe loads ``ib_core`` and ``nvidia`` first).
 
 Every package at the driver's version is held with the driver's and moves with it.
 """
@@ -42,10 +45,12 @@ MODULES_EXTRA = "linux-modules-extra-{kernel}"
 NVSDM_FROM, CDMM_FROM = 570, 580
 NVSDM_MACHINES = ("x86_64", "amd64")
 MODULES_LOAD = "/etc/modules-load.d/gpunode-nvidia-fabric.conf"
+PEERMEM, PEERMEM_LOAD = "nvidia_peermem", "/etc/modules-load.d/gpunode-nvidia-peermem.conf"
 MODPROBE = "/etc/modprobe.d/gpunode-nvidia-fabric.conf"
 IMEX_CONFIG = "/etc/nvidia-imex/config.cfg"
 IMEX_NODES = "/etc/nvidia-imex/nodes_config.cfg"
 HEADER = "# Written by gpunode (nvidia_driver): what the NVLink fabric needs.\n"
+PEERMEM_HEADER = "# Written by gpunode (nvidia_driver): GPUDirect RDMA (nvidia_driver_peermem).\n"
 
 
 def with_fabric(request, params, gpu, os_info):
@@ -86,7 +91,10 @@ def fabric_request(params, gpu, request, name, os_info):
         want["mask"] += [FABRICMANAGER, NVLSM]
     if kind == "mnnvl":
         _imex(want, params, name, major)
-    return want if want["pinned"] or want["mask"] else None
+    if params.get("peermem"):  # after the IB modules: GPUDirect RDMA (notes/fabric.md section 3)
+        want["modules"].append(PEERMEM)
+        want["boot_files"][PEERMEM_LOAD] = PEERMEM_HEADER + f"{PEERMEM}\n"
+    return want if want["pinned"] or want["mask"] or want["modules"] else None
 
 
 def _imex(want, params, name, major):
@@ -135,7 +143,9 @@ def plan_fabric(state, request, steps):
         "packages": [n for n in want["unpinned"] + extra if not installed(packages, n)],
         "boot_files": [{"path": path, "content": text} for path, text in sorted(want["boot_files"].items())
                        if files.get(path) != text],
-        "modules": [m for m in want["modules"] if m not in (have.get("loaded") or [])],
+        # nvidia_peermem loads the nvidia module: not while nouveau holds the GPU (the reboot loads it)
+        "modules": [m for m in want["modules"] if m not in (have.get("loaded") or [])
+                    and not (m == PEERMEM and steps["reboot_required"])],
         "files": [{"path": IMEX_NODES, "content": want["imex_nodes"]}]
         if want["imex_nodes"] and want["imex_nodes"] != files.get(IMEX_NODES) else [],
         "imex_config": [{"key": k, "value": v} for k, v in want["imex_config"].items() if config.get(k) != v],

@@ -53,6 +53,7 @@ REQUEST_SPEC = {
     "imex_mode": {"type": "str", "choices": ["host", "dra"], "default": "dra"},
     "imex_nodes": {"type": "list", "elements": "str", "default": []},
     "imex_config": {"type": "dict", "default": {}},
+    "peermem": {"type": "bool", "default": False},
     "signing_key": {"type": "path"},
     "signing_cert": {"type": "path"},
     "runfile_url": {"type": "str"},

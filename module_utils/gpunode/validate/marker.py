@@ -4,8 +4,8 @@
 """The record of a node's last validation (``/var/lib/gpunode/validated.json``).
 
 The gpu_validate role writes what ``nvidia_gpu_validate`` returns as ``marker``
-(``{"passed", "failed_checks", "driver_version"}``: no time, so that the same
-verdict writes the same bytes and a second validation changes nothing; the
+(``{"passed", "failed_checks", "driver_version"}``, and ``fabric`` where the GPUs report one:
+no time, so that the same verdict writes the same bytes and a second validation changes nothing; the
 time is the file's modification time). ``gpunode_node_state`` reads it as the
 concern ``validated``: converged when the last validation passed, with the
 driver that is loaded now, and nothing before it changes in this run; site.yml's
@@ -30,10 +30,11 @@ ARGUMENT_SPEC = {
 }
 
 
-def content(outcome, driver_version):
-    """What the role writes after a validation (``outcome`` as nvidia_gpu_validate returns it)."""
+def content(outcome, driver_version, fabric=None):
+    """What the role writes after a validation (``outcome`` as nvidia_gpu_validate returns it; ``fabric``:
+    the GPUs' fabric state, kept only where there is one, so a node without a fabric writes what it did)."""
     return {"passed": bool(outcome["passed"]), "failed_checks": list(outcome["failed_checks"]),
-            "driver_version": driver_version or ""}
+            "driver_version": driver_version or "", **({"fabric": fabric} if fabric else {})}
 
 
 def read(path, loaded_driver="", boot_unit=""):
@@ -54,6 +55,7 @@ def read(path, loaded_driver="", boot_unit=""):
         "failed_checks": record.get("failed_checks") or [],
         "validated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp)),
         "ran": False,
+        "fabric": record.get("fabric"),
     }}
     if record.get("passed") is not True:
         return False, facts, f"{path}: the last validation failed"

@@ -128,6 +128,18 @@ def run_fabric(_host, params, reading):
     return checks.fabric(reading["gpus"], kind)
 
 
+def fabric_state(reading):
+    """The fabric's state as the GPUs report it (``Completed``; a status other than Success after it), for
+    the closing table: each once, those of GPUs not Completed with Success where some are; None where no
+    GPU reports one."""
+    said = []
+    for gpu in (gpu for gpu in reading["gpus"] if gpu["fabric_state"] not in checks.NOT_APPLICABLE):
+        status = gpu["fabric_status"]
+        text = gpu["fabric_state"] + ("" if status in ("Success", *checks.NOT_APPLICABLE) else f" ({status})")
+        said += [text] if text not in said else []
+    return " / ".join([text for text in said if text != "Completed"] if len(said) > 1 else said) or None
+
+
 def run_imex(host, params):
     """On an NVL72 tray whose host runs IMEX (``imex_mode`` host): ``nvidia-imex-ctl -q`` and ``-N``."""
     mode = params.get("imex_mode")
@@ -197,7 +209,8 @@ def _step(name, host, params, reading):
 
 
 def validate(host, params):
-    """{"passed", "results", "failed"} for the checks asked (all when none are named)."""
+    """{"passed", "results", "failed", "nvidia_smi", "driver_version", "fabric" (:func:`fabric_state`, where
+    the fabric check ran)} for the checks asked (all when none are named)."""
     params = dict(params)
     params["nvidia_smi"] = find_nvidia_smi(params.get("nvidia_smi"), host.which)
     names = params.get("checks") or list(ALL_CHECKS)
@@ -219,7 +232,8 @@ def validate(host, params):
             results.extend(HOST_CHECKS[name](host, params))
     failed = [r for r in results if r["passed"] is False]
     return {"passed": not failed, "results": results, "failed": failed, "nvidia_smi": params["nvidia_smi"],
-            "driver_version": reading["driver_version"]}
+            "driver_version": reading["driver_version"],
+            "fabric": fabric_state(reading) if "fabric" in names and not reading["error"] else None}
 
 
 def failure_message(failed):

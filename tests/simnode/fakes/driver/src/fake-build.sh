@@ -8,7 +8,7 @@ set -eu
 kernel=$1
 version=$(cat version)
 case $(cat flavor) in open) license="Dual MIT/GPL" ;; *) license="NVIDIA" ;; esac
-for name in nvidia nvidia-uvm nvidia-modeset nvidia-drm; do
+for name in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
   cat >"$name.c" <<SRC
 __attribute__((section(".modinfo"), used)) static const char v[] = "version=$version";
 __attribute__((section(".modinfo"), used)) static const char l[] = "license=$license";

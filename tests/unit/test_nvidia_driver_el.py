@@ -92,7 +92,7 @@ def test_a_bare_el_node_installs_the_version_as_dnf_asks_it_and_holds_with_versi
     assert steps["install_packages"] == ["nvidia-open-580.95.05"]  # dnf's name-version: any epoch, release
     assert steps["prerequisites"] == ["kernel-devel-5.14.0-503.14.1.el9_5.x86_64", "kernel-headers", "dkms",
                                       "gcc", "make"]
-    assert steps["hold"] == ["nvidia-open", "nvidia-fabric-manager"]
+    assert steps["hold"] == ["nvidia-open", "nvidia-fabric-manager", "*nvidia*-580.*"]
     assert steps["fabric"]["install"] == ["nvidia-fabric-manager"]
     assert steps["blacklist_nouveau"]
 
@@ -105,6 +105,24 @@ def test_an_el_install_of_an_older_point_release_asks_for_its_whole_set_as_name_
                                            "nvidia-driver-libs"]), req)
     assert steps["install_packages"] == ["nvidia-open-580.95.05", "nvidia-driver-580.95.05",
                                          "kmod-nvidia-open-dkms-580.95.05", "nvidia-driver-libs-580.95.05"]
+
+
+def test_an_el_install_locks_every_package_of_the_branch_and_a_change_releases_the_old_ones():
+    """dnf upgrade (best=True) fails when nvidia-open alone is locked and the repository has a newer
+    point release: its dependencies' updates need a newer nvidia-open. The install locks what it
+    installed of the branch (the plugin locks the installed packages a spec names); a change of
+    version releases the old branch's locks by the same spec, names the role does not know too."""
+    first = plan(bare(), request(ROCKY9, version="570.124.06"))
+    assert first["hold"] == ["nvidia-open", "*nvidia*-570.*"] and first["unhold"] == []
+    assert nvidia_packages.el_branch_lock("570") == "*nvidia*-570.*"
+    older = dict(bare(), packages=kmod("open", "3:570.133.20-1.el9"))
+    change = plan(older, request(ROCKY9, version="580.95.05"))
+    assert change["unhold"] == ["kmod-nvidia-open-dkms", "nvidia-open", "*nvidia*-570.*"]
+    assert change["hold"] == ["nvidia-open", "*nvidia*-580.*"]
+    loose = dict(older, packages={n: dict(e, want="install") for n, e in older["packages"].items()})
+    assert plan(loose, request(ROCKY9, version="580.95.05"))["unhold"] == []
+    unheld = plan(older, request(ROCKY9, version="580.95.05", hold=False))
+    assert unheld["hold"] == [] and "*nvidia*-570.*" in unheld["unhold"]
 
 
 def test_a_held_el_driver_is_converged_on_holds():

@@ -305,6 +305,14 @@ def el_driver_packages(key, source, branch, *, module_type, version=None):
     return packages
 
 
+def el_branch_lock(branch):
+    """The ``dnf versionlock add`` spec that locks every installed package of a branch at its version
+    (the plugin locks the installed packages a spec names, :func:`packages_rpm.lock_matches`): the
+    metapackage's whole set, ``nvidia-settings`` and the like too. One left unlocked has updates that
+    need newer locked ones, and ``dnf upgrade`` (``best=True``, as EL sets it) then fails outright."""
+    return f"*nvidia*-{branch}.*"
+
+
 #: The fabric manager's RPM in NVIDIA's CUDA repository for EL: nvidia-fabric-manager (NVIDIA's
 #: spec names it so and provides nvidia-fabricmanager and nvidia-fabricmanager-<branch>:
 #: github.com/NVIDIA/yum-packaging-fabric-manager; installed on EL 8/9 by the streams' ``fm``

@@ -212,6 +212,11 @@ def plan_hold(state, request, steps):
             hold = [p for p in hold_targets if install or p not in held]
         else:
             unhold = sorted(set(unhold) | {p for p in hold_targets if p in held})
+    if install and request.get("package_manager") == "dnf" and packages is not None \
+            and request["method"] in HOLDING_METHODS:  # every package of the branch, by version
+        hold += [nvidia_packages.el_branch_lock(request["branch"])] if request["hold"] else []
+        unhold += sorted({nvidia_packages.el_branch_lock(nvidia_packages.upstream_version(
+            packages[name]["version"]).split(".")[0]) for name in unhold if packages[name].get("version")})
     reasons = [f"not held: {', '.join(hold)}"] if hold and not install else []
     return {"unhold": unhold, "hold": hold}, reasons
 

@@ -2,7 +2,8 @@
 # Build the RPM side of a simulated EL node, inside its image build (Dockerfile):
 #
 #   /srv/gpunode-rpm/<repo>/x86_64/   NVIDIA's CUDA repository stand-in (repo: rhel9 | rhel10):
-#                                     the driver of every branch in VERSIONS (nvidia-driver*,
+#                                     the driver of every branch in VERSIONS, on rocky9 also the
+#                                     older 570 point releases in points (nvidia-driver*,
 #                                     kmod-nvidia-{latest,open}-dkms, cuda-drivers[-<b>],
 #                                     nvidia-open, nvidia-fabric-manager) and the container
 #                                     toolkit, signed; repodata signed (repomd.xml.asc); on
@@ -26,9 +27,10 @@
 # Usage: build-repo.sh FLAVOR SRC     (FLAVOR rocky9 | rhel10; SRC the build context copy)
 set -euo pipefail
 flavor=$1 src=$2
-versions=(570.172.08 580.95.05)
+versions=(570.172.08 580.95.05) points=()
 case $flavor in
-  rocky9) el_major=9 os_version=9.6 dracut_version=057 ;;
+  # points: a pinned point release that is not the branch's newest (molecule/driver-el's rocky9-point)
+  rocky9) el_major=9 os_version=9.6 dracut_version=057 points=(570.124.06 570.133.20) ;;
   rhel10) el_major=10 os_version=10.0 dracut_version=103 ;;
   *) echo "build-repo.sh: unknown flavor $flavor" >&2; exit 2 ;;
 esac
@@ -77,7 +79,7 @@ rpmb "$base" python3-dnf-plugin-versionlock.spec --define "plugin_version $plugi
 rpmb "$epel" dkms.spec --define "dkms_version $dkms_version" --define "dkms_tar $work/dkms.tar" \
   --define "dkms_files $work/dkms.files"
 # 3. NVIDIA's repository (nvidia-rpms.sh: also built by the offline bundle's EL test)
-TMPDIR=$work bash "$src/el/nvidia-rpms.sh" "$src" "$repo" "$el_major" "${versions[@]}"
+TMPDIR=$work bash "$src/el/nvidia-rpms.sh" "$src" "$repo" "$el_major" "${versions[@]}" "${points[@]}"
 if ((el_major == 10)); then  # RHEL 10.1's extensions repository: Red Hat's signed modules
   repos+=(/srv/gpunode-rpm/extensions/10/x86_64)
   mkdir -p "${repos[3]}"

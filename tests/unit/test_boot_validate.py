@@ -137,7 +137,8 @@ def test_the_archive_is_the_same_bytes_each_time_and_runs_the_modules(tmp_path, 
     done = subprocess.run([sys.executable, str(first), "module", "nvidia_gpu_validate", args],
                           capture_output=True, text=True, check=False)
     answer = json.loads(done.stdout[done.stdout.index("{"):])
-    assert answer["invocation"]["module_args"]["checks"] == ["nvml"] and "marker" in answer
+    # the arguments reached the module (ansible-core 2.21 returns no invocation here): only nvml ran
+    assert {result["check"] for result in answer["results"]} == {"nvml"} and "marker" in answer
 
 
 @pytest.mark.controller(reason="builds the collection and its archive with the controller's ansible-core")

@@ -92,6 +92,19 @@ def test_a_failed_node_stops_every_later_batch_and_the_table_is_printed_before_t
 
 
 @pytest.mark.controller(reason="runs ansible-playbook")
+def test_a_failed_node_fails_the_run_when_limit_leaves_the_table_out(tmp_path):
+    """--limit gpu-01 (no localhost: no table): the rescued failure still fails the host and the run."""
+    done = ansible_playbook(_playbook(tmp_path), _inventory(tmp_path, refused=["gpu-01"]),
+                            "--limit", "gpu-01", check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output[-4000:]
+    assert "rollout failed at Rollout | refuse GPU work left after the drain: gpu-01: refused" in output
+    assert "this run" not in done.stdout  # no table: localhost is outside the limit
+    recap = {line.split()[0]: line for line in done.stdout.splitlines() if " : ok=" in line}
+    assert set(recap) == {"gpu-01"} and "failed=1" in recap["gpu-01"]
+
+
+@pytest.mark.controller(reason="runs ansible-playbook")
 def test_a_batch_size_set_in_the_inventory_stops_the_run_before_any_node_is_touched(tmp_path):
     done = ansible_playbook(_playbook(tmp_path), _inventory(tmp_path, gpunode_rollout_batch=2), check=False)
     output = done.stdout + done.stderr

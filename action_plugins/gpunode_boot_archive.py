@@ -32,7 +32,11 @@ ARGUMENT_SPEC = {
 }
 STAMP = (1980, 1, 1, 0, 0, 0)
 OWN_PACKAGE = re.compile(r"^from\s+([\w.]+)\.gpunode\.", re.MULTILINE)
-MAIN = "import sys\n\nfrom {package}.gpunode.readiness.boot import main\n\nsys.exit(main())\n"
+#: the role's file that runs each module as its own process (roles/gpu_validate/files/): beside the
+#: packages, not in module_utils (a plain process at boot, no AnsibleModule and no run_command there)
+RUNNER = "gpunode_boot_runner.py"
+MAIN = ("import sys\n\nfrom gpunode_boot_runner import run_module\n"
+        "from {package}.gpunode.readiness.boot import main\n\nsys.exit(main(run_module=run_module))\n")
 
 
 def _tree(folder, prefix):
@@ -45,9 +49,9 @@ def _tree(folder, prefix):
                 yield prefix + "/" + os.path.relpath(path, folder).replace(os.sep, "/"), path
 
 
-def entries(module_files):
+def entries(module_files, runner):
     """{name in the archive: path on the controller (str), or content (bytes)}: the modules, what they
-    import, and ``__main__``."""
+    import, the ``runner`` file and ``__main__``."""
     first = next(iter(module_files.values()))
     with open(first, encoding="utf-8") as source:
         found = OWN_PACKAGE.search(source.read())
@@ -55,7 +59,7 @@ def entries(module_files):
         raise AnsibleActionFail(f"{first}: no import of gpunode's module_utils found")
     package = found.group(1)  # ansible.module_utils, or the collection's plugins.module_utils
     where = package.replace(".", "/")
-    files = {"ansible/__init__.py": b"", "__main__.py": MAIN.format(package=package).encode()}
+    files = {"ansible/__init__.py": b"", "__main__.py": MAIN.format(package=package).encode(), RUNNER: runner}
     files.update(_tree(os.path.dirname(ansible.module_utils.__file__), "ansible/module_utils"))
     parts = where.split("/")
     for depth in range(1, len(parts) + 1):  # the collection's packages above module_utils
@@ -104,7 +108,7 @@ class ActionModule(ActionBase):
         missing = sorted(name for name, path in module_files.items() if not path)
         if missing:
             raise AnsibleActionFail(f"modules not found on the controller: {', '.join(missing)}")
-        files = entries(module_files)
+        files = entries(module_files, self._find_needle("files", RUNNER))
         local = os.path.join(C.DEFAULT_LOCAL_TMP, f"gpunode-boot-{digest(files)}.zip")
         if not os.path.exists(local):
             write_archive(files, f"{local}.{os.getpid()}")

@@ -12,6 +12,7 @@ from ansible.module_utils.gpunode.readiness import boot
 from conftest import ROOT, load_file
 
 TYPE = "gpunode.io/GPUValidated"
+RUNNER = str(ROOT / "roles" / "gpu_validate" / "files" / "gpunode_boot_runner.py")
 UNREACHABLE = {"failed": True, "msg": "cannot reach the API server for node gpu-1 at https://x:6443: refused"}
 NO_NODE = {"failed": True, "msg": "GET /api/v1/nodes/gpu-1: not found (404) for node gpu-1 at https://x"}
 FORBIDDEN = {"failed": True, "msg": "PATCH /api/v1/nodes/gpu-1/status: forbidden (403) for node gpu-1"}
@@ -122,12 +123,12 @@ def _modules(root, folder):
 
 @pytest.mark.controller(reason="the archive is built by an action plugin, with the controller's ansible-core")
 def test_the_archive_is_the_same_bytes_each_time_and_runs_the_modules(tmp_path, archive_module):
-    files = archive_module.entries(_modules(ROOT, "library"))
+    files = archive_module.entries(_modules(ROOT, "library"), RUNNER)
     first, second = tmp_path / "a.pyz", tmp_path / "b.pyz"
     archive_module.write_archive(files, str(first))
     archive_module.write_archive(files, str(second))
     assert first.read_bytes() == second.read_bytes()
-    again = archive_module.entries(_modules(ROOT, "library"))
+    again = archive_module.entries(_modules(ROOT, "library"), RUNNER)
     assert archive_module.digest(files) == archive_module.digest(again)
     names = zipfile.ZipFile(first).namelist()
     assert names == sorted(names)
@@ -147,7 +148,8 @@ def test_the_archive_of_the_collection_imports_from_the_collection(tmp_path, arc
     subprocess.run([sys.executable, str(build), "--tree", str(tmp_path / "tree"), "--no-tarball"],
                    check=True, capture_output=True)
     collection = next((tmp_path / "tree" / "ansible_collections").glob("*/*"))
-    files = archive_module.entries(_modules(collection / "plugins", "modules"))
+    runner = collection / "roles" / "gpu_validate" / "files" / "gpunode_boot_runner.py"
+    files = archive_module.entries(_modules(collection / "plugins", "modules"), str(runner))
     archive_module.write_archive(files, str(tmp_path / "c.pyz"))
     prefix = "/".join(collection.parts[-3:]) + "/plugins/module_utils"
     assert f"{prefix}/gpunode/readiness/boot.py" in files and f"{prefix}/__init__.py" in files

@@ -25,7 +25,6 @@ import sys
 import time
 
 from ansible.module_utils.gpunode.host import files
-from ansible.module_utils.gpunode.host.module_process import run_module
 
 SETTINGS = "/etc/gpunode/boot-validate.json"
 RUN_DIR = "/run/gpunode"
@@ -108,8 +107,9 @@ def boot(settings, call, run_dir=RUN_DIR, sleep=time.sleep, log=journal):
     return 0 if marker["passed"] and published else 1
 
 
-def main(argv=None):
-    """``ARCHIVE [SETTINGS]``: the boot; ``ARCHIVE module NAME ARGS``: one module (host/module_process.py)."""
+def main(argv=None, run_module=None):
+    """``ARCHIVE [SETTINGS]``: the boot, each module run by ``run_module(archive, name, params, timeout)``
+    (the archive's gpunode_boot_runner.py); ``ARCHIVE module NAME ARGS``: one module, in this process."""
     argv = sys.argv[1:] if argv is None else argv
     archive = sys.argv[0]
     if argv[:1] == ["module"]:

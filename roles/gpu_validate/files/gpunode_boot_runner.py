@@ -3,6 +3,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """A module of the boot archive run as its own process, as the play runs it (readiness/boot.py).
 
+A file of the archive beside the packages (action gpunode_boot_archive), not module_utils: it runs in
+the boot unit's plain Python process, where no AnsibleModule (and its run_command) exists.
+
 ``python3 ARCHIVE module NAME ARGS``: the archive's ``__main__`` hands NAME and its JSON arguments
 to ansible-core's debugging entry (``python3 MODULE.py ARGS``: ``basic._load_params`` reads them
 with ``_internal/_debugging.load_params`` when no AnsiballZ arguments are set), and the module

@@ -88,7 +88,7 @@ def test_a_wanted_boot_unit_not_installed_yet_is_not_converged_where_systemd_run
     record = write(tmp_path / "validated.json")
     unit = tmp_path / "gpunode-boot-validate.service"
     systemd = tmp_path / "run-systemd-system"
-    monkeypatch.setattr(marker, "SYSTEMD_RUNNING", str(systemd))
+    monkeypatch.setattr(marker.systemd, "BOOTED_MARKER", str(systemd))
     assert marker.read(record, boot_unit=str(unit))[0] is True  # no systemd runs: no unit to install
     systemd.mkdir()
     assert marker.read(record, boot_unit=str(unit)) == (

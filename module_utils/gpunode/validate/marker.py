@@ -17,10 +17,10 @@ Standard library only; Python 3.8+ (runs on managed nodes).
 import json
 import time
 
+from ansible.module_utils.gpunode.host import systemd
 from ansible.module_utils.gpunode.host.files import exists, file_stat, is_dir, read_file
 
 MARKER = "/var/lib/gpunode/validated.json"
-SYSTEMD_RUNNING = "/run/systemd/system"
 
 ARGUMENT_SPEC = {
     "marker": {"type": "path", "default": MARKER},
@@ -62,6 +62,6 @@ def read(path, loaded_driver="", boot_unit=""):
     wanted = record.get("driver_version") or ""
     if loaded_driver and wanted and wanted != loaded_driver:
         return False, facts, f"{path}: validated with driver {wanted}, {loaded_driver} is loaded now"
-    if boot_unit and is_dir(SYSTEMD_RUNNING) and not exists(boot_unit):
+    if boot_unit and systemd.booted(is_dir) and not exists(boot_unit):
         return False, facts, f"{boot_unit}: the boot unit is not installed yet"
     return True, facts, None

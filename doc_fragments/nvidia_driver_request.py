@@ -190,4 +190,17 @@ options:
     description: Where procfs is mounted (a fake tree in tests).
     type: path
     default: /proc
+  image_build:
+    description:
+      - Image bake mode - plan the driver for the image's kernel (O(image_kernel)) without a GPU, loading,
+        unloading, starting and rebooting nothing (left for the boot). Needs O(branch) or O(version);
+        refuses O(signing_key).
+    type: bool
+    default: false
+  image_kernel:
+    description:
+      - The kernel release an image build plans for; it must be under C(/lib/modules). Default the newest
+        there with headers (a C(build) link). The running kernel is read from
+        C(<proc_root>/sys/kernel/osrelease).
+    type: str
 """

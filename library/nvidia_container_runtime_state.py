@@ -132,6 +132,12 @@ options:
     description: The loaded NVIDIA driver's version; read from C(/sys/module/nvidia/version) when empty.
     type: str
     default: ""
+  image_build:
+    description:
+      - Image bake mode (docs/ROLES.md) - write the files and install the packages, restart nothing and
+        generate no CDI spec (no driver runs while an image is built); the boot starts the engines.
+    type: bool
+    default: false
   driver_root:
     description:
       - The directory the loaded driver's files hang from (the C(driver_root) of the C(nvidia_driver) facts),

@@ -97,6 +97,11 @@ request:
         (Secure Boot on, no signing key; Ubuntu with the distribution's packages, the RHEL family).
       type: bool
       returned: always
+    image_build:
+      description: Whether this is an image build (O(image_build)) - the plan is for the image's kernel and
+        loads, starts and reboots nothing.
+      type: bool
+      returned: except with C(preinstalled)
     signed_auto:
       description: Set when the method was switched to C(ubuntu-signed) or C(el-signed) for Secure Boot.
       type: bool

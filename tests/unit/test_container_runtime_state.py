@@ -8,6 +8,7 @@ from ansible.module_utils.gpunode.formats.json_config import plan as json_plan
 from ansible.module_utils.gpunode.runtime import engines as cre
 from ansible.module_utils.gpunode.runtime import reader as crr
 from ansible.module_utils.gpunode.runtime import state as crs
+from ansible.module_utils.gpunode.runtime import state_call as crsc
 from ansible.module_utils.gpunode.runtime.containerd_config import plan as containerd_plan
 from conftest import FIXTURES
 
@@ -654,3 +655,21 @@ def test_systemd_runs_the_host_when_it_booted_it():
 
     assert systemd.booted(lambda path: path == "/run/systemd/system") is True
     assert systemd.booted(lambda path: False) is False
+
+
+@pytest.mark.parametrize("image_build", [False, True])
+def test_an_image_build_writes_the_engines_configs_and_restarts_nothing_nor_reads_the_driver(
+        run_module, monkeypatch, image_build):
+    # a Packer VM: systemd runs, Docker and containerd too, the build host's driver loaded
+    observed = fresh_node()
+    for engine in ("docker", "containerd"):
+        observed[engine]["active"] = True
+    observed["driver_version"] = "570.133.20"
+    monkeypatch.setattr(crr.NodeReader, "read", lambda self: copy.deepcopy(observed))
+    monkeypatch.setattr(crsc, "booted", lambda: True)
+    args = {"version": "1.17.8-1", "image_build": image_build}
+    ok, result = run_module(nvidia_container_runtime_state, args, check_mode=True)
+    plan = result["plan"]
+    assert ok and plan["docker"]["configure"] and plan["containerd"]["configure"]
+    assert plan["docker"]["restart"] is plan["containerd"]["restart"] is (not image_build)
+    assert (plan["cdi"]["action"] is None) is image_build

@@ -241,6 +241,19 @@ def kernels_after(running, releases):
     return sorted((r for r in releases if kernel_key(r) > kernel_key(running)), key=kernel_key)
 
 
+def image_build_params(params):
+    """The parameters of an image build (docs/ROLES.md, "Image bake mode"): no GPU chooses or checks the
+    branch, so one is asked for; a user's signing key never goes into an image. Raises DriverError."""
+    if not (params.get("branch") or params.get("version")):
+        raise DriverError("image build: set nvidia_driver_branch or nvidia_driver_version (no GPU to choose "
+                          "a branch from while the image is built); nothing was changed")
+    if params.get("signing_key"):
+        raise DriverError("image build: a user's module signing key (nvidia_driver_signing_key) never goes "
+                          "into an image; under Secure Boot bake the distribution's signed modules "
+                          "(nvidia_driver_method: ubuntu-signed or el-signed); nothing was changed")
+    return dict(params, check_branch=False)
+
+
 def wants_fabricmanager(choice, gpu):
     """``nvidia_driver_fabricmanager``: ``always``, ``never``, or ``auto`` (NVSwitch and NVLink5 systems)."""
     return choice == "always" or (choice == "auto" and fabric_kind(gpu) in ("nvswitch", "nvlink5"))
@@ -291,6 +304,7 @@ def build_request(params, gpu, os_info):
         "runfile": None,
         "signed_fallback": False,
         "skipped": [],
+        "image_build": bool(params.get("image_build")),
     }
     if bool(params.get("signing_key")) != bool(params.get("signing_cert")):
         raise DriverError("module signing needs both nvidia_driver_signing_key and "

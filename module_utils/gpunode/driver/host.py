@@ -21,6 +21,7 @@ from ansible.module_utils.gpunode.driver.driver import (
     PERSISTENCED,
     SECURE_BOOT_EFIVAR,
     DriverError,
+    kernel_key,
     kernels_after,
 )
 from ansible.module_utils.gpunode.driver.gpu import read_loaded
@@ -69,6 +70,7 @@ LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib
 #: where the kernels' modules and build trees (``<kernel>/build``, the headers) are
 MODULES_DIR = "/lib/modules"
 INITRAMFS_TOOLS = (("update-initramfs", ["-u"]), ("dracut", ["--force"]))
+KERNEL_FLAG = {"update-initramfs": "-k", "dracut": "--kver"}
 
 
 def _read_bytes(path):
@@ -93,15 +95,34 @@ def read_module_on_disk(host, kernel):
         raise DriverError(f"modinfo -k {kernel} nvidia: {exc}") from exc
 
 
-def later_kernels(running, marker="build"):
-    """The kernels installed after the running one (newer: the boot loader starts the newest next), oldest
-    first, that have ``<kernel>/<marker>`` under /lib/modules: ``build`` (their headers: DKMS can build for
-    them), ``vmlinuz`` (installed: EL's kernel-core puts it there)."""
+def installed_kernels(marker="build"):
+    """The releases under /lib/modules that have ``<kernel>/<marker>``: ``build`` (their headers: DKMS can
+    build for them), ``vmlinuz`` (installed: EL's kernel-core puts it there)."""
     try:
         releases = listdir(MODULES_DIR)
     except OSError:
         return []
-    return kernels_after(running, [r for r in releases if exists(os.path.join(MODULES_DIR, r, marker))])
+    return [r for r in releases if exists(os.path.join(MODULES_DIR, r, marker))]
+
+
+def later_kernels(running, marker="build"):
+    """The kernels installed after the running one (newer: the boot loader starts the newest next), oldest
+    first, that have ``<kernel>/<marker>`` (:func:`installed_kernels`)."""
+    return kernels_after(running, installed_kernels(marker))
+
+
+def image_kernel(requested):
+    """The kernel an image build builds the module for: ``requested`` (gpunode_image_kernel), installed
+    under /lib/modules, else the newest there with headers, whatever kernel runs the build."""
+    if requested and not is_dir(os.path.join(MODULES_DIR, requested)):
+        raise DriverError(f"image build: gpunode_image_kernel {requested} is not installed ({MODULES_DIR}/"
+                          f"{requested} does not exist); nothing was changed")
+    kernels = [requested] if requested else installed_kernels()
+    if not kernels:
+        raise DriverError(f"image build: no kernel under {MODULES_DIR} has its headers (a build link) to "
+                          "build the NVIDIA module for; install the image's kernel headers or set "
+                          "gpunode_image_kernel; nothing was changed")
+    return max(kernels, key=kernel_key)
 
 
 def read_dkms(host):
@@ -306,15 +327,16 @@ def read_versionlock_plugin(host, request):
     return backend.versionlock_plugin() if backend is not None and backend.name == "dnf" else None
 
 
-def initramfs_command(host, package_manager="apt"):
+def initramfs_command(host, package_manager="apt", kernel=None):
     """The command that rebuilds the initramfs: ``update-initramfs -u`` on Debian and Ubuntu,
     ``dracut --force`` on the RHEL family (RHEL 9, "Managing, monitoring and updating the kernel":
-    ``dracut -f`` regenerates the running kernel's initramfs); None without either."""
+    ``dracut -f`` regenerates the running kernel's initramfs); for ``kernel`` (an image's) with
+    ``-k`` / ``--kver``; None without either."""
     tools = INITRAMFS_TOOLS if package_manager != "dnf" else tuple(reversed(INITRAMFS_TOOLS))
     for tool, args in tools:
         path = host.which(tool)
         if path:
-            return [path, *args]
+            return [path, *args, *([KERNEL_FLAG[tool], kernel] if kernel else [])]
     return None
 
 
@@ -363,7 +385,8 @@ def read_state(host, params, os_info, request):
                                   if p and not exists(p)],
         "index": None,
         "smi": None,
-        "initramfs_command": initramfs_command(host, request.get("package_manager")),
+        "initramfs_command": initramfs_command(host, request.get("package_manager"),
+                                               kernel if request.get("image_build") else None),
         "module_stream": read_module_stream(host, request),
         "versionlock_plugin": read_versionlock_plugin(host, request),
         "running_kernel": (read_text(os.path.join(params["proc_root"], "sys/kernel/osrelease"), DriverError)
@@ -371,6 +394,8 @@ def read_state(host, params, os_info, request):
         "kernel_hold_record": (read_text(KERNEL_HOLD_RECORD, DriverError) or "").split(),
         "fabric": read_fabric(host, params, request, kernels),
     }
+    if request.get("image_build"):  # the build host's own driver is not the image's: nothing loaded
+        state["loaded"] = {"modules": [], "version": None, "module_type": None}
     if needs_dkms_status(state, request):
         state["dkms"] = read_dkms(host)
     state.update((key, os_info[key]) for key in ("distribution", "distribution_version", "architecture"))

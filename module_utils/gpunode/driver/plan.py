@@ -71,7 +71,7 @@ HOLDING_METHODS = (*PACKAGE_METHODS, "preinstalled")
 
 def skipped(state, request):
     """What the role leaves alone on this host, with the reason (no systemd to run the daemons)."""
-    if state.get("systemd", True):
+    if state.get("systemd", True) or request.get("image_build"):
         return []
     reasons = []
     modes = (state.get("smi") or {}).get("persistence_mode") or []
@@ -108,8 +108,8 @@ def plan(state, request):
         value for key, value in steps.items()
         if key not in ("dkms_module", "dkms_version", "reboot_required", "install_packages", "version_lock",
                        "allow_erasing", "kernel_record"))
-    steps["disruptive"] = steps["install"] or steps["unload"] or steps["reboot_required"] \
-        or bool((steps["fabric"] or {}).get("restart"))
+    steps["disruptive"] = (steps["install"] or steps["unload"] or steps["reboot_required"]
+                           or bool((steps["fabric"] or {}).get("restart"))) and not request.get("image_build")
     steps["reasons"] = reasons
     return steps
 
@@ -279,7 +279,7 @@ def plan_persistence(state, request, steps):
     """``persistence``: nvidia-persistenced's unit (runfile), enable, start."""
     services = state.get("services") or {}
     persistence = []
-    if request["persistence"] and state.get("systemd", True):
+    if request["persistence"] and (state.get("systemd", True) or request.get("image_build")):
         if request["method"] == "runfile" and not state.get("persistenced_unit"):
             persistence.append("unit")
         if not service_enabled(services, PERSISTENCED):
@@ -369,10 +369,26 @@ def plan_preinstalled_persistence(state, request, steps):
     return plan_persistence(state, request, steps)
 
 
+def plan_image_build(state, request, steps):
+    """An image build (docs/ROLES.md, "Image bake mode"): the module built for the image's kernel
+    (``state["kernel"]``: DKMS ``-k``, also right after an install, whose package hook builds for the
+    kernel running the build), units enabled; nothing loaded, unloaded, started or rebooted: the boot
+    does it."""
+    if not request.get("image_build"):
+        return {}, []
+    kernels = steps["dkms_kernels"]
+    if steps["install"] and _builds(request, steps) and state["kernel"] not in kernels:
+        kernels = [state["kernel"], *kernels]
+    fabric = steps["fabric"] and dict(steps["fabric"], modules=[], start=[], restart=[], stop=[])
+    return {"dkms_kernels": kernels, "unload": False, "load": False, "reboot_required": False,
+            "fabric": fabric, "persistence": [p for p in steps["persistence"] if p != "start"]}, \
+        [f"image build for kernel {state['kernel']}: the module loads, and its services start, at boot"]
+
+
 PREINSTALLED_STEPS = (plan_hold, plan_kernel_hold, plan_preinstalled_persistence)
 PLAN_STEPS = (plan_install, plan_signing, plan_dpkg, plan_prerequisites, plan_hold, plan_kernel_hold,
               plan_module, plan_blacklist, plan_persistence, plan_fabric, plan_switch, plan_index,
-              plan_el_branch)
+              plan_el_branch, plan_image_build)
 
 
 def install_step(state, request):

@@ -13,10 +13,10 @@ import os
 import platform
 
 from ansible.module_utils.common.sys_info import get_distribution, get_distribution_version
-from ansible.module_utils.gpunode.driver.driver import DriverError
+from ansible.module_utils.gpunode.driver.driver import DriverError, image_build_params
 from ansible.module_utils.gpunode.driver.fabric import CHOICES
 from ansible.module_utils.gpunode.driver.gpu import NEWER_THAN_TABLE, GpuDetectError, detect
-from ansible.module_utils.gpunode.driver.host import refresh_index
+from ansible.module_utils.gpunode.driver.host import image_kernel, refresh_index
 from ansible.module_utils.gpunode.driver.stages import evaluate
 from ansible.module_utils.gpunode.formats import values
 from ansible.module_utils.gpunode.host.commands import Host
@@ -61,6 +61,8 @@ REQUEST_SPEC = {
     "runfile_extra_flags": {"type": "list", "elements": "str", "default": []},
     "sysfs_root": {"type": "path", "default": "/sys"},
     "proc_root": {"type": "path", "default": "/proc"},
+    "image_build": {"type": "bool", "default": False},
+    "image_kernel": {"type": "str"},
 }
 # nvidia_driver_state's: the request, and whether to refresh the package index before reading it
 ARGUMENT_SPEC = dict(REQUEST_SPEC, update_cache={"type": "bool", "default": False})
@@ -103,6 +105,9 @@ def read(module, params=None, stage="plan"):
         values.check(params, VALUE_RULES)
     except values.ValueSyntaxError as exc:
         raise DriverError(f"{exc}; nothing was read or written") from exc
+    image_build = params.get("image_build")
+    if image_build:
+        params = image_build_params(params)
     facts = {}
     gpu = params["gpu"]
     if gpu is None:
@@ -113,12 +118,15 @@ def read(module, params=None, stage="plan"):
             if not (NEWER_THAN_TABLE in warning and (params.get("branch") or params.get("version"))):
                 module.warn(warning)
         params["gpu"] = facts["nvidia_gpu"] = gpu
-    if not gpu.get("present"):
+    if not gpu.get("present") and not image_build:
         return {"changed": False, "ansible_facts": facts, "msg": "no NVIDIA GPU: nothing to do",
                 "cache_updated": False, "plan": {"converged": True, "disruptive": False, "reasons": []}}
     host = Host(module)
     params["refreshed"] = bool(params.get("update_cache")) and not module.check_mode and refresh_index(host)
-    result = evaluate(host, params, gpu, os_info())
+    node = os_info()
+    if image_build:  # the image's kernel, not the one running the build (read under proc_root)
+        node["kernel"] = image_kernel(params.get("image_kernel"))
+    result = evaluate(host, params, gpu, node)
     facts.update(result["ansible_facts"])
     result["ansible_facts"] = facts
     result["cache_updated"] = params["refreshed"]

@@ -68,6 +68,7 @@ ARGUMENT_SPEC = {
     "cdi": {"type": "bool", "default": True},
     "driver_version": {"type": "str", "default": ""},
     "driver_root": {"type": "path", "default": "/"},
+    "image_build": {"type": "bool", "default": False},
 }
 ENGINES = ("docker", "containerd")
 ERRORS = (RuntimeStateError, JSONConfigError, values.ValueSyntaxError)
@@ -127,7 +128,10 @@ def read(module):
         "yaml_load": safe_load if yaml is not None else None,
     }
     observed = NodeReader(Host(module, RuntimeStateError), wanted, tools).read()
-    observed["service_manager"] = booted()
+    # an image build (docs/ROLES.md, "Image bake mode") restarts nothing and reads no driver: the boot does
+    image_build = module.params["image_build"]
+    observed["service_manager"] = booted() and not image_build
+    observed["driver_version"] = None if image_build else observed["driver_version"]
     containerd = observed["containerd"]
 
     def plan_docker(text, settings, path):

@@ -4,8 +4,9 @@
 Steps: `lint` (`make lint`: ruff, scripts/check_function_length.py,
 scripts/check_node_access.py, yamllint, ansible-lint), `unit` (scripts/unit-tests.py:
 every target Python and the controller), `molecule:SCENARIO` (`molecule test
--s SCENARIO`) and `image:FLAVOR` (tests/simnode/build-image.sh FLAVOR, which
-does nothing when the image is up to date); and, for `make ci`, the newest
+-s SCENARIO`, after `molecule destroy` when containers of the scenario are left
+over) and `image:FLAVOR` (tests/simnode/build-image.sh FLAVOR, which does
+nothing when the image is up to date); and, for `make ci`, the newest
 ansible-core's (.venv-newest) `unit:newest` (its controller-side unit tests),
 `demo:newest` (`make demo`, then `make demo-clean`), and `collection` and
 `collection:newest` (`make collection` on each; never both at once: they build the
@@ -60,6 +61,13 @@ CI_STEPS = {
     "collection:newest": ["make", "--no-print-directory", "collection", NEWEST,
                           "COLLECTION_TEST_ARGS=-- --controller-python-only"],
 }
+#: `molecule test -s NAME` (bash -c, $1: NAME); the scenarios' test_sequence has no destroy first
+#: (.config/molecule/config.yml): containers left by an interrupted run (tests/molecule/create.yml
+#: labels them gpunode.scenario=NAME) are destroyed, and molecule's state with them, before it
+MOLECULE_TEST = ('if [ -n "$(docker ps -aq --filter "label=gpunode.scenario=$1")" ]; then '
+                 'echo "run-tests: containers of $1 left over: molecule destroy first"; '
+                 'molecule destroy -s "$1"; fi; '
+                 'exec molecule test -s "$1"')
 #: the images a CI step's nodes run
 CI_NEEDS = {"demo:newest": ["image:bookworm"]}
 #: --timeout times this for a kind of step: `unit` runs eight interpreters one after another
@@ -130,7 +138,7 @@ def plan(requested):
                 needs = [f"image:{flavor}" for flavor in flavors_of(name)]
                 for need in needs:
                     add(Step(need, ["bash", str(ROOT / "tests" / "simnode" / "build-image.sh"), need[6:]]))
-                add(Step(f"molecule:{name}", ["molecule", "test", "-s", name], needs))
+                add(Step(f"molecule:{name}", ["bash", "-c", MOLECULE_TEST, "molecule-test", name], needs))
         elif item.startswith("image:"):
             add(Step(item, ["bash", str(ROOT / "tests" / "simnode" / "build-image.sh"), item[6:]]))
         elif item in CI_STEPS:

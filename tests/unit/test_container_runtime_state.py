@@ -672,6 +672,7 @@ def test_an_image_build_writes_the_engines_configs_and_restarts_nothing_nor_read
     plan = result["plan"]
     assert ok and plan["docker"]["configure"] and plan["containerd"]["configure"]
     assert plan["docker"]["restart"] is plan["containerd"]["restart"] is (not image_build)
+    assert plan["containerd"].get("restart_needed") == (crs.IMAGE_BUILD if image_build else None)
     assert (plan["cdi"]["action"] is None) is image_build
 
 

@@ -131,7 +131,7 @@ def read(module):
     # an image build (docs/ROLES.md, "Image bake mode") restarts nothing and reads no driver: the boot does
     # (systemd as PID 1 still decides containerd's cgroup driver, as the writing module decides it)
     image_build, systemd_pid1 = module.params["image_build"], booted()
-    observed["service_manager"] = systemd_pid1 and not image_build
+    observed["service_manager"], observed["image_build"] = systemd_pid1 and not image_build, image_build
     observed["driver_version"] = None if image_build else observed["driver_version"]
     containerd = observed["containerd"]
 

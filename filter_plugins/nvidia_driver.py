@@ -28,7 +28,7 @@ def _install_lines(steps, before, after):
     return [f"driver {before.get('installed_version') or 'none'} -> {new} ({kind})"]
 
 
-def _package_lines(steps):
+def _package_lines(steps, after):
     lines = []
     if steps.get("remove"):
         lines.append(f"packages of the other driver method removed: {', '.join(steps['remove'])}")
@@ -37,7 +37,9 @@ def _package_lines(steps):
     built = [] if not steps.get("dkms_build") else ["the running kernel"]
     kernels = steps.get("dkms_kernels") or []
     built += [f"kernel {kernel}, which boots next" for kernel in kernels[len(built):]]
-    lines += [f"driver {steps.get('dkms_version')}: module built for {which}" for which in built]
+    # an install's build (a bake's, for the image's kernel) had no version registered: the installed one
+    version = steps.get("dkms_version") or after.get("installed_version")
+    lines += [f"driver {version}: module built for {which}" for which in built]
     if steps.get("unhold") and not steps.get("hold"):
         lines.append(f"driver packages released: {', '.join(steps['unhold'])}")
     if steps.get("hold"):
@@ -64,7 +66,7 @@ def nvidia_driver_changes(steps, before, after):
         return []
     before, after = before or {}, after or {}
     lines = ["dpkg: finished the interrupted run (dpkg --configure -a)"] if steps.get("repair_dpkg") else []
-    lines += _install_lines(steps, before, after) + _package_lines(steps)
+    lines += _install_lines(steps, before, after) + _package_lines(steps, after)
     if steps.get("blacklist_nouveau"):
         lines.append("nouveau blacklisted")
     loaded = (before.get("loaded_version"), after.get("loaded_version"))

@@ -227,7 +227,8 @@ plan:
       description:
         - C(configure) (merge C(settings) into daemon.json), C(restart) (through systemd).
         - C(restart_needed) where the file changes on a host systemd does not run - C(restart needed, no
-          service manager), said in C(summary); no restart is tried there.
+          service manager), said in C(summary); no restart is tried there. In an image build
+          C(started at boot with these files (image build)).
       type: dict
     containerd:
       description:

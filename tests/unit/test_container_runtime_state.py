@@ -672,4 +672,22 @@ def test_an_image_build_writes_the_engines_configs_and_restarts_nothing_nor_read
     plan = result["plan"]
     assert ok and plan["docker"]["configure"] and plan["containerd"]["configure"]
     assert plan["docker"]["restart"] is plan["containerd"]["restart"] is (not image_build)
+    assert plan["containerd"].get("restart_needed") == (crs.IMAGE_BUILD if image_build else None)
     assert (plan["cdi"]["action"] is None) is image_build
+
+
+def test_an_image_build_plans_containerd_s_files_as_the_writing_module_does(run_module, monkeypatch):
+    # molecule/bake: on a booted build VM the bake wrote containerd's files with SystemdCgroup (systemd is
+    # PID 1); the check after the writes must find them converged, not plan them without it
+    observed = fresh_node()
+    containerd = observed["containerd"]
+    written = containerd_plan(containerd["config_text"], containerd_version=containerd["version"],
+                              default_config_text=containerd["defaults"], systemd_pid1=True,
+                              dropin_path="/etc/containerd/conf.d/99-nvidia.toml", set_default=True,
+                              enable_cdi=True)
+    containerd.update(config_text=written["config_text"], dropin_text=written["dropin_text"])
+    monkeypatch.setattr(crr.NodeReader, "read", lambda self: copy.deepcopy(observed))
+    monkeypatch.setattr(crsc, "booted", lambda: True)
+    ok, result = run_module(nvidia_container_runtime_state, {"version": "1.17.8-1", "image_build": True},
+                            check_mode=True)
+    assert ok and not result["plan"]["containerd"]["configure"], result["plan"]["reasons"]

@@ -729,5 +729,8 @@ def test_the_change_lines_name_each_kernel_a_module_was_built_for():
     built = lines.index("driver 535.129.03: module built for the running kernel")
     assert lines[built + 1] == "driver 535.129.03: module built for kernel 6.1.0-30-amd64, which boots next"
     only_next = dict(steps, dkms_build=False, dkms_kernels=["6.1.0-30-amd64"])
-    assert change_lines(only_next, {}, {}) == [
-        "driver 535.129.03: module built for kernel 6.1.0-30-amd64, which boots next"]
+    only_lines = ["driver 535.129.03: module built for kernel 6.1.0-30-amd64, which boots next"]
+    assert change_lines(only_next, {}, {}) == only_lines
+    # an install (a bake's, for the image's kernel): no version registered before it, the installed one
+    install = dict(only_next, dkms_version=None)
+    assert change_lines(install, {}, {"installed_version": "535.129.03"}) == only_lines

@@ -49,9 +49,11 @@ from ansible.module_utils.gpunode.runtime.toolkit_source import (
 #: What the run's table says of an engine whose configuration changed on a host where systemd does
 #: not run: the file is written, and its daemon must be restarted by whatever runs it there.
 NO_SERVICE_MANAGER = "restart needed: no service manager"
+#: ... and in an image build (docs/ROLES.md, "Image bake mode"), where systemd may run but nothing restarts
+IMAGE_BUILD = "started at boot with these files (image build)"
 
 
-def engine_restart(active, outdated, changed, service_manager):
+def engine_restart(active, outdated, changed, service_manager, owed=NO_SERVICE_MANAGER):
     """``(restart, needed)`` of a container engine after its files were planned.
 
     ``restart``: restart it through systemd now (it runs and its files changed, or what runs is
@@ -60,7 +62,7 @@ def engine_restart(active, outdated, changed, service_manager):
     image host's container), or None. Without systemd no restart is tried, never through systemctl.
     """
     if not service_manager:
-        return False, (NO_SERVICE_MANAGER if changed else None)
+        return False, (owed if changed else None)
     return bool(active and (changed or outdated)), None
 
 
@@ -206,7 +208,7 @@ class Planner:
                 and (not wanted["docker_default_runtime"] or info["default_runtime"] == "nvidia")
             )
             restart, needed = engine_restart(docker["active"], not running or bool(docker["stale"]), changed,
-                                             self.observed.get("service_manager", True))
+                                             self.observed.get("service_manager", True), self.owed)
             if needed:
                 plan["docker"]["restart_needed"] = needed
             if restart:
@@ -223,6 +225,11 @@ class Planner:
             "managed_by": "docker",
         }
         return facts, (cdi_enabled, cdi_dirs)
+
+    @property
+    def owed(self):
+        """What the run's table says of an engine restart owed (:func:`engine_restart`)."""
+        return IMAGE_BUILD if self.observed.get("image_build") else NO_SERVICE_MANAGER
 
     def containerd(self, configure):
         """Plan containerd's drop-in and restart; returns (facts, (cdi_enabled, cdi_dirs))."""
@@ -296,7 +303,7 @@ class Planner:
                 f"containerd's files do not declare the nvidia runtime as wanted ({args['dropin_path']})"
             )
         restart, needed = engine_restart(containerd["active"], bool(containerd["stale"]), changed,
-                                         self.observed.get("service_manager", True))
+                                         self.observed.get("service_manager", True), self.owed)
         if needed:
             plan["containerd"]["restart_needed"] = needed
         if restart:

@@ -129,8 +129,9 @@ def read(module):
     }
     observed = NodeReader(Host(module, RuntimeStateError), wanted, tools).read()
     # an image build (docs/ROLES.md, "Image bake mode") restarts nothing and reads no driver: the boot does
-    image_build = module.params["image_build"]
-    observed["service_manager"] = booted() and not image_build
+    # (systemd as PID 1 still decides containerd's cgroup driver, as the writing module decides it)
+    image_build, systemd_pid1 = module.params["image_build"], booted()
+    observed["service_manager"], observed["image_build"] = systemd_pid1 and not image_build, image_build
     observed["driver_version"] = None if image_build else observed["driver_version"]
     containerd = observed["containerd"]
 
@@ -138,7 +139,7 @@ def read(module):
         return json_plan(text, settings, path, docker=True)
 
     def plan_containerd(**args):  # the writing module's own plan (runtime/containerd_dropin.py)
-        return plan_node(containerd, observed["service_manager"], **args)
+        return plan_node(containerd, systemd_pid1, **args)
 
     plan, facts = Planner(observed, wanted, plan_docker, plan_containerd).build()
     for warning in plan["warnings"]:

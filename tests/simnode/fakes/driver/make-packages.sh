@@ -52,7 +52,15 @@ if [ "\$1" = configure ]; then
     while [ -e /etc/gpunode-sim/hang-postinst ]; do sleep 1; done
     rm -f /run/gpunode-postinst-waiting
   fi
-  dkms install nvidia/$version -k "\$(uname -r)"
+  # as Debian's dkms postinst (dkms_common.postinst): registered always, built for the running
+  # kernel when its headers are there, else skipped with its message (a Packer VM baking another kernel)
+  kernel=\$(uname -r)
+  if [ -d "/lib/modules/\$kernel/build" ]; then
+    dkms install nvidia/$version -k "\$kernel"
+  else
+    [ -e /var/lib/dkms/nvidia/$version ] || dkms add nvidia/$version
+    echo "Module build for kernel \$kernel was skipped since the kernel headers for this kernel do not seem to be installed."
+  fi
 fi
 POSTINST
   cat >"$d/DEBIAN/prerm" <<PRERM

@@ -691,3 +691,19 @@ def test_an_image_build_plans_containerd_s_files_as_the_writing_module_does(run_
     ok, result = run_module(nvidia_container_runtime_state, {"version": "1.17.8-1", "image_build": True},
                             check_mode=True)
     assert ok and not result["plan"]["containerd"]["configure"], result["plan"]["reasons"]
+
+
+@pytest.mark.parametrize(("image_build", "systemd_cgroup"), [(True, True), (False, False)])
+def test_a_chroot_bake_plans_systemd_s_cgroup_driver_for_the_image_and_hands_it_to_the_writer(
+        run_module, monkeypatch, image_build, systemd_cgroup):
+    # a chroot or container build runs no systemd, but the image boots with it: SystemdCgroup = true, and
+    # the writing module gets that value rather than deciding again from the build's PID 1; a host
+    # without systemd that is not a bake keeps runc's cgroupfs
+    observed = fresh_node()
+    monkeypatch.setattr(crr.NodeReader, "read", lambda self: copy.deepcopy(observed))
+    monkeypatch.setattr(crsc, "booted", lambda: False)
+    args = {"version": "1.17.8-1", "image_build": image_build}
+    ok, result = run_module(nvidia_container_runtime_state, args, check_mode=True)
+    containerd = result["plan"]["containerd"]
+    assert ok and containerd["configure"]
+    assert containerd["args"]["systemd_cgroup"] is systemd_cgroup

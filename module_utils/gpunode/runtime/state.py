@@ -255,6 +255,7 @@ class Planner:
             outcome = self.containerd_plan(**args)
         except ContainerdConfigError as exc:
             raise RuntimeStateError(f"{exc}; left unchanged") from exc
+        args["systemd_cgroup"] = outcome["systemd_cgroup"]  # the writing module writes what was planned
         changed = (outcome["config_text"], outcome["dropin_text"]) != (
             containerd["config_text"],
             containerd["dropin_text"],

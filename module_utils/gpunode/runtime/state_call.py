@@ -128,10 +128,12 @@ def read(module):
         "yaml_load": safe_load if yaml is not None else None,
     }
     observed = NodeReader(Host(module, RuntimeStateError), wanted, tools).read()
-    # an image build (docs/ROLES.md, "Image bake mode") restarts nothing and reads no driver: the boot does
-    # (systemd as PID 1 still decides containerd's cgroup driver, as the writing module decides it)
+    # an image build (docs/ROLES.md, "Image bake mode") restarts nothing and reads no driver: the boot does;
+    # the image boots with systemd (a chroot or container build runs none): containerd's cgroup driver
+    # follows it, and the writing module is handed the SystemdCgroup planned here (state.py)
     image_build, systemd_pid1 = module.params["image_build"], booted()
     observed["service_manager"], observed["image_build"] = systemd_pid1 and not image_build, image_build
+    systemd_pid1 = systemd_pid1 or image_build
     observed["driver_version"] = None if image_build else observed["driver_version"]
     containerd = observed["containerd"]
 

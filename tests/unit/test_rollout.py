@@ -144,4 +144,27 @@ def test_check_mode_cordons_and_labels_nothing_and_the_table_says_what_would_be_
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     rows = _rows(done.stdout)
     assert len(rows) == 3 and all("would drain" in row for row in rows.values()), rows
-    assert "-> localhost" not in done.stdout  # no API call
+    api_tasks = [block for block in done.stdout.split("TASK [")[1:] if "-> localhost" in block
+                 and not block.startswith("Rollout | note the batch's nodes]")]
+    assert api_tasks == []  # no API call (they run from the controller)
+
+
+@pytest.mark.controller(reason="runs ansible-playbook")
+def test_a_node_lost_inside_its_batch_stops_every_later_batch_as_a_failed_one_does(tmp_path):
+    """gpu-01 becomes unreachable in the block (its driver role's first call to the node): the rescue
+    never runs for an unreachable host, yet no later batch starts, and the table is printed."""
+    inventory = _inventory(tmp_path)
+    data = yaml.safe_load(inventory.read_text())
+    lost = data["all"]["children"]["gpu_nodes"]["hosts"]["gpu-01"]
+    lost.update(ansible_connection="ssh", ansible_host="127.0.0.1", ansible_port=9, ansible_timeout=3)
+    lost["gpunode_node_state"]["converged"]["driver"] = False
+    inventory.write_text(yaml.safe_dump(data))
+    done = ansible_playbook(_playbook(tmp_path), inventory, "-e", "gpunode_rollout_batch=2", check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output[-4000:]
+    rows = _rows(done.stdout)
+    assert "not drained, unchanged" in rows["gpu-02"], output[-4000:]  # the same batch: it went on
+    assert "not started" in rows["gpu-03"], output[-4000:]
+    assert "rollout not started: gpu-01 failed in an earlier batch" in done.stdout, output[-4000:]
+    recap = {line.split()[0]: line for line in done.stdout.splitlines() if " : ok=" in line}
+    assert "unreachable=1" in recap["gpu-01"] and "failed=1" in recap["gpu-03"], output[-4000:]

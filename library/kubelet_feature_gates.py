@@ -165,6 +165,13 @@ options:
     description: The record of the node's last validation (role gpu_validate) O(registration_taint) follows.
     type: path
     default: /var/lib/gpunode/validated.json
+  image_build:
+    description:
+      - An image build (docs/ROLES.md, "Image bake mode") - the kubelet's configuration file its flags name
+        not existing yet (kubeadm's C(config.yaml) before the join) skips the kubelet with a warning
+        instead of failing; the join writes it, a run after the join sets the gates.
+    type: bool
+    default: false
   registration_labels:
     description:
       - Labels (key -> value) the kubelet registers its Node with (e.g. C(nvidia.com/gpu.present=true)), set

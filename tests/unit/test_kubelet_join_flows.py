@@ -12,6 +12,7 @@ the file; never a silent loss (docs/ROLES.md, "Join flows").
 """
 
 import os
+import pathlib
 
 import kubelet_feature_gates
 import pytest
@@ -136,3 +137,25 @@ def test_settings_put_in_the_dropin_before_the_join_are_there_when_it_registers(
     assert ok and not check["changed"] and not check["restart_required"], check
     assert check["gates"] == GATES and check["registration_taint"]["present"]
     assert check["registration_labels"]["present"]
+
+
+@pytest.mark.parametrize("image_build", [True, False])
+def test_a_bake_before_the_join_leaves_kubeadms_default_layout_alone_a_run_fails_naming_the_file(
+        run_module, tmp_path, image_build):
+    """kubeadm's unit installed in an image, no --config-dir, no config.yaml yet (the join writes it):
+    an image build skips the kubelet with the reason and writes nothing; a run that is not a bake
+    fails naming the file, as before."""
+    node = kubeadm_node(tmp_path, kubeadm_flags="--node-ip=10.0.0.7")
+    os.remove(node.path(CONFIG))
+    before = {path: pathlib.Path(node.path(path)).read_text() for path in (EXTRA, FLAGS)}
+    args = node.args(gates=GATES, registration_taint=TAINT, registration_labels=LABELS,
+                     validation_record=node.path("/var/lib/gpunode/validated.json"), image_build=image_build)
+    ok, result = run_module(kubelet_feature_gates, args)
+    if not image_build:
+        assert not ok and f"{node.path(CONFIG)}: does not exist" in result["msg"], result
+        return
+    assert ok and not result["changed"] and not result["restart_required"], result
+    skipped = result["ansible_facts"]["kubelet_gpu"]["skipped"]
+    assert skipped and "an image build before the join" in skipped[0] and node.path(CONFIG) in skipped[0]
+    assert not os.path.exists(node.path(CONFIG))
+    assert {path: pathlib.Path(node.path(path)).read_text() for path in before} == before

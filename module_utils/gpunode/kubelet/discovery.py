@@ -41,6 +41,10 @@ class PlanError(Exception):
     """What the module reports with fail_json; the message names the file and the problem."""
 
 
+class MissingFile(PlanError):
+    """A file the kubelet's flags name does not exist (kubeadm's config.yaml before its join)."""
+
+
 class MissingRequirement(PlanError):
     """A Python library the node lacks (PyYAML for a YAML file)."""
 
@@ -153,7 +157,7 @@ def read_file(host, path, missing_ok=False):
     """The text of ``path`` through ``host``; None or PlanError when it does not exist."""
     text = host.read_text(path)
     if text is None and not missing_ok:
-        raise PlanError(f"{path}: does not exist")
+        raise MissingFile(f"{path}: does not exist")
     return text
 
 

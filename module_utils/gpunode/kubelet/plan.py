@@ -54,6 +54,7 @@ from ansible.module_utils.gpunode.kubelet.discovery import (
     FALLBACK_CONFIG,
     TARGET_PATHS,
     Discovery,
+    MissingFile,
     Plan,
     PlanError,
     detect_version,
@@ -104,7 +105,9 @@ def plan(params, host):
     needed, asked, apply, skipped = _decide(params, version_str, result)
     if kind == "auto" or (kind in ("config", "flags") and not params[kind + "_file"]):
         kind = _auto_kind(kind, params, host, found, version)
-    target = TARGETS[kind](params, host, found, version)
+    target, not_joined = _target(params, host, found, version, kind)
+    if target is None:
+        return _no_kubelet(result, params, True, reason=not_joined)
     merged = _edit(result, target, (apply, skipped, asked), version_str)
     restarting = set(result.changes)  # the gates' files: their change restarts the kubelet
     registration = registration_taint(result, params, target, kind, taint)
@@ -254,13 +257,25 @@ def no_kubelet_reason(systemd_runs):
     return NO_KUBELET if systemd_runs else NO_SERVICE_MANAGER
 
 
-def _no_kubelet(result, params, systemd_runs):
-    if systemd_runs:
-        result.warnings.append(
+def _target(params, host, found, version, kind):
+    """``(target, None)``, or ``(None, why)`` for an image build before the join: the configuration file
+    the kubelet's flags name is not there yet (kubeadm's join writes it)."""
+    try:
+        return TARGETS[kind](params, host, found, version), None
+    except MissingFile as exc:
+        if not params.get("image_build"):
+            raise
+        return None, (f"kubelet: {exc} yet (an image build before the join): no feature gates set; the join "
+                      "writes it, run the node plays after it (docs/ROLES.md, \"Join flows\")")
+
+
+def _no_kubelet(result, params, systemd_runs, reason=None):
+    if reason or systemd_runs:
+        result.warnings.append(reason or (
             "No kubelet on this host (no kubelet process, unit or binary found): no feature gates set. "
             "Run again once the node has joined the cluster, or pass kubernetes_version to write the files "
             "anyway."
-        )
+        ))
     result.result = {
         "changed": False,
         "restart_required": False,
@@ -286,7 +301,7 @@ def _no_kubelet(result, params, systemd_runs):
                 "service": None,
                 "restart_pending": False,
                 # read by the run's table (gpunode_summary), as nvidia_driver.skipped
-                "skipped": [no_kubelet_reason(systemd_runs)],
+                "skipped": [reason or no_kubelet_reason(systemd_runs)],
             }
         },
     }

@@ -39,6 +39,7 @@ ARGUMENT_SPEC = {
     },
     "validation_record": {"type": "path", "default": "/var/lib/gpunode/validated.json"},
     "registration_labels": {"type": "dict", "default": {}},
+    "image_build": {"type": "bool", "default": False},
 }
 MUTUALLY_EXCLUSIVE = [TARGET_PATHS]
 ERRORS = (PlanError,)

@@ -133,7 +133,7 @@ def read(module):
     # follows it, and the writing module is handed the SystemdCgroup planned here (state.py)
     image_build, systemd_pid1 = module.params["image_build"], booted()
     observed["service_manager"], observed["image_build"] = systemd_pid1 and not image_build, image_build
-    systemd_pid1 = systemd_pid1 or image_build
+    boots_with_systemd = systemd_pid1 or image_build
     observed["driver_version"] = None if image_build else observed["driver_version"]
     containerd = observed["containerd"]
 
@@ -141,7 +141,7 @@ def read(module):
         return json_plan(text, settings, path, docker=True)
 
     def plan_containerd(**args):  # the writing module's own plan (runtime/containerd_dropin.py)
-        return plan_node(containerd, systemd_pid1, **args)
+        return plan_node(containerd, boots_with_systemd, **args)
 
     plan, facts = Planner(observed, wanted, plan_docker, plan_containerd).build()
     for warning in plan["warnings"]:

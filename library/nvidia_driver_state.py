@@ -365,7 +365,8 @@ plan:
       returned: always
       contains:
         kind:
-          description: The fabric kind (C(nvswitch), C(nvlink5), C(mnnvl)).
+          description: The fabric kind (C(nvswitch), C(nvlink5), C(mnnvl)); null where no fabric is wanted and
+            only RV(plan.fabric.remove) has something to do.
           type: str
         version:
           description: The driver version the packages of RV(plan.fabric.install) take (null - the version the
@@ -387,6 +388,12 @@ plan:
             initramfs is rebuilt.
           type: list
           elements: dict
+        remove:
+          description: Boot files gpunode wrote for a fabric or O(peermem) that nothing wants now (turned
+            off), removed so that the next boot loads none of it; the initramfs is rebuilt. What is loaded
+            stays until then.
+          type: list
+          elements: str
         modules:
           description: Kernel modules to load, in order (C(mlx5_core), C(mlx5_ib), C(ib_umad)), before the
             fabric manager starts; then C(nvidia_peermem) (O(peermem)).

@@ -89,8 +89,8 @@ def test_a_bare_b200_gets_the_fabric_manager_set_at_the_drivers_version_nvlsm_an
         "packages": ["nvlsm", "infiniband-diags", f"linux-modules-extra-{KERNEL}"],
         "boot_files": [{"path": fabric_plan.MODULES_LOAD,
                         "content": fabric_plan.HEADER + "mlx5_core\nmlx5_ib\nib_umad\n"}],
-        "modules": ["mlx5_ib", "ib_umad"], "files": [], "imex_config": [], "stop": [], "mask": [],
-        "enable": [FM], "start": [FM], "restart": []}
+        "remove": [], "modules": ["mlx5_ib", "ib_umad"], "files": [], "imex_config": [], "stop": [],
+        "mask": [], "enable": [FM], "start": [FM], "restart": []}
     assert set(B200_SET) <= set(steps["hold"])
 
 
@@ -254,6 +254,25 @@ def test_peermem_on_a_pcie_node_is_loaded_and_listed_for_boot_by_either_install_
     assert plan(done, req)["fabric"] is None
 
 
+def test_peermem_or_a_fabric_turned_off_takes_gpunodes_boot_files_away_and_leaves_an_operators(facts):
+    held = ["nvidia-open-580 580.95.05-1 hold"]
+    was = node("580.95.05", held, loaded=["nvidia_peermem"],
+               files={PEERMEM_FILE["path"]: PEERMEM_FILE["content"]})
+    steps = plan(was, request(facts["t4-vm"]))
+    assert steps["fabric"]["remove"] == [fabric_plan.PEERMEM_LOAD]
+    assert not any(steps["fabric"][key] for key in fabric_plan.FABRIC_STEPS if key != "remove")
+    assert not steps["disruptive"] and not steps["converged"]
+    assert steps["reasons"][-1] == f"fabric off: remove {fabric_plan.PEERMEM_LOAD}"
+    # a B200 that keeps its fabric but no longer wants peermem: only the peermem file goes
+    b200 = converged_b200()
+    b200["fabric"]["files"][fabric_plan.PEERMEM_LOAD] = PEERMEM_FILE["content"]
+    assert plan(b200, request(facts["hgx-b200"]))["fabric"]["remove"] == [fabric_plan.PEERMEM_LOAD]
+    assert plan(converged_b200(), request(facts["hgx-b200"]))["fabric"] is None
+    # a file of the same name that gpunode did not write is the operator's: left alone
+    theirs = node("580.95.05", held, files={fabric_plan.PEERMEM_LOAD: "nvidia_peermem\n"})
+    assert plan(theirs, request(facts["t4-vm"]))["fabric"] is None
+
+
 def test_peermem_loads_after_the_b200s_ib_modules_and_never_while_nouveau_waits_for_a_reboot(facts):
     req = request(facts["hgx-b200"], peermem=True)
     assert req["fabric"]["modules"] == [*fabric_plan.IB_MODULES, "nvidia_peermem"]
@@ -289,6 +308,7 @@ def test_the_module_reads_the_ib_modules_the_kernels_without_mlx5_ib_and_the_fab
     monkeypatch.setattr(fabric_plan, "MODULES_LOAD", str(boot))
     peermem = tmp_path / "gpunode-nvidia-peermem.conf"
     monkeypatch.setattr(fabric_plan, "PEERMEM_LOAD", str(peermem))
+    monkeypatch.setattr(fabric_plan, "MODPROBE", str(tmp_path / "modprobe.conf"))
     fake.commands[f"modinfo -k {fake.os_info['kernel']} mlx5_ib"] = (1, "", "modinfo: ERROR: not found")
     fake.commands["apt-cache madison *"] = (0, "", "")
     ok, result = run_module(nvidia_driver_state, fake.args(gpu=dict(facts["hgx-b200"], present=True),
@@ -296,7 +316,8 @@ def test_the_module_reads_the_ib_modules_the_kernels_without_mlx5_ib_and_the_fab
     assert ok, result
     kernel = fake.os_info["kernel"]
     assert result["state"]["fabric"] == {"loaded": ["mlx5_core", "ib_umad"], "nvidia_params": None,
-                                         "files": {str(boot): "mlx5_core\n", str(peermem): None},
+                                         "files": {str(boot): "mlx5_core\n", str(peermem): None,
+                                                   str(tmp_path / "modprobe.conf"): None},
                                          "kernels_without_ib": [kernel]}
     fabric = result["plan"]["fabric"]
     assert fabric["modules"] == ["mlx5_ib", "nvidia_peermem"]

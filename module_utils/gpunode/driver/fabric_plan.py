@@ -125,13 +125,28 @@ def parse_settings(text, separator="="):
     return {key.strip(): value.strip().strip('"') for key, sep, value in pairs if sep and key.strip()}
 
 
+def boot_files():
+    """The boot files gpunode writes for a fabric: read on every host, removed (``remove``) where gpunode
+    wrote one that nothing wants now (peermem or the fabric turned off): no boot loads what was turned off."""
+    return (MODULES_LOAD, PEERMEM_LOAD, MODPROBE)
+
+
+def stale_boot_files(files, want):
+    """The boot files gpunode wrote (its header first) that ``want`` (None: no fabric) no longer asks for."""
+    wanted = (want or {}).get("boot_files") or {}
+    return [path for path in boot_files() if path not in wanted
+            and (files.get(path) or "").startswith((HEADER, PEERMEM_HEADER))]
+
+
 def plan_fabric(state, request, steps):
     """``fabric``: the packages, files, modules and units the fabric needs (None: nothing); ``unload`` and
     ``load`` where the loaded nvidia module lacks the fabric's options."""
-    want = request.get("fabric")
+    want, have = request.get("fabric"), (state.get("fabric") or {})
+    stale = stale_boot_files(have.get("files") or {}, want)
     if not want:
-        return {"fabric": None}, []
-    have, packages = state.get("fabric") or {}, state.get("packages") or {}
+        fabric = dict({key: [] for key in FABRIC_STEPS}, kind=None, version=None, remove=stale)
+        return {"fabric": fabric if stale else None}, [describe(fabric)] if stale else []
+    packages = state.get("packages") or {}
     userspace, files = state.get("userspace_version"), have.get("files") or {}
     config = parse_settings(files.get(IMEX_CONFIG))
     extra = [MODULES_EXTRA.format(kernel=kernel) for kernel in have.get("kernels_without_ib") or []
@@ -149,6 +164,7 @@ def plan_fabric(state, request, steps):
         "files": [{"path": IMEX_NODES, "content": want["imex_nodes"]}]
         if want["imex_nodes"] and want["imex_nodes"] != files.get(IMEX_NODES) else [],
         "imex_config": [{"key": k, "value": v} for k, v in want["imex_config"].items() if config.get(k) != v],
+        "remove": stale,
     }
     parts, reasons = _reload(state, want, steps)
     fabric.update(_units(state, want, dict(steps, **parts), fabric))
@@ -160,8 +176,8 @@ def plan_fabric(state, request, steps):
 
 
 #: The keys of the plan's ``fabric`` that hold something to do.
-FABRIC_STEPS = ("install", "packages", "boot_files", "modules", "files", "imex_config", "stop", "mask",
-                "enable", "start", "restart")
+FABRIC_STEPS = ("install", "packages", "boot_files", "remove", "modules", "files", "imex_config", "stop",
+                "mask", "enable", "start", "restart")
 
 
 def _reload(state, want, steps):
@@ -201,4 +217,4 @@ def describe(fabric):
     """What the plan's ``fabric`` does, one line (said so in the summary: filter_plugins/nvidia_driver.py)."""
     said = [f"{key} " + ", ".join(i if isinstance(i, str) else i.get("path", i.get("key"))
                                   for i in fabric[key]) for key in FABRIC_STEPS if fabric[key]]
-    return f"fabric {fabric['kind']}: {'; '.join(said)}"
+    return f"fabric {fabric['kind'] or 'off'}: {'; '.join(said)}"

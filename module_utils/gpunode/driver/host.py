@@ -193,15 +193,18 @@ def read_services(host, request=None):
 def read_fabric(host, params, request, kernels):
     """What ``fabric_plan.plan_fabric`` compares: the IB modules loaded, the fabric's files, the loaded
     nvidia module's options (None unread), the kernels without ``mlx5_ib`` (``modinfo -k``, where
-    Ubuntu's linux-modules-extra carries it); None without a fabric."""
+    Ubuntu's linux-modules-extra carries it); without a fabric only the boot files gpunode wrote for
+    one (None: none)."""
     want = request.get("fabric")
     if not want:
-        return None
+        files = {path: read_text(path, DriverError) for path in fabric_plan.boot_files()}
+        return {"files": files} if any(text is not None for text in files.values()) else None
     modinfo = host.which("modinfo") if want["modules_extra"] else None
     params_text = read_text(os.path.join(params["proc_root"], "driver", "nvidia", "params"), DriverError)
     imex = (fabric_plan.IMEX_NODES, fabric_plan.IMEX_CONFIG) if want["imex_nodes"] else ()
     return {"loaded": read_loaded(params["sysfs_root"], params["proc_root"], want["modules"])["modules"],
-            "files": {path: read_text(path, DriverError) for path in [*want["boot_files"], *imex]},
+            "files": {path: read_text(path, DriverError)
+                      for path in dict.fromkeys([*fabric_plan.boot_files(), *want["boot_files"], *imex])},
             "nvidia_params": None if params_text is None else fabric_plan.parse_settings(params_text, ":"),
             "kernels_without_ib": [kernel for kernel in kernels
                                    if modinfo and host.run([modinfo, "-k", kernel, "mlx5_ib"])[0]]}

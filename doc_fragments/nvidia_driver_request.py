@@ -161,7 +161,9 @@ options:
   peermem:
     description:
       - The node uses C(nvidia_peermem) (GPUDirect RDMA) - loaded after the IB modules and the driver (not
-        while a reboot is pending) and at every boot (C(/etc/modules-load.d/gpunode-nvidia-peermem.conf)).
+        while a reboot is pending) and at every boot by the unit C(gpunode-nvidia-peermem.service), ordered
+        after C(systemd-modules-load) and DOCA-OFED's C(openibd) (which cannot replace IB modules it holds).
+      - Turned off, the unit is disabled and removed (what is loaded stays until the next boot).
       - Whatever this says, a driver reload puts back the C(nvidia_peermem) it unloaded.
     type: bool
     default: false

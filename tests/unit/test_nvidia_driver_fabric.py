@@ -89,8 +89,8 @@ def test_a_bare_b200_gets_the_fabric_manager_set_at_the_drivers_version_nvlsm_an
         "packages": ["nvlsm", "infiniband-diags", f"linux-modules-extra-{KERNEL}"],
         "boot_files": [{"path": fabric_plan.MODULES_LOAD,
                         "content": fabric_plan.HEADER + "mlx5_core\nmlx5_ib\nib_umad\n"}],
-        "remove": [], "modules": ["mlx5_ib", "ib_umad"], "files": [], "imex_config": [], "stop": [],
-        "mask": [], "enable": [FM], "start": [FM], "restart": []}
+        "disable": [], "remove": [], "modules": ["mlx5_ib", "ib_umad"], "files": [], "imex_config": [],
+        "stop": [], "mask": [], "enable": [FM], "start": [FM], "restart": []}
     assert set(B200_SET) <= set(steps["hold"])
 
 
@@ -234,7 +234,7 @@ def test_imex_values_that_would_break_its_files_are_refused(params, message):
 
 # ---------------------------------------------------------------- nvidia_peermem (GPUDirect RDMA)
 
-PEERMEM_FILE = {"path": fabric_plan.PEERMEM_LOAD, "content": fabric_plan.PEERMEM_HEADER + "nvidia_peermem\n"}
+PEERMEM_FILE = {"path": fabric_plan.PEERMEM_UNIT, "content": fabric_plan.PEERMEM_UNIT_TEXT}
 
 
 @pytest.mark.parametrize("method", ["packages", "runfile"])
@@ -247,30 +247,48 @@ def test_peermem_on_a_pcie_node_is_loaded_and_listed_for_boot_by_either_install_
     steps = plan(node("580.95.05", ["nvidia-open-580 580.95.05-1 hold"]), req)
     assert (steps["fabric"]["modules"], steps["fabric"]["boot_files"]) == (["nvidia_peermem"], [PEERMEM_FILE])
     assert not steps["disruptive"] and not steps["converged"]
-    assert steps["reasons"][-1] == (f"fabric none: boot_files {fabric_plan.PEERMEM_LOAD}; "
-                                    "modules nvidia_peermem")
+    assert steps["reasons"][-1] == (f"fabric none: boot_files {fabric_plan.PEERMEM_UNIT}; "
+                                    "modules nvidia_peermem; enable gpunode-nvidia-peermem; "
+                                    "start gpunode-nvidia-peermem")
     done = node("580.95.05", ["nvidia-open-580 580.95.05-1 hold"], loaded=["nvidia_peermem"],
-                files={PEERMEM_FILE["path"]: PEERMEM_FILE["content"]})
+                files={PEERMEM_FILE["path"]: PEERMEM_FILE["content"]},
+                services={"nvidia-persistenced": RUNNING, fabric_plan.PEERMEM_SERVICE: RUNNING})
     assert plan(done, req)["fabric"] is None
 
 
 def test_peermem_or_a_fabric_turned_off_takes_gpunodes_boot_files_away_and_leaves_an_operators(facts):
     held = ["nvidia-open-580 580.95.05-1 hold"]
     was = node("580.95.05", held, loaded=["nvidia_peermem"],
-               files={PEERMEM_FILE["path"]: PEERMEM_FILE["content"]})
+               files={PEERMEM_FILE["path"]: PEERMEM_FILE["content"]},
+               services={fabric_plan.PEERMEM_SERVICE: RUNNING})
     steps = plan(was, request(facts["t4-vm"]))
-    assert steps["fabric"]["remove"] == [fabric_plan.PEERMEM_LOAD]
-    assert not any(steps["fabric"][key] for key in fabric_plan.FABRIC_STEPS if key != "remove")
+    assert (steps["fabric"]["disable"], steps["fabric"]["remove"]) == (
+        [fabric_plan.PEERMEM_SERVICE], [fabric_plan.PEERMEM_UNIT])
+    others = [key for key in fabric_plan.FABRIC_STEPS if key not in ("disable", "remove")]
+    assert not any(steps["fabric"][key] for key in others)
     assert not steps["disruptive"] and not steps["converged"]
-    assert steps["reasons"][-1] == f"fabric off: remove {fabric_plan.PEERMEM_LOAD}"
-    # a B200 that keeps its fabric but no longer wants peermem: only the peermem file goes
+    assert steps["reasons"][-1] == (f"fabric off: disable {fabric_plan.PEERMEM_SERVICE}; "
+                                    f"remove {fabric_plan.PEERMEM_UNIT}")
+    # a B200 that keeps its fabric but no longer wants peermem: only peermem's unit goes
     b200 = converged_b200()
-    b200["fabric"]["files"][fabric_plan.PEERMEM_LOAD] = PEERMEM_FILE["content"]
-    assert plan(b200, request(facts["hgx-b200"]))["fabric"]["remove"] == [fabric_plan.PEERMEM_LOAD]
+    b200["fabric"]["files"][fabric_plan.PEERMEM_UNIT] = PEERMEM_FILE["content"]
+    assert plan(b200, request(facts["hgx-b200"]))["fabric"]["remove"] == [fabric_plan.PEERMEM_UNIT]
     assert plan(converged_b200(), request(facts["hgx-b200"]))["fabric"] is None
     # a file of the same name that gpunode did not write is the operator's: left alone
-    theirs = node("580.95.05", held, files={fabric_plan.PEERMEM_LOAD: "nvidia_peermem\n"})
+    theirs = node("580.95.05", held, files={fabric_plan.PEERMEM_UNIT: "[Service]\nExecStart=modprobe x\n"})
     assert plan(theirs, request(facts["t4-vm"]))["fabric"] is None
+
+
+def test_a_node_converged_by_an_older_gpunode_trades_peermems_modules_load_entry_for_the_unit(facts):
+    old = {fabric_plan.PEERMEM_LOAD: fabric_plan.PEERMEM_HEADER + "nvidia_peermem\n"}
+    was = node("580.95.05", ["nvidia-open-580 580.95.05-1 hold"], loaded=["nvidia_peermem"], files=old)
+    fabric = plan(was, request(facts["t4-vm"], peermem=True))["fabric"]
+    assert (fabric["boot_files"], fabric["remove"], fabric["disable"]) == (
+        [PEERMEM_FILE], [fabric_plan.PEERMEM_LOAD], [])
+    assert (fabric["enable"], fabric["start"], fabric["modules"]) == (
+        [fabric_plan.PEERMEM_SERVICE], [fabric_plan.PEERMEM_SERVICE], [])
+    # the unit orders the load after DOCA-OFED's openibd, which cannot replace IB modules peermem holds
+    assert "After=systemd-modules-load.service openibd.service\n" in fabric_plan.PEERMEM_UNIT_TEXT
 
 
 def test_peermem_loads_after_the_b200s_ib_modules_and_never_while_nouveau_waits_for_a_reboot(facts):
@@ -309,6 +327,7 @@ def test_the_module_reads_the_ib_modules_the_kernels_without_mlx5_ib_and_the_fab
     peermem = tmp_path / "gpunode-nvidia-peermem.conf"
     monkeypatch.setattr(fabric_plan, "PEERMEM_LOAD", str(peermem))
     monkeypatch.setattr(fabric_plan, "MODPROBE", str(tmp_path / "modprobe.conf"))
+    monkeypatch.setattr(fabric_plan, "PEERMEM_UNIT", str(tmp_path / "peermem.service"))
     fake.commands[f"modinfo -k {fake.os_info['kernel']} mlx5_ib"] = (1, "", "modinfo: ERROR: not found")
     fake.commands["apt-cache madison *"] = (0, "", "")
     ok, result = run_module(nvidia_driver_state, fake.args(gpu=dict(facts["hgx-b200"], present=True),
@@ -317,6 +336,7 @@ def test_the_module_reads_the_ib_modules_the_kernels_without_mlx5_ib_and_the_fab
     kernel = fake.os_info["kernel"]
     assert result["state"]["fabric"] == {"loaded": ["mlx5_core", "ib_umad"], "nvidia_params": None,
                                          "files": {str(boot): "mlx5_core\n", str(peermem): None,
+                                                   str(tmp_path / "peermem.service"): None,
                                                    str(tmp_path / "modprobe.conf"): None},
                                          "kernels_without_ib": [kernel]}
     fabric = result["plan"]["fabric"]

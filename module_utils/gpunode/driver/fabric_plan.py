@@ -21,8 +21,10 @@ included); notes/fabric.md sections 1, 2 and 4 give the sources.
   the DRA driver's ComputeDomain daemons (``dra``: the service stopped, disabled and masked, or the
   daemons fail with NV_ERR_IN_USE).
 - ``peermem`` (the node uses GPUDirect RDMA, whatever its fabric): ``nvidia_peermem`` loaded after the
-  IB stack and the driver (not while a reboot is pending) and at every boot (its own modules-load.d
-  file; modprobe loads ``ib_core`` and ``nvidia`` first).
+  IB stack and the driver (not while a reboot is pending) and at every boot by a unit of its own
+  ordered after ``systemd-modules-load`` and DOCA-OFED's ``openibd``: ``openibd`` replaces the inbox IB
+  modules at boot and cannot while ``nvidia_peermem`` holds them (Mellanox/doca-driver-build PR 481),
+  which a modules-load.d entry (gpunode before 2026-11-29, removed on the next run) did.
 
 Every package at the driver's version is held with the driver's and moves with it.
 """
@@ -46,11 +48,26 @@ NVSDM_FROM, CDMM_FROM = 570, 580
 NVSDM_MACHINES = ("x86_64", "amd64")
 MODULES_LOAD = "/etc/modules-load.d/gpunode-nvidia-fabric.conf"
 PEERMEM, PEERMEM_LOAD = "nvidia_peermem", "/etc/modules-load.d/gpunode-nvidia-peermem.conf"
+PEERMEM_SERVICE = "gpunode-nvidia-peermem"
+PEERMEM_UNIT = f"/etc/systemd/system/{PEERMEM_SERVICE}.service"
 MODPROBE = "/etc/modprobe.d/gpunode-nvidia-fabric.conf"
 IMEX_CONFIG = "/etc/nvidia-imex/config.cfg"
 IMEX_NODES = "/etc/nvidia-imex/nodes_config.cfg"
 HEADER = "# Written by gpunode (nvidia_driver): what the NVLink fabric needs.\n"
 PEERMEM_HEADER = "# Written by gpunode (nvidia_driver): GPUDirect RDMA (nvidia_driver_peermem).\n"
+PEERMEM_UNIT_TEXT = PEERMEM_HEADER + """[Unit]
+Description=Load nvidia_peermem once the InfiniBand stack is up (gpunode)
+# DOCA-OFED's openibd replaces the inbox IB modules at boot: nvidia_peermem loaded before would stop it
+After=systemd-modules-load.service openibd.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=modprobe nvidia_peermem
+
+[Install]
+WantedBy=multi-user.target
+"""
 
 
 def with_fabric(request, params, gpu, os_info):
@@ -93,7 +110,8 @@ def fabric_request(params, gpu, request, name, os_info):
         _imex(want, params, name, major)
     if params.get("peermem"):  # after the IB modules: GPUDirect RDMA (notes/fabric.md section 3)
         want["modules"].append(PEERMEM)
-        want["boot_files"][PEERMEM_LOAD] = PEERMEM_HEADER + f"{PEERMEM}\n"
+        want["boot_files"][PEERMEM_UNIT] = PEERMEM_UNIT_TEXT
+        want["units"].append(PEERMEM_SERVICE)
     return want if want["pinned"] or want["mask"] or want["modules"] else None
 
 
@@ -128,7 +146,7 @@ def parse_settings(text, separator="="):
 def boot_files():
     """The boot files gpunode writes for a fabric: read on every host, removed (``remove``) where gpunode
     wrote one that nothing wants now (peermem or the fabric turned off): no boot loads what was turned off."""
-    return (MODULES_LOAD, PEERMEM_LOAD, MODPROBE)
+    return (MODULES_LOAD, PEERMEM_LOAD, PEERMEM_UNIT, MODPROBE)
 
 
 def stale_boot_files(files, want):
@@ -143,8 +161,10 @@ def plan_fabric(state, request, steps):
     ``load`` where the loaded nvidia module lacks the fabric's options."""
     want, have = request.get("fabric"), (state.get("fabric") or {})
     stale = stale_boot_files(have.get("files") or {}, want)
+    disable = [PEERMEM_SERVICE] if PEERMEM_UNIT in stale else []  # its unit file goes: disabled first
     if not want:
-        fabric = dict({key: [] for key in FABRIC_STEPS}, kind=None, version=None, remove=stale)
+        fabric = dict({key: [] for key in FABRIC_STEPS}, kind=None, version=None, remove=stale,
+                      disable=disable)
         return {"fabric": fabric if stale else None}, [describe(fabric)] if stale else []
     packages = state.get("packages") or {}
     userspace, files = state.get("userspace_version"), have.get("files") or {}
@@ -164,7 +184,7 @@ def plan_fabric(state, request, steps):
         "files": [{"path": IMEX_NODES, "content": want["imex_nodes"]}]
         if want["imex_nodes"] and want["imex_nodes"] != files.get(IMEX_NODES) else [],
         "imex_config": [{"key": k, "value": v} for k, v in want["imex_config"].items() if config.get(k) != v],
-        "remove": stale,
+        "remove": stale, "disable": disable,
     }
     parts, reasons = _reload(state, want, steps)
     fabric.update(_units(state, want, dict(steps, **parts), fabric))
@@ -176,8 +196,8 @@ def plan_fabric(state, request, steps):
 
 
 #: The keys of the plan's ``fabric`` that hold something to do.
-FABRIC_STEPS = ("install", "packages", "boot_files", "remove", "modules", "files", "imex_config", "stop",
-                "mask", "enable", "start", "restart")
+FABRIC_STEPS = ("install", "packages", "boot_files", "disable", "remove", "modules", "files", "imex_config",
+                "stop", "mask", "enable", "start", "restart")
 
 
 def _reload(state, want, steps):

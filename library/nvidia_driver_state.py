@@ -388,6 +388,11 @@ plan:
             initramfs is rebuilt.
           type: list
           elements: dict
+        disable:
+          description: Units to stop and disable before their file in RV(plan.fabric.remove) goes
+            (C(gpunode-nvidia-peermem), O(peermem) turned off).
+          type: list
+          elements: str
         remove:
           description: Boot files gpunode wrote for a fabric or O(peermem) that nothing wants now (turned
             off), removed so that the next boot loads none of it; the initramfs is rebuilt. What is loaded

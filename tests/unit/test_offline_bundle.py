@@ -189,10 +189,35 @@ def test_the_inventory_decides_never_the_driver_a_node_runs_now():
     (dict(UBUNTU, gpus=None), r"^g: its GPUs are not known.*give gpus \(PCI device IDs such as 1eb8\)"),
     (dict(UBUNTU, gpus=["T4"]), r"^g: gpus: 'T4' is not a PCI device ID"),
     (dict(UBUNTU, driver_branch="580"), r"^g: unknown key\(s\) driver_branch; a node takes host, "),
+    (dict(UBUNTU, fabric="nvlink"), r"^g: fabric: 'nvlink' is not one of auto, none, nvswitch, nvlink5, "),
 ])
 def test_a_node_the_bundle_cannot_ask_about_is_refused_naming_it(given, message):
     with pytest.raises(pi.BundleError, match=message):
         ob.node_input("g", {}, given)
+
+
+def test_a_given_b200_carries_its_nvlink5_fabric_a_tray_its_imex_each_from_the_archive_that_serves_it():
+    b200 = dict(UBUNTU, host="b200", gpus=["2901"] * 8, package_source="cuda", branch="595")
+    bundle = ob.plan([ob.node_input("b200", {}, b200)], "https://toolkit/$(ARCH)", mode="none")
+    nvidia = {name for repo in bundle["repositories"] if repo["name"].startswith("cuda-")
+              for name in repo["packages"]}
+    assert {"nvidia-fabricmanager", "libnvidia-nscq", "libnvsdm", "nvlsm"} <= nvidia
+    # the distribution's archive serves the IB tools and the cloud kernel's mlx5_ib, not NVIDIA's
+    distro = set(bundle["distro_packages"]["ubuntu-24.04"])
+    assert {"infiniband-diags", "linux-modules-extra-6.8.0-60-generic"} <= distro
+    assert not nvidia & {"infiniband-diags", "linux-modules-extra-6.8.0-60-generic"}
+    assert any("taken as nvlink5" in warning and warning.startswith("b200: ")
+               for warning in bundle["warnings"])
+    # the inventory's fabric wins: a B200 said to be on no fabric carries none of it, and no warning
+    alone = ob.plan([ob.node_input("b200", {}, dict(b200, fabric="none"))], "https://toolkit/$(ARCH)",
+                    mode="none")
+    assert not {name for repo in alone["repositories"] for name in repo["packages"]} & {"nvlsm", "libnvsdm"}
+    assert not any("nvlink5" in warning for warning in alone["warnings"])
+    tray = dict(UBUNTU, host="tray", architecture="aarch64", kernel="6.8.0-1024-nvidia-64k",
+                gpus=["2941"] * 4, package_source="cuda", branch="580")
+    needs = ob.driver_needs(ob.node_input("tray", {}, tray))
+    assert needs["packages"] == ["nvidia-open-580", "nvidia-imex"]  # no fabric manager, no NVLSM on a tray
+    assert needs["warnings"] == []
 
 
 def test_the_roles_refusals_name_the_node():

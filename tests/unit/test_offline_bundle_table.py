@@ -38,7 +38,7 @@ ROLE_DEFAULTS = yaml.safe_load((ROOT / "roles/nvidia_driver/defaults/main.yml").
 TOOLKIT = "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"
 CHECKSUM = "sha256:" + "ab" * 32
 #: PCI class of each kind of device the rows name (KIND_BY_CLASS in driver/gpu.py)
-GPU_CLASS, NVSWITCH_CLASS = "0x030200", "0x068000"
+GPU_CLASS, NVSWITCH_CLASS, MELLANOX_CLASS = "0x030200", "0x068000", "0x020700"
 T4, V100, A100, H100, B200, K80 = "1eb8", "1db1", "20b2", "2330", "2901", "102d"
 NOBLE = {"distribution": "Ubuntu", "distribution_version": "24.04", "kernel": "6.8.0-60-generic"}
 JAMMY = {"distribution": "Ubuntu", "distribution_version": "22.04", "kernel": "5.15.0-139-generic"}
@@ -74,8 +74,8 @@ ROWS = [
     ("noble-t4-cuda-580", dict(NOBLE, gpus=[T4]), {"package_source": "cuda", "branch": "580"}, None),
     ("noble-t4-cuda-version", dict(NOBLE, gpus=[T4]), {"package_source": "cuda", "version": "580.95.05"},
      ("packages", "580", "580.95.05", "open")),
-    ("noble-b200-cuda-595", dict(NOBLE, gpus=[B200] * 8, nvswitches=2), {"package_source": "cuda",
-                                                                         "branch": "595"}, None),
+    ("noble-b200-cuda-595", dict(NOBLE, gpus=[B200] * 8, mellanox_unread=2), {"package_source": "cuda",
+                                                                             "branch": "595"}, None),
     ("bookworm-v100-cuda-570", dict(BOOKWORM, gpus=[V100]), {"package_source": "cuda", "branch": "570"},
      None),
     ("jammy-h100-cuda-570-nvswitch", dict(JAMMY, gpus=[H100] * 8, nvswitches=4),
@@ -105,8 +105,8 @@ ROWS = [
      {"package_source": "cuda", "version": "580.95.05"}, ("packages", "580", "580.95.05", "proprietary")),
     ("rocky9-h100-cuda-nvswitch", dict(ROCKY9, gpus=[H100] * 8, nvswitches=4),
      {"package_source": "cuda", "version": "570.172.08"}, ("packages", "570", "570.172.08", "open")),
-    ("rhel10-b200-cuda-595", dict(RHEL10, gpus=[B200] * 8, nvswitches=2), {"package_source": "cuda",
-                                                                           "branch": "595"}, None),
+    ("rhel10-b200-cuda-595", dict(RHEL10, gpus=[B200] * 8, mellanox_unread=2), {"package_source": "cuda",
+                                                                               "branch": "595"}, None),
     ("rhel10-t4-runfile", dict(RHEL10, gpus=[T4]), {"method": "runfile", "version": "580.95.05",
                                                      "runfile_checksum": CHECKSUM},
      ("runfile", "580", "580.95.05", "open")),
@@ -154,13 +154,18 @@ class BareNode:
             (self.proc / "driver" / "nvidia" / "version").write_text(
                 "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  "
                 f"{node['image_driver']}  Release Build\n")
-        devices = [(g, GPU_CLASS) for g in node["gpus"]]
-        devices += [("1af1", NVSWITCH_CLASS)] * node.get("nvswitches", 0)
-        for index, (device, pci_class) in enumerate(devices):
+        devices = [("0x10de", g, GPU_CLASS) for g in node["gpus"]]
+        devices += [("0x10de", "1af1", NVSWITCH_CLASS)] * node.get("nvswitches", 0)
+        # an HGX B200's ConnectX-7 management functions, their VPD not readable (the bundle cannot read
+        # it either: both take the nvlink5 side)
+        devices += [("0x15b3", "1021", MELLANOX_CLASS)] * node.get("mellanox_unread", 0)
+        for index, (vendor, device, pci_class) in enumerate(devices):
             folder = self.sys / "bus" / "pci" / "devices" / f"0000:{index + 16:02x}:00.0"
             folder.mkdir(parents=True)
-            for name, value in (("vendor", "0x10de"), ("device", "0x" + device), ("class", pci_class)):
+            for name, value in (("vendor", vendor), ("device", "0x" + device), ("class", pci_class)):
                 (folder / name).write_text(value + "\n")
+            if vendor == "0x15b3":
+                (folder / "vpd").write_bytes(b"\x00not a VPD")
         if node.get("secure_boot"):
             (self.sys / "firmware" / "efi" / "efivars").mkdir(parents=True)
             (self.sys / "firmware" / "efi" / "efivars" / SECURE_BOOT_EFIVAR).write_bytes(b"\x06\0\0\0\x01")
@@ -234,7 +239,8 @@ def installed_by(request, steps):
 def bundled(host, node, values):
     """What the bundle lists for one node: ``(driver, packages, runfiles, streams and locks)`` without
     the toolkit."""
-    given = dict({k: v for k, v in node.items() if k != "image_driver"}, host=host, architecture="x86_64",
+    given = dict({k: v for k, v in node.items() if k not in ("image_driver", "mellanox_unread")}, host=host,
+                 architecture="x86_64",
                  **values)
     result = ob.plan([ob.node_input(host, {}, given)], TOOLKIT, mode="none")
     packages = {name for repository in result["repositories"] if not repository["name"].startswith("toolkit-")

@@ -25,6 +25,7 @@ import re
 from ansible.module_utils.gpunode.addons import dra_objects
 from ansible.module_utils.gpunode.addons import images as addon_images
 from ansible.module_utils.gpunode.bundle.packages_index import BundleError
+from ansible.module_utils.gpunode.driver import fabric
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver.driver import DriverError
 from ansible.module_utils.gpunode.driver.gpu import choose_branches
@@ -53,7 +54,7 @@ ROLE_VALUES = ("method", "package_source", "branch", "version", "module_type", "
                "runfile_checksum")
 #: What offline_bundle_nodes says of a node besides its role values: the node and its GPUs.
 NODE_KEYS = ("host", "distribution", "distribution_version", "architecture", "kernel", "gpus",
-             "nvswitches", "secure_boot")
+             "nvswitches", "fabric", "secure_boot")
 _GPU_ID = re.compile(r"^(?:(?:0x)?10de:)?(?:0x)?([0-9a-f]{4})$")
 
 
@@ -76,7 +77,8 @@ def node_input(host, facts, given):
         raise BundleError(f"{host}: no distribution facts; run the bundle with access to the node, or give "
                           "it in offline_bundle_nodes (distribution, distribution_version, architecture)")
     if given.get("gpus") is not None:
-        gpu = given_gpu(host, given["gpus"], given.get("nvswitches"), os_info["architecture"])
+        gpu = given_gpu(host, given["gpus"], given.get("nvswitches"), os_info["architecture"],
+                        given.get("fabric") or "auto")
     elif facts.get("nvidia_gpu"):
         gpu = facts["nvidia_gpu"]
     else:
@@ -90,8 +92,9 @@ def node_input(host, facts, given):
             "secure_boot": bool(given.get("secure_boot"))}
 
 
-def given_gpu(host, device_ids, nvswitches, architecture):
-    """The ``nvidia_gpu`` facts the driver's request reads, for GPUs named by PCI device ID."""
+def given_gpu(host, device_ids, nvswitches, architecture, fabric_kind="auto"):
+    """The ``nvidia_gpu`` facts the driver's request reads, for GPUs named by PCI device ID; the fabric
+    as ``driver.fabric`` decides it from them (``fabric_kind``: the inventory's override)."""
     ids = []
     for item in device_ids if isinstance(device_ids, list) else [device_ids]:
         match = _GPU_ID.match(str(item).strip().lower())
@@ -99,10 +102,13 @@ def given_gpu(host, device_ids, nvswitches, architecture):
             raise BundleError(f"{host}: gpus: {item!r} is not a PCI device ID (4 hex digits such as 1eb8, "
                               "or 10de:1eb8)")
         ids.append(match.group(1))
+    if fabric_kind not in fabric.CHOICES:
+        raise BundleError(f"{host}: fabric: {fabric_kind!r} is not one of {', '.join(fabric.CHOICES)}")
     supported, recommended, _warnings = choose_branches(ids, architecture)
+    kind, warnings = fabric.kind_from_ids(ids, nvswitches, architecture, fabric_kind)
     return {"present": bool(ids), "devices": [{"device_id": i, "kind": "gpu"} for i in ids],
             "nvswitch_count": int(nvswitches or 0), "supported_branches": supported,
-            "recommended_branch": recommended}
+            "recommended_branch": recommended, "fabric": kind, "fabric_warnings": warnings}
 
 
 def driver_needs(node, cuda_repo_base=""):
@@ -122,7 +128,8 @@ def driver_needs(node, cuda_repo_base=""):
             "package_manager": install["package_manager"], "module_streams": install["module_streams"],
             "version_locks": install["version_locks"],
             "distro_packages": install["distribution_packages"], "runfile": install["runfile"],
-            "warnings": [f"{node['host']}: {warning}" for warning in install["warnings"]]}
+            "warnings": [f"{node['host']}: {warning}"
+                         for warning in node["gpu"].get("fabric_warnings", []) + install["warnings"]]}
 
 
 def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addons=None,

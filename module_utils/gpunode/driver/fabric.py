@@ -140,24 +140,42 @@ def decide(sysfs_root, devices, mellanox, machine, override="auto"):
     """``(fabric, rdma_devices, warnings)`` of a host: its named NVIDIA ``devices``
     (:func:`gpu.named_devices`) and its Mellanox functions ``mellanox`` (:func:`gpu.read_pci_devices`);
     an ``override`` other than ``auto`` is the kind."""
-    gpu_ids = {d["device_id"] for d in devices if d["kind"] == "gpu"}
     management, nics, unknown, warnings = network_functions(sysfs_root, mellanox)
+    kind = kind_of(devices, (management, unknown), machine, override, warnings)
+    rdma = nics if kind == "nvlink5" else nics + unknown
+    return kind, sorted(rdma), warnings
+
+
+def kind_from_ids(gpu_ids, nvswitch_count, machine, override="auto"):
+    """``(fabric, warnings)`` of a host known only by its GPUs' PCI device IDs and its number of
+    NVSwitches (the offline bundle's nodes): its network functions unknown, as a VPD that cannot be
+    read, so HGX B200/B300 GPUs take the nvlink5 side."""
+    devices = [{"device_id": i, "kind": "gpu"} for i in gpu_ids]
+    devices += [{"kind": "nvswitch"}] * int(nvswitch_count or 0)
+    warnings = []
+    kind = kind_of(devices, ([], ["unknown"]), machine, override, [])
+    if kind == "nvlink5" and override in (None, "auto"):
+        warnings.append("HGX B200/B300 GPUs: the fabric is taken as nvlink5 (its management port cannot be "
+                        "read from here); give fabric: nvswitch or none for the node to say otherwise")
+    return kind, warnings
+
+
+def kind_of(devices, ports, machine, override, warnings):
+    """The fabric kind from the NVIDIA ``devices`` and ``ports``: the Mellanox functions marked as
+    management ports and those whose VPD is unknown; appends to ``warnings`` what it assumed."""
+    management, unknown = ports
+    gpu_ids = {d["device_id"] for d in devices if d["kind"] == "gpu"}
     grace = sorted(gpu_ids.intersection(GRACE_BLACKWELL_IDS))
     if override not in (None, "auto"):
-        kind = override
-    elif grace:
-        kind = "mnnvl"
+        return override
+    if grace:
         if machine not in GRACE_MACHINES:
             warnings.append(f"Grace-Blackwell GPU 10de:{grace[0]} on a {machine} host, not a Grace "
                             "(aarch64) one; taking the fabric as mnnvl from the GPU")
-    elif management or (unknown and gpu_ids.intersection(HGX_NVLINK5_IDS)):
-        kind = "nvlink5"
+        return "mnnvl"
+    if management or (unknown and gpu_ids.intersection(HGX_NVLINK5_IDS)):
         if not management:
             warnings.append(f"no NVLink management port found, but the VPD of {', '.join(unknown)} could "
                             "not be read: taking the fabric as nvlink5 (HGX B200/B300 GPUs)")
-    elif any(d["kind"] == "nvswitch" for d in devices):
-        kind = "nvswitch"
-    else:
-        kind = "none"
-    rdma = nics if kind == "nvlink5" else nics + unknown
-    return kind, sorted(rdma), warnings
+        return "nvlink5"
+    return "nvswitch" if any(d["kind"] == "nvswitch" for d in devices) else "none"

@@ -42,6 +42,8 @@ from ansible.module_utils.gpunode.host.packages import installed
 IMEX, NVLSM = "nvidia-imex", "nvlsm"
 IB_MODULES = ("mlx5_core", "mlx5_ib", "ib_umad")
 NVLINK5_PACKAGES = ("nvlsm", "infiniband-diags")
+#: Those the distribution's archive serves (not NVIDIA's repository: the offline bundle carries them so).
+DISTRIBUTION_PACKAGES = ("infiniband-diags",)
 #: The Ubuntu package that carries ``mlx5_ib`` for a kernel (Ubuntu's cloud kernels ship it only there).
 MODULES_EXTRA = "linux-modules-extra-{kernel}"
 NVSDM_FROM, CDMM_FROM = 570, 580
@@ -141,6 +143,11 @@ def parse_settings(text, separator="="):
     pairs = (line.partition(separator) for line in (text or "").splitlines()
              if not line.lstrip().startswith("#"))
     return {key.strip(): value.strip().strip('"') for key, sep, value in pairs if sep and key.strip()}
+
+
+def from_distribution(name):
+    """Whether the fabric's unpinned package ``name`` comes from the distribution's archive."""
+    return name in DISTRIBUTION_PACKAGES or name.startswith(MODULES_EXTRA.format(kernel=""))
 
 
 def boot_files():

@@ -21,7 +21,7 @@ and no installer, and :func:`role_install` says so in its warnings.
 
 from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver.driver import DriverError, build_request
-from ansible.module_utils.gpunode.driver.fabric_plan import with_fabric
+from ansible.module_utils.gpunode.driver.fabric_plan import from_distribution, with_fabric
 from ansible.module_utils.gpunode.driver.plan import plan, signed_fallback, signed_request
 from ansible.module_utils.gpunode.driver.preinstalled import PREINSTALLED
 from ansible.module_utils.gpunode.driver.state_call import ARGUMENT_SPEC
@@ -62,7 +62,10 @@ def bare_state(os_info, secure_boot=False):
              "loaded": {"modules": [], "version": None, "module_type": None}, "userspace_version": None,
              "packages": packages, "dpkg_interrupted": [], "services": {}, "persistenced_unit": False,
              "blacklist_complete": False, "secure_boot": bool(secure_boot), "signing_files_missing": [],
-             "index": None, "smi": None, "initramfs_command": None}
+             "index": None, "smi": None, "initramfs_command": None,
+             # nothing of a fabric read: no IB module loaded, no file, the kernel without mlx5_ib
+             "fabric": {"loaded": [], "files": {}, "nvidia_params": None,
+                        "kernels_without_ib": [os_info["kernel"]] if os_info["kernel"] else []}}
     state.update((key, os_info[key]) for key in ("distribution", "distribution_version", "architecture"))
     return state
 
@@ -117,13 +120,13 @@ def _packages(result, params, request, steps, os_info):
     driver = list(steps["install_packages"])
     fabric = steps["fabric"] or {"install": [], "packages": []}
     driver += [nvidia_packages.version_spec(name, fabric["version"], request.get("package_manager") or "apt")
-               for name in fabric["install"]] + fabric["packages"]
+               for name in fabric["install"]] + [n for n in fabric["packages"] if not from_distribution(n)]
     distribution = [name for name in steps["prerequisites"] if os_info["kernel"]
                     or name != request["headers_package"]]
     if len(distribution) < len(steps["prerequisites"]):
         headers = request["headers_package"] + "<kernel>"
         result["warnings"].append(f"the kernel is not known: its headers ({headers}) are left out")
-    distribution += steps["kernel_modules"]
+    distribution += steps["kernel_modules"] + [n for n in fabric["packages"] if from_distribution(n)]
     # where the request's packages come from (driver._package_request: ubuntu-signed's, the distribution)
     source = "distro" if request["method"] == "ubuntu-signed" else params["package_source"]
     if driver or distribution:

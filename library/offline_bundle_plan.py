@@ -33,8 +33,8 @@ options:
         C(mnnvl), as nvidia_driver_fabric; C(auto) takes HGX B200/B300 GPUs as nvlink5, with a warning,
         since the bundle cannot read the node's management port), C(secure_boot) (the role then takes
         Ubuntu's signed modules where no signing key is set), and the nvidia_driver values that decide
-        what the role installs, named without the C(nvidia_driver_) prefix - C(method), C(package_source), C(branch),
-        C(version), C(module_type), C(fabricmanager), C(check_branch), C(install_prerequisites),
+        what the role installs, named without the C(nvidia_driver_) prefix - C(method), C(package_source),
+        C(branch), C(version), C(module_type), C(fabricmanager), C(check_branch), C(install_prerequisites),
         C(signing_key), C(signing_cert), C(runfile_url), C(runfile_checksum). A value left out is the
         role's default. They win over O(host_facts) for the same host.
     type: list

@@ -49,6 +49,16 @@ options:
     description: What a person reads.
     type: str
     default: ""
+  labels:
+    description:
+      - Labels this Node should carry (a null value - absent), such as C(nvidia.com/gpu.clique). Each is
+        set, in one PATCH of the Node with the field manager C(gpunode), only where no other field manager
+        owns it (C(metadata.managedFields)) - a label GPU Feature Discovery, the kubelet's C(--node-labels)
+        or an operator set stays theirs. A label is removed only where gpunode owns it.
+      - The kubelet may label its own Node outside the C(kubernetes.io) and C(k8s.io) namespaces
+        (NodeRestriction).
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - module_attributes
 author:
@@ -83,6 +93,12 @@ kubeconfig:
   description: The kubeconfig used.
   returned: always
   type: str
+labels:
+  description: What became of each of O(labels) - C(set), C(removed), C(unchanged) or C(left to <managers>)
+    (another field manager owns it).
+  returned: always
+  type: dict
+  sample: {"nvidia.com/gpu.clique": "set"}
 """
 
 import json
@@ -99,6 +115,7 @@ from ansible.module_utils.gpunode.readiness.condition import (
     find,
     now,
     plan,
+    plan_labels,
 )
 from ansible.module_utils.gpunode.readiness.condition import reason as reason_rule
 
@@ -109,12 +126,14 @@ ARGUMENT_SPEC = {
     "status": {"type": "str", "choices": list(STATUSES), "required": True},
     "reason": {"type": "str", "required": True},
     "message": {"type": "str", "default": ""},
+    "labels": {"type": "dict", "default": {}},
 }
 VALUE_RULES = {
     "kubeconfig": values.path,
     "node_name": k8s_names.node_name,
     "type": k8s_names.qualified_name,
     "reason": reason_rule,
+    "labels": k8s_names.labels,
 }
 
 
@@ -137,18 +156,29 @@ def run(module):
         return path
 
     api = NodeApi(who, write_private)
-    current = find(api.get_node(), params["type"])
+    node = api.get_node()
+    current = find(node, params["type"])
     wanted = {key: params[key] for key in ("type", "status", "reason", "message")}
     condition, patch = plan(current, wanted, now())
+    label_patch, labels = plan_labels(node, params["labels"])
     if patch is not None and not module.check_mode:
         condition = find(api.patch_status(patch), params["type"]) or condition
-    result = {"changed": patch is not None, "condition": condition, "node_name": who.node_name,
-              "named_by": who.named_by, "kubeconfig": who.kubeconfig}
+    if label_patch is not None and not module.check_mode:
+        api.patch_node(label_patch)
+    result = {"changed": bool(patch or label_patch), "condition": condition, "node_name": who.node_name,
+              "named_by": who.named_by, "kubeconfig": who.kubeconfig, "labels": labels}
     if module._diff:
         header = f"node {who.node_name} condition {params['type']}"
-        result["diff"] = {"before": _shown(current), "after": _shown(condition),
+        changed = (label_patch or {"metadata": {"labels": {}}})["metadata"]["labels"]
+        have = (node.get("metadata") or {}).get("labels") or {}
+        result["diff"] = {"before": _shown(current) + _shown_labels({key: have.get(key) for key in changed}),
+                          "after": _shown(condition) + _shown_labels(changed),
                           "before_header": header, "after_header": header}
     return result
+
+
+def _shown_labels(labels):
+    return "labels: " + json.dumps(labels, sort_keys=True) + "\n" if labels else ""
 
 
 def main():

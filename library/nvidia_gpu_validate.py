@@ -157,6 +157,15 @@ nvidia_smi:
   description: The nvidia-smi that was run.
   returned: always
   type: str
+clique:
+  description: The node's NVLink clique as GPU Feature Discovery labels it (C(nvidia.com/gpu.clique),
+    C(<clusterUuid>.<cliqueId>)) - where every GPU attached to a fabric (state Completed, status Success, a
+    non-zero cluster UUID) reports the same cluster and clique (a GB200/GB300 tray); null elsewhere (an
+    HGX's zero cluster UUID, no fabric) or when nvidia-smi did not answer. The gpu_validate role labels the
+    Node with it (C(gpu_validate_clique_label)).
+  returned: always
+  type: str
+  sample: dc6e40c4-d722-4357-9ba6-5291dd461278.2
 ansible_facts:
   description: C(gpu_validate) - C(passed), C(failed_checks), C(validated_at) (UTC), C(ran) (true),
     C(fabric) (the GPUs' fabric state, e.g. V(Completed), a status other than Success after it; null where no

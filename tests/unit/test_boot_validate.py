@@ -29,6 +29,7 @@ class Node:
 
     def __call__(self, name, params):
         self.calls.append((name, params.get("reason")))
+        self.labels = params.get("labels")
         if name == "nvidia_gpu_validate":
             self.validate_params = params
             return self.validation
@@ -59,6 +60,20 @@ def test_the_validation_gets_the_roles_arguments_and_its_defaults_for_those_the_
     run_boot(tmp_path, node, validate={"checks": None, "driver_version": None, "sysfs_root": "/opt/sim/sys",
                                        "peermem": False, "dcgm_diag_level": 1})
     assert node.validate_params == {"sysfs_root": "/opt/sim/sys", "peermem": False, "dcgm_diag_level": 1}
+
+
+TRAY = "00000001-0000-0000-0000-000000000001.2"
+
+
+@pytest.mark.parametrize(("clique_label", "clique", "labels"), [
+    (True, TRAY, {"nvidia.com/gpu.clique": TRAY}),
+    (True, None, {"nvidia.com/gpu.clique": None}),  # the fabric has no clique now: gpunode's label goes
+    (False, TRAY, {}),
+])
+def test_the_verdict_carries_the_clique_label_as_the_role_does(tmp_path, clique_label, clique, labels):
+    node = Node(dict(PASSED, clique=clique))
+    assert run_boot(tmp_path, node, clique_label=clique_label)[0] == 0
+    assert node.calls[-1] == ("gpu_node_condition", "Passed") and node.labels == labels
 
 
 def test_a_boot_already_validated_by_the_play_publishes_no_false(tmp_path):

@@ -14,6 +14,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import urllib.parse
 
 import gpu_node_condition
 import pytest
@@ -114,7 +115,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.server.requests.append({"method": self.command, "path": self.path, "body": body,
                                      "content_type": self.headers.get("Content-Type"),
                                      "client": subject.get("commonName")})
-        parts = self.path.split("/")  # /api/v1/nodes/NAME[/status]
+        parts = self.path.split("?")[0].split("/")  # /api/v1/nodes/NAME[/status][?fieldManager=...]
         return body, self.server.nodes.get(parts[4]) if len(parts) > 4 else None, parts
 
     def do_GET(self):
@@ -128,6 +129,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.server.forbid_patch:
             return self._status(403, "Forbidden", f'nodes "{parts[4]}" is forbidden: node "other" '
                                                   "is not allowed to modify node \"gpu-1\"")
+        if node is not None and parts[5:] == []:  # the Node itself: its labels, owned by the field manager
+            return self._answer(200, self._patch_labels(node, body["metadata"]["labels"]))
         if node is None or parts[5:] != ["status"]:
             return self._status(404, "NotFound", "not found")
         conditions = node["status"]["conditions"]
@@ -138,6 +141,31 @@ class Handler(http.server.BaseHTTPRequestHandler):
             else:
                 conditions.append(patched)
         return self._answer(200, node)
+
+
+    def _patch_labels(self, node, labels):
+        """A strategic-merge patch of labels (null removes) by an Update: the manager then owns what it set
+        (metadata.managedFields), as the API server records it."""
+        manager = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)["fieldManager"][0]
+        have = node["metadata"].setdefault("labels", {})
+        entries = node["metadata"].setdefault("managedFields", [])
+        for key, value in labels.items():
+            for entry in entries:
+                entry["fieldsV1"]["f:metadata"]["f:labels"].pop(f"f:{key}", None)
+            if value is None:
+                have.pop(key, None)
+                continue
+            have[key] = value
+            mine = [e for e in entries if e["manager"] == manager] or [_managed(manager)]
+            if mine[0] not in entries:
+                entries.append(mine[0])
+            mine[0]["fieldsV1"]["f:metadata"]["f:labels"][f"f:{key}"] = {}
+        return node
+
+
+def _managed(manager, *keys):
+    return {"manager": manager, "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {f"f:{key}": {} for key in keys}}}}
 
 
 @pytest.fixture
@@ -286,3 +314,58 @@ def test_the_node_name_is_the_certificate_cn_then_the_override_then_the_hostname
     assert identity.node_name_of("", ["/usr/bin/kubelet"], "Host.Example\n") == ("host.example", "hostname")
     garbage = "-----BEGIN CERTIFICATE-----\nbm90IERFUg==\n-----END CERTIFICATE-----"
     assert identity.subject_common_name(garbage) is None
+
+
+CLIQUE = "nvidia.com/gpu.clique"
+TRAY_CLIQUE = "7f8e4b2c-53f0-4b8a-9c4e-2b1d4c6e8a10.32766"
+
+
+def test_a_label_no_one_owns_is_set_by_gpunode_and_a_second_run_sends_nothing(call, server):
+    ok, result = call(labels={CLIQUE: TRAY_CLIQUE})
+    assert ok and result["changed"] and result["labels"] == {CLIQUE: "set"}, result
+    patch = server.requests[-1]
+    assert (patch["method"], patch["path"]) == ("PATCH", f"/api/v1/nodes/{NODE}?fieldManager=gpunode")
+    assert patch["body"] == {"metadata": {"labels": {CLIQUE: TRAY_CLIQUE}}}
+    assert server.nodes[NODE]["metadata"]["labels"] == {CLIQUE: TRAY_CLIQUE}
+    sent = len(server.requests)
+    ok, again = call(labels={CLIQUE: TRAY_CLIQUE})
+    assert ok and not again["changed"] and again["labels"] == {CLIQUE: "unchanged"}
+    assert [r["method"] for r in server.requests[sent:]] == ["GET"]
+
+
+def test_a_label_gpu_feature_discovery_owns_is_left_to_it_whatever_gpunode_reads(call, server):
+    node = server.nodes[NODE]["metadata"]
+    node["labels"] = {CLIQUE: "other-cluster.1"}
+    node["managedFields"] = [_managed("gpu-feature-discovery", CLIQUE)]
+    for wanted in (TRAY_CLIQUE, None):
+        ok, result = call(labels={CLIQUE: wanted})
+        assert ok and result["labels"] == {CLIQUE: "left to gpu-feature-discovery"}, result
+    assert [r["method"] for r in server.requests] == ["GET", "PATCH", "GET"]  # the condition, once
+    assert node["labels"] == {CLIQUE: "other-cluster.1"}
+
+
+def test_a_label_gpunode_set_follows_the_fabric_and_goes_when_it_has_no_clique(call, server):
+    assert call(labels={CLIQUE: TRAY_CLIQUE})[0]
+    ok, result = call(labels={CLIQUE: "7f8e4b2c-53f0-4b8a-9c4e-2b1d4c6e8a10.4"})
+    assert ok and result["labels"] == {CLIQUE: "set"}
+    ok, result = call(labels={CLIQUE: None})
+    assert ok and result["changed"] and result["labels"] == {CLIQUE: "removed"}
+    assert CLIQUE not in server.nodes[NODE]["metadata"]["labels"]
+    # a label someone set with no field manager recorded is never taken over, nor removed
+    server.nodes[NODE]["metadata"]["labels"] = {CLIQUE: "theirs.0"}
+    for wanted in (TRAY_CLIQUE, None):
+        ok, result = call(labels={CLIQUE: wanted})
+        assert ok and result["labels"][CLIQUE].startswith("left to whoever set it"), result
+    assert server.nodes[NODE]["metadata"]["labels"] == {CLIQUE: "theirs.0"}
+
+
+def test_check_mode_sends_no_label_and_diff_shows_it(call, server):
+    ok, result = call(check_mode=True, diff=True, labels={CLIQUE: TRAY_CLIQUE})
+    assert ok and result["changed"] and [r["method"] for r in server.requests] == ["GET"]
+    assert f'"{CLIQUE}": null' in result["diff"]["before"]
+    assert f'"{CLIQUE}": "{TRAY_CLIQUE}"' in result["diff"]["after"]
+
+
+def test_a_label_value_that_is_not_one_is_refused_before_any_request(call, server):
+    ok, result = call(labels={CLIQUE: "not a value/"})
+    assert not ok and "labels['nvidia.com/gpu.clique']" in result["msg"] and server.requests == []

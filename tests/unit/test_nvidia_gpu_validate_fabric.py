@@ -164,3 +164,31 @@ def test_the_validation_tells_the_fabrics_state_the_gpus_report(tmp_path, name, 
 
 def test_no_fabric_state_without_the_fabric_check(tmp_path):
     assert state(capture("b200"), node(tmp_path, "hgx-b200"), checks=("persistence",)) is None
+
+
+# ------------------------------------------------------- the clique gpu_validate labels the Node with
+
+
+def clique(xml, sysfs_root):
+    return run.validate(Host(xml), {"nvidia_smi": "/usr/bin/nvidia-smi", "sysfs_root": sysfs_root,
+                                    "checks": ["fabric"]})["clique"]
+
+
+def test_a_trays_clique_is_its_cluster_and_clique_as_gpu_feature_discovery_writes_it(tmp_path):
+    # NVIDIA/k8s-device-plugin internal/lm/imex.go: "<clusterUUID>.<cliqueID>" over the attached GPUs
+    assert clique(capture("gb200"), node(tmp_path / "gb200", "gb200-tray")) == \
+        "00000001-0000-0000-0000-000000000001.2"
+    assert clique(capture("gb300"), node(tmp_path / "gb300", gb300_tray())) == \
+        "00000001-0000-0000-0000-000000000001.32766"
+
+
+def test_no_clique_for_an_hgx_a_fabric_not_completed_or_gpus_that_disagree(tmp_path):
+    root = node(tmp_path / "b200", "hgx-b200")
+    assert clique(capture("b200"), root) is None  # the zero cluster UUID of an HGX: not attached
+    tray, xml = node(tmp_path / "tray", "gb200-tray"), capture("gb200")
+    # one GPU not attached (its fabric still in progress): the others still name the clique
+    assert clique(changed(xml, 1, "<state>Completed</state>", "<state>In Progress</state>"), tray) == \
+        "00000001-0000-0000-0000-000000000001.2"
+    assert clique(changed(xml, 1, "<cliqueId>2</cliqueId>", "<cliqueId>3</cliqueId>"), tray) is None
+    every = xml.replace("<state>Completed</state>", "<state>In Progress</state>")
+    assert clique(every, tray) is None

@@ -27,6 +27,7 @@ import time
 from ansible.module_utils.gpunode.host import files
 
 SETTINGS = "/etc/gpunode/boot-validate.json"
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
 RUN_DIR = "/run/gpunode"
 NOT_VALIDATED = ("False", "NotValidatedSinceBoot",
                  "not validated since the node booted; its boot validation runs")
@@ -61,10 +62,10 @@ def delays(total, first=1.0, longest=30.0):
         delay = min(delay * 2, longest)
 
 
-def publish(call, condition, settings, sleep, log):
-    """Set the condition through gpu_node_condition; whether it holds it."""
+def publish(call, condition, settings, sleep, log, *, labels=None):
+    """Set the condition (and ``labels``) through gpu_node_condition; whether it holds it."""
     args = {"type": settings["condition_type"], "status": condition[0], "reason": condition[1],
-            "message": condition[2]}
+            "message": condition[2], "labels": labels or {}}
     for delay in itertools.chain(delays(settings.get("retry_seconds", 600)), [None]):
         result = call("gpu_node_condition", args)
         if not result.get("failed"):
@@ -103,7 +104,10 @@ def boot(settings, call, run_dir=RUN_DIR, sleep=time.sleep, log=journal):
         if path:
             files.write_text(path, json.dumps(marker, indent=4, sort_keys=True) + "\n")
     log(("passed: " if marker["passed"] else "failed: ") + (result.get("msg") or "the GPU validation passed"))
-    published = not publishing or publish(call, verdict_condition(result), settings, sleep, log)
+    # the NVLink clique as the role labels it (gpu_validate_clique_label): where no one else owns the label
+    labels = {CLIQUE_LABEL: result["clique"]} if settings.get("clique_label") and "clique" in result else {}
+    verdict = verdict_condition(result)
+    published = not publishing or publish(call, verdict, settings, sleep, log, labels=labels)
     return 0 if marker["passed"] and published else 1
 
 

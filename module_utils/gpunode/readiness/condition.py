@@ -13,6 +13,10 @@ k8s.io/api core/v1 types.go), so every other condition stays as it is.
 - :func:`plan`: the condition to hold and the patch to send (None when the Node's condition
   already has that status, reason and message). ``lastTransitionTime`` moves only when the
   status changes; ``lastHeartbeatTime`` is now.
+- :func:`plan_labels`: labels of the Node (a kubelet may set its own Node's labels outside the
+  ``kubernetes.io`` and ``k8s.io`` namespaces, NodeRestriction again) set only where no other field
+  manager owns them (``metadata.managedFields``): what GPU Feature Discovery or an operator set stays
+  theirs; a label is removed only where gpunode owns it.
 - :class:`NodeApi`: GET and PATCH over HTTPS with the kubelet's client certificate; errors name
   the server, the node and the kubeconfig.
 
@@ -29,6 +33,8 @@ import urllib.parse
 from ansible.module_utils.gpunode.formats.values import refuse, string
 
 PATCH_TYPE = "application/strategic-merge-patch+json"
+#: The field manager of gpunode's writes to a Node's labels (``?fieldManager=``).
+FIELD_MANAGER = "gpunode"
 STATUSES = ("True", "False", "Unknown")
 _CAMEL_CASE = re.compile(r"[A-Z][A-Za-z0-9]*")
 CAMEL_CASE_RULE = "CamelCase: a capital letter, then letters and digits (Kubernetes API conventions, Reason)"
@@ -66,6 +72,35 @@ def plan(current, wanted, time):
     condition = dict(wanted, lastHeartbeatTime=time,
                      lastTransitionTime=current["lastTransitionTime"] if kept else time)
     return condition, {"status": {"conditions": [condition]}}
+
+
+def label_owners(node, key):
+    """The field managers that own ``metadata.labels[key]`` of ``node`` (its ``managedFields``)."""
+    owners = set()
+    for entry in (node.get("metadata") or {}).get("managedFields") or []:
+        labels = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {}
+        if f"f:{key}" in labels:
+            owners.add(entry.get("manager") or "?")
+    return sorted(owners)
+
+
+def plan_labels(node, wanted):
+    """``(patch, said)``: the strategic-merge patch that gives the Node the ``wanted`` labels (a value
+    None: absent) where no other field manager owns them, None when nothing changes; ``said`` tells,
+    per label, ``set``, ``removed``, ``unchanged`` or ``left to <managers>``."""
+    have = (node.get("metadata") or {}).get("labels") or {}
+    labels, said = {}, {}
+    for key, value in sorted(wanted.items()):
+        owners = label_owners(node, key)
+        others = [owner for owner in owners if owner != FIELD_MANAGER]
+        if have.get(key) == value:
+            said[key] = "unchanged"
+        elif not others and (FIELD_MANAGER in owners or key not in have):
+            labels[key] = value
+            said[key] = "removed" if value is None else "set"
+        else:
+            said[key] = "left to " + (", ".join(others) or "whoever set it (no field manager recorded)")
+    return ({"metadata": {"labels": labels}} if labels else None), said
 
 
 class NodeApi:
@@ -120,4 +155,8 @@ class NodeApi:
 
     def patch_status(self, patch):
         path = "/api/v1/nodes/" + urllib.parse.quote(self.who.node_name) + "/status"
+        return self.request("PATCH", path, patch)
+
+    def patch_node(self, patch):
+        path = f"/api/v1/nodes/{urllib.parse.quote(self.who.node_name)}?fieldManager={FIELD_MANAGER}"
         return self.request("PATCH", path, patch)

@@ -120,7 +120,7 @@ NVLINK5_NEEDS = ("an NVLink5 fabric needs NVLSM running, started by nvidia-fabri
 NOT_APPLICABLE = (None, "N/A")
 
 
-def _zero_uuid(uuid):
+def zero_uuid(uuid):
     return uuid in NOT_APPLICABLE or not uuid.replace("0", "").replace("-", "")
 
 
@@ -134,7 +134,7 @@ def _fabric_problems(gpu, kind):
         problems.append(f"fabric status {status}, wanted Success")
     if health not in ("Healthy", *NOT_APPLICABLE):
         problems.append(f"fabric health summary {health}, wanted Healthy")
-    if kind == "mnnvl" and _zero_uuid(gpu["fabric_cluster"]):
+    if kind == "mnnvl" and zero_uuid(gpu["fabric_cluster"]):
         problems.append(f"clusterUuid {gpu['fabric_cluster']}: not in a multi-node NVLink domain")
     return problems
 

@@ -140,6 +140,18 @@ def fabric_state(reading):
     return " / ".join([text for text in said if text != "Completed"] if len(said) > 1 else said) or None
 
 
+def clique(reading):
+    """The node's NVLink clique as GPU Feature Discovery labels it (``nvidia.com/gpu.clique``:
+    ``<clusterUuid>.<cliqueId>``, NVIDIA/k8s-device-plugin internal/lm/imex.go @1b826ac): over the GPUs
+    attached to a fabric (state Completed, status Success, a non-zero clusterUuid: go-nvlib's
+    ``IsFabricAttached``), one cluster and one clique, else None."""
+    attached = {(gpu["fabric_cluster"].lower(), gpu["fabric_clique"]) for gpu in reading["gpus"]
+                if gpu["fabric_state"] == "Completed" and gpu["fabric_status"] == "Success"
+                and not checks.zero_uuid(gpu["fabric_cluster"])
+                and gpu["fabric_clique"] not in checks.NOT_APPLICABLE}
+    return ".".join(attached.pop()) if len(attached) == 1 else None
+
+
 def run_imex(host, params):
     """On an NVL72 tray whose host runs IMEX (``imex_mode`` host): ``nvidia-imex-ctl -q`` and ``-N``."""
     mode = params.get("imex_mode")
@@ -210,7 +222,7 @@ def _step(name, host, params, reading):
 
 def validate(host, params):
     """{"passed", "results", "failed", "nvidia_smi", "driver_version", "fabric" (:func:`fabric_state`, where
-    the fabric check ran)} for the checks asked (all when none are named)."""
+    the fabric check ran), "clique" (:func:`clique`)} for the checks asked (all when none are named)."""
     params = dict(params)
     params["nvidia_smi"] = find_nvidia_smi(params.get("nvidia_smi"), host.which)
     names = params.get("checks") or list(ALL_CHECKS)
@@ -233,7 +245,8 @@ def validate(host, params):
     failed = [r for r in results if r["passed"] is False]
     return {"passed": not failed, "results": results, "failed": failed, "nvidia_smi": params["nvidia_smi"],
             "driver_version": reading["driver_version"],
-            "fabric": fabric_state(reading) if "fabric" in names and not reading["error"] else None}
+            "fabric": fabric_state(reading) if "fabric" in names and not reading["error"] else None,
+            "clique": None if reading["error"] else clique(reading)}
 
 
 def failure_message(failed):

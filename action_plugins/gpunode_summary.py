@@ -139,6 +139,10 @@ def _validated(facts):
     return f"passed {str(verdict.get('validated_at') or '')[:10]}".rstrip()
 
 
+#: how kubernetes.core's k8s_drain fails an eviction the API server refused
+EVICTION_REFUSED = "Failed to delete pod "
+
+
 def _done(result):
     """Whether a task of the rolling path, as registered, ran and succeeded."""
     return isinstance(result, dict) and not result.get("skipped") and not result.get("failed")
@@ -155,7 +159,10 @@ def rollout(record, facts):
     drained, uncordoned = _done(record.get("drained")), _done(record.get("uncordoned"))
     failure = record.get("failed")
     if isinstance(failure, dict):
-        left = ", left cordoned" if drained and not uncordoned else ""
+        # k8s_drain cordons, then evicts: an eviction refused (a PodDisruptionBudget to the end) leaves the
+        # node cordoned; it takes the cordon back only when it cannot list the pods
+        refused = str(failure.get("msg") or "").startswith(EVICTION_REFUSED)
+        left = ", left cordoned" if (drained or refused) and not uncordoned else ""
         return (f"failed at {failure.get('task')}{left}",
                 f"rollout failed at {failure.get('task')}: {failure.get('msg')}")
     if record.get("check_mode"):

@@ -2,11 +2,16 @@
 the one the hosts asked for (filter_plugins/gpunode_rollout.py), a failure that stops every later batch
 and the closing table printed before the run fails them."""
 
+import json
+import subprocess
+import sys
+import time
+
 import pytest
 import yaml
 from ansible.module_utils.gpunode.addons import dra, dra_objects
 from conftest import ROOT, load_file
-from playbook_run import ansible_playbook
+from playbook_run import ansible_playbook, local_inventory
 
 FILTERS = load_file(ROOT / "filter_plugins" / "gpunode_rollout.py", "gpunode_rollout_filters")
 batch_error = FILTERS.FilterModule().filters()["gpunode_rollout_batch_error"]
@@ -168,3 +173,47 @@ def test_a_node_lost_inside_its_batch_stops_every_later_batch_as_a_failed_one_do
     assert "rollout not started: gpu-01 failed in an earlier batch" in done.stdout, output[-4000:]
     recap = {line.split()[0]: line for line in done.stdout.splitlines() if " : ok=" in line}
     assert "unreachable=1" in recap["gpu-01"] and "failed=1" in recap["gpu-03"], output[-4000:]
+
+
+def _drain(tmp_path, refusals, timeout):
+    """The rolling path's drain (tasks/rollout_drain.yml) of gpu-01 against the API stand-in whose
+    PodDisruptionBudget refuses the first ``refusals`` evictions (-1: every one); (run, the stand-in's
+    events)."""
+    record, kubeconfig = tmp_path / "standin.json", tmp_path / "standin.kubeconfig"
+    standin = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fixtures" / "drain" / "api_standin.py"),
+                                "--node", "gpu-01", "--kubeconfig", str(kubeconfig), "--record", str(record),
+                                "--lifetime", "120", "--pdb-refusals", str(refusals)])
+    try:
+        for _ in range(100):
+            if kubeconfig.exists():
+                break
+            time.sleep(0.1)
+        playbook = tmp_path / "drain.yml"
+        playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
+            {"ansible.builtin.include_tasks": str(ROOT / "playbooks" / "tasks" / "rollout_drain.yml"),
+             "vars": {"__gpunode_rollout_node": "gpu-01"}}]}]))
+        done = ansible_playbook(playbook, local_inventory(tmp_path / "inventory.json"), "-e",
+                                json.dumps({"gpunode_rollout_kubeconfig": str(kubeconfig),
+                                            "gpunode_rollout_drain_timeout": timeout,
+                                            "gpunode_rollout_drain_retry_delay": 1}), check=False)
+    finally:
+        standin.terminate()
+        standin.wait(timeout=30)
+    return done, json.loads(record.read_text())["events"]
+
+
+@pytest.mark.controller(reason="runs ansible-playbook")
+def test_an_eviction_a_disruption_budget_refuses_is_tried_again_until_it_is_allowed(tmp_path):
+    done, events = _drain(tmp_path, refusals=2, timeout=20)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert events == ["cordon", "pdb refuses default/gpu-work", "pdb refuses default/gpu-work",
+                      "evict default/gpu-work"]
+
+
+@pytest.mark.controller(reason="runs ansible-playbook")
+def test_a_budget_that_refuses_to_the_end_fails_the_drain_naming_it_and_the_node_stays_cordoned(tmp_path):
+    done, events = _drain(tmp_path, refusals=-1, timeout=3)
+    assert done.returncode == 2
+    assert "disruption budget" in done.stdout and "FAILED - RETRYING" in done.stdout
+    assert events.count("pdb refuses default/gpu-work") == 4  # the first try and 3 more (3 s, 1 s apart)
+    assert events[0] == "cordon" and "uncordon" not in events and "evict default/gpu-work" not in events

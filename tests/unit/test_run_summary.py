@@ -285,6 +285,8 @@ def test_when_every_gpu_node_is_refused_the_run_fails_them_and_still_prints_the_
     assert output.count("refused: GPU in use by pid 4242 (work.service)") == 2, done.stdout[-3000:]
 
 
+PDB_REFUSED = ("Failed to delete pod default/train-0 due to: (429) Reason: Too Many Requests: Cannot "
+               "evict pod as it would violate the pod's disruption budget.")
 DRAINED = {"changed": True, "result": "node gpu-01 marked unschedulable. 1 Pod(s) deleted from node."}
 SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
 
@@ -305,6 +307,11 @@ SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result
       "failed": {"task": "Rollout | cordon and drain", "msg": "Failed to retrieve node"}}, {},
      "failed at Rollout | cordon and drain",
      "rollout failed at Rollout | cordon and drain: Failed to retrieve node"),
+    # a PodDisruptionBudget refused an eviction to the end: k8s_drain had cordoned the node
+    ({"drain": True, "drained": None, "uncordoned": None,
+      "failed": {"task": "Rollout | cordon and drain", "msg": PDB_REFUSED}}, {},
+     "failed at Rollout | cordon and drain, left cordoned",
+     f"rollout failed at Rollout | cordon and drain: {PDB_REFUSED}"),
     ({"not_started": "gpu-01"}, {}, "not started",
      "rollout not started: gpu-01 failed in an earlier batch, and no later batch starts"),
     ({"drain": True, "check_mode": True, "drained": SKIPPED, "failed": None}, {}, "would drain", None),

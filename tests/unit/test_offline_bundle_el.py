@@ -41,7 +41,7 @@ RHEL10 = {"distribution": "RedHat", "distribution_version": "10.0", "architectur
 NODES = [
     dict(ROCKY, host="el9-t4", gpus=["1eb8"], branch="580"),                           # 580-open
     dict(ROCKY, host="el9-hgx", gpus=["2330"] * 8, nvswitches=4, version="570.172.08"),  # 570-open + fm
-    dict(RHEL10, host="el10-hgx", gpus=["2901"] * 8, nvswitches=2, branch="580"),      # lock *nvidia*580*
+    dict(RHEL10, host="el10-hgx", gpus=["2330"] * 8, nvswitches=4, branch="580"),      # lock *nvidia*580*
 ]
 #: what dnf installs from each branch's stream with nvidia-open (the stand-ins' requires)
 OPEN_DRIVER = ["kmod-nvidia-open-dkms-{v}-1.el{m}", "libnvidia-ml-{v}-1.el{m}", "nvidia-driver-{v}-1.el{m}",

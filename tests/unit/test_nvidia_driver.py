@@ -644,8 +644,9 @@ def test_fabric_manager_follows_the_driver():
     fresh = plan(state(), req)
     assert fresh["fabric"] == {
         "kind": "nvswitch", "version": "535.129.03", "install": ["nvidia-fabricmanager-535"], "packages": [],
-        "boot_files": [], "modules": [], "files": [], "imex_config": [], "enable": ["nvidia-fabricmanager"],
-        "start": ["nvidia-fabricmanager"], "restart": [], "stop": [], "mask": []}
+        "boot_files": [], "disable": [], "remove": [], "modules": [], "files": [], "imex_config": [],
+        "enable": ["nvidia-fabricmanager"], "start": ["nvidia-fabricmanager"], "restart": [], "stop": [],
+        "mask": []}
     assert "nvidia-fabricmanager-535" in fresh["hold"]
     fm_unit = {"load": "loaded", "active": "active", "enabled": "enabled"}
     running = {**ENABLED, "nvidia-fabricmanager": fm_unit}

@@ -23,6 +23,10 @@ Two kinds of code, two kinds of runs:
   ansible-playbook) run once, on the controller's Python (this interpreter,
   the project's .venv; --controller-only in .venv-newest for the newest).
 
+The Hypothesis properties draw all their examples on the range's ends (3.8, 3.14)
+and a quarter of them on the Pythons between (GPUNODE_HYPOTHESIS_SHARE, read by
+tests/unit/conftest.py's ``examples``): the same code paths, new examples each run.
+
 Every run takes the tests in a random order (pytest-random-order: modules
 shuffled, tests shuffled in each), with one seed per invocation, printed first
 and last; UNIT_SEED=N (or --seed N) repeats an order.
@@ -270,6 +274,7 @@ class Run:
         self.counts = {}
         self.reasons = {}
         self.note = ""
+        self.hypothesis_share = 1  # GPUNODE_HYPOTHESIS_SHARE (tests/unit/conftest.py)
 
 
 def ensure_image(run, log):
@@ -292,7 +297,7 @@ def container_argv(run, module_utils, pythonpath):
         argv += ["-v", f"{path}:{path}:ro"]
     argv += ["-v", f"{run.junit.parent}:{run.junit.parent}"]
     env = {"PYTHONPATH": str(pythonpath), "PYTHONDONTWRITEBYTECODE": "1", "PY_COLORS": "0", "NO_COLOR": "1",
-           "HYPOTHESIS_STORAGE_DIRECTORY": "/tmp/hypothesis"}
+           "HYPOTHESIS_STORAGE_DIRECTORY": "/tmp/hypothesis", "GPUNODE_HYPOTHESIS_SHARE": str(run.hypothesis_share)}
     if os.environ.get("GPUNODE_TESTS_WITHOUT_SHARED"):
         env["GPUNODE_TESTS_WITHOUT_SHARED"] = os.environ["GPUNODE_TESTS_WITHOUT_SHARED"]
     for key, value in env.items():
@@ -309,7 +314,7 @@ def run_one(run, pytest_args, target_pythonpath, order_args=(), container=None):
     with run.log.open("w") as log:
         try:
             env = dict(os.environ, PYTHONPYCACHEPREFIX=str(CACHE / "pycache" / run.name),
-                       PY_COLORS="0", NO_COLOR="1")
+                       PY_COLORS="0", NO_COLOR="1", GPUNODE_HYPOTHESIS_SHARE=str(run.hypothesis_share))
             env.pop("PYTHONPATH", None)
             select = []
             if run.image:
@@ -366,6 +371,8 @@ def report(runs, ansible_version):
             notes.append(f"{venv}, ansible-core {ansible_version}, tests marked controller")
         if controller_skips:
             notes.append(f"{controller_skips} controller-side skipped")
+        if run.hypothesis_share > 1:
+            notes.append(f"Hypothesis examples 1/{run.hypothesis_share}")
         if run.error:
             notes.append(f"ERROR: {run.error}")
         elif run.rc not in (0,):
@@ -470,6 +477,9 @@ def main(argv=None):
             runs.append(Run(f"py{minor}", "target", None, image=image))
         else:
             runs.append(Run(f"py{minor}", "target", find_interpreter(minor)))
+    for run in runs:  # the Hypothesis properties' examples: all on the range's ends, a quarter between
+        if run.context == "target" and run.name.removeprefix("py") not in (supported[0], supported[-1]):
+            run.hypothesis_share = 4
     container = container_context(minors)
     pythonpath = target_path(module_utils, f"target-{ansible_version}")
     order_args = ["--random-order-bucket=module", f"--random-order-seed={args.seed}"]

@@ -43,6 +43,10 @@ SHARED_FIXTURES = SHARED / "fixtures"
 FIXTURES = ROOT / "tests" / "fixtures"
 WITHOUT_SHARED_VARIABLE = "GPUNODE_TESTS_WITHOUT_SHARED"
 WITHOUT_SHARED = os.environ.get(WITHOUT_SHARED_VARIABLE) == "1"
+#: scripts/unit-tests.py gives the Hypothesis properties their full examples on the supported range's
+#: ends and the controller, and a share of them (GPUNODE_HYPOTHESIS_SHARE=4: a quarter) on the Pythons
+#: between, which run the same code paths; every run draws new examples
+HYPOTHESIS_SHARE = int(os.environ.get("GPUNODE_HYPOTHESIS_SHARE", "1"))
 _not_generated = []  # shared_files() selections that gave no case because ../shared is absent
 
 ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
@@ -108,6 +112,11 @@ def pytest_terminal_summary(terminalreporter):
         f"{len(_not_generated)} parametrized selections of shared files generated no case: "
         + ", ".join(sorted(set(_not_generated)))
     )
+
+
+def examples(count):
+    """The Hypothesis examples of a property on this run: ``count``, or its share (at least 20)."""
+    return max(20, count // HYPOTHESIS_SHARE)
 
 
 def load_file(path, name):

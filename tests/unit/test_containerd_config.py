@@ -13,7 +13,7 @@ from ansible.module_utils.gpunode.runtime.containerd_config import (
     plan,
     version_from_output,
 )
-from conftest import FIXTURES, shared_files
+from conftest import FIXTURES, examples, shared_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -386,7 +386,7 @@ TABLES = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(TABLES)
 def test_property_dumps_round_trips(data):
     assert load(dumps(data)) == data

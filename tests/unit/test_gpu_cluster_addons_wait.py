@@ -70,7 +70,7 @@ class FakeApiServer:
                 pass
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.httpd.server_port}"
 
 

@@ -171,7 +171,7 @@ def _managed(manager, *keys):
 @pytest.fixture
 def server(pki):
     api = ApiServer(pki)
-    thread = threading.Thread(target=api.serve_forever, daemon=True)
+    thread = threading.Thread(target=api.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield api
     api.shutdown()

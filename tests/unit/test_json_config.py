@@ -11,7 +11,7 @@ from ansible.module_utils.gpunode.formats.json_config import (
     parse,
     plan,
 )
-from conftest import FIXTURES, shared_files
+from conftest import FIXTURES, examples, shared_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -186,7 +186,7 @@ VALUES = st.recursive(
 OBJECTS = st.dictionaries(KEYS, VALUES, max_size=5)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(current=OBJECTS, wanted=OBJECTS)
 def test_property_merge_is_idempotent(current, wanted):
     text = json.dumps(current)
@@ -197,7 +197,7 @@ def test_property_merge_is_idempotent(current, wanted):
     assert equal(again, config)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(current=OBJECTS, wanted=OBJECTS)
 def test_property_keys_not_named_are_untouched(current, wanted):
     merged = deep_merge(current, wanted)
@@ -210,7 +210,7 @@ def test_property_keys_not_named_are_untouched(current, wanted):
                     assert equal(merged[key][inner], inner_value)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(current=OBJECTS, wanted=OBJECTS)
 def test_property_every_wanted_leaf_is_in_the_result(current, wanted):
     merged = deep_merge(current, wanted)

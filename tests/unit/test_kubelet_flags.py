@@ -12,7 +12,7 @@ from ansible.module_utils.gpunode.kubelet.flags import (
     set_gate_string,
     split_words,
 )
-from conftest import FIXTURES, shared_files
+from conftest import FIXTURES, examples, shared_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -166,7 +166,7 @@ GATE_MAPS = st.dictionaries(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     flags=FLAGS,
     old=st.one_of(st.none(), GATE_MAPS),

@@ -97,7 +97,7 @@ def served(tmp_path_factory):
     subprocess.run(["createrepo_c", "--quiet", "--no-database", str(toolkit)], check=True)
     handler = functools.partial(QuietHandler, directory=str(www))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     yield {"url": f"http://127.0.0.1:{server.server_address[1]}", "www": www}
     server.shutdown()
 
@@ -207,7 +207,7 @@ def test_an_rpm_that_differs_from_primarys_checksum_fails_naming_repository_and_
     tampered.write_bytes(tampered.read_bytes() + b"changed on the way")
     handler = functools.partial(QuietHandler, directory=str(www))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     try:
         proc = bundle(tmp_path, served, nodes=NODES[2:], url=f"http://127.0.0.1:{server.server_address[1]}",
                       check=False)

@@ -85,7 +85,7 @@ def served(tmp_path_factory):
     (runfiles / "NVIDIA-Linux-x86_64-580.95.05.run").write_bytes(runfile)
     handler = functools.partial(QuietHandler, directory=str(www))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield {"url": f"http://127.0.0.1:{server.server_address[1]}",
            "runfile_sha256": hashlib.sha256(runfile).hexdigest()}

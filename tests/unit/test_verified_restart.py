@@ -68,7 +68,7 @@ def http_server():
             pass
 
     server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}/healthz", status
     server.shutdown()

@@ -13,7 +13,7 @@ from ansible.module_utils.gpunode.formats.yaml_edit import (
     set_scalar,
 )
 from ansible.module_utils.gpunode.formats.yaml_load import safe_load
-from conftest import FIXTURES, shared_files
+from conftest import FIXTURES, examples, shared_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -232,7 +232,7 @@ def _dump(tree, indent):
     return "".join(line + ("  # note\n" if not line.startswith(" ") else "\n") for line in body.splitlines())
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tree=TREES, path=st.lists(KEYS, min_size=1, max_size=3), value=SCALARS, indent=st.sampled_from([2, 4]))
 def test_property_set_scalar_loads_as_expected_and_is_idempotent(tree, path, value, indent):
     text = _dump(tree, indent)
@@ -252,7 +252,7 @@ def test_property_set_scalar_loads_as_expected_and_is_idempotent(tree, path, val
     assert out.count("# note") == text.count("# note")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     doc=st.sampled_from(ALL_YAML or [None]),
     key=KEYS,

@@ -297,7 +297,8 @@ def container_argv(run, module_utils, pythonpath):
         argv += ["-v", f"{path}:{path}:ro"]
     argv += ["-v", f"{run.junit.parent}:{run.junit.parent}"]
     env = {"PYTHONPATH": str(pythonpath), "PYTHONDONTWRITEBYTECODE": "1", "PY_COLORS": "0", "NO_COLOR": "1",
-           "HYPOTHESIS_STORAGE_DIRECTORY": "/tmp/hypothesis", "GPUNODE_HYPOTHESIS_SHARE": str(run.hypothesis_share)}
+           "HYPOTHESIS_STORAGE_DIRECTORY": "/tmp/hypothesis",
+           "GPUNODE_HYPOTHESIS_SHARE": str(run.hypothesis_share)}
     if os.environ.get("GPUNODE_TESTS_WITHOUT_SHARED"):
         env["GPUNODE_TESTS_WITHOUT_SHARED"] = os.environ["GPUNODE_TESTS_WITHOUT_SHARED"]
     for key, value in env.items():

@@ -177,8 +177,9 @@ disruption:
       returned: always
     gpu_work:
       description: The processes with a GPU device (C(/dev/nvidia[0-9]+)) open, but those of O(gpu_services)
-        - C(pid), C(command) (its command line) and C(unit) (its systemd service, or null); empty when
-        nothing is disruptive (not looked for).
+        - C(pid), C(command) (its command line), C(unit) (its systemd service, or null) and C(pod) (the
+        uid of the Kubernetes pod it runs in, from its cgroup, or null); empty when nothing is disruptive
+        (not looked for).
       type: list
       elements: dict
       returned: always
@@ -199,7 +200,7 @@ disruption:
       type: bool
       returned: always
   sample: {disruptive: true, reasons: [driver install 535.129.03 -> 570.133.20, driver reload],
-           gpu_work: [{pid: 4242, command: python3 train.py, unit: train.service}], serving: true,
+           gpu_work: [{pid: 4242, command: python3 train.py, unit: train.service, pod: null}], serving: true,
            node_name: gpu-01, rollout: true}
 refusal:
   description: When the plans are disruptive, the node has GPU work and O(allow_in_use) and O(drain) are

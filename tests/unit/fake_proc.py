@@ -51,12 +51,13 @@ class FakeProc:
     def started(self, age):
         return time.time() - age
 
-    def open_files(self, pid, *targets, unit=None):
+    def open_files(self, pid, *targets, unit=None, cgroup=None):
         """``fd/0``... of process ``pid`` as links to ``targets`` (only the links are read: the targets
-        need not exist), and its cgroup in the systemd service ``unit``, when one is given."""
+        need not exist), and its cgroup: ``cgroup`` (the file's text) or the systemd service ``unit``,
+        when one is given."""
         fds = self.root / str(pid) / "fd"
         fds.mkdir()
         for number, target in enumerate(targets):
             os.symlink(target, fds / str(number))
-        if unit:
-            (self.root / str(pid) / "cgroup").write_text(f"0::/system.slice/{unit}\n")
+        if unit or cgroup:
+            (self.root / str(pid) / "cgroup").write_text(cgroup or f"0::/system.slice/{unit}\n")

@@ -62,9 +62,47 @@ def kubelet_kubeconfig(path, user=None):
 
 def test_a_process_holding_a_gpu_device_is_found_with_its_command_line_and_unit(proc):
     assert processes.gpu_holders(str(proc.root)) == [
-        (812, ["/usr/bin/nvidia-persistenced"], "nvidia-persistenced.service"),
-        (4242, TRAIN, "train.service"),
+        (812, ["/usr/bin/nvidia-persistenced"], "nvidia-persistenced.service", None),
+        (4242, TRAIN, "train.service", None),
     ]
+
+
+POD = "4d5a9c02-3b1e-4a34-9d1f-2f6c1e6b7a11"
+CONTAINER = "0f3c" * 16
+
+
+@pytest.mark.parametrize(("cgroup", "pod"), [
+    # cgroup v2, the kubelet's systemd cgroup driver (kubeadm's default), a BestEffort and a Guaranteed pod
+    (f"0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{POD.replace('-', '_')}.slice/"
+     f"cri-containerd-{CONTAINER}.scope\n", POD),
+    (f"0::/kubepods.slice/kubepods-pod{POD.replace('-', '_')}.slice/cri-containerd-{CONTAINER}.scope\n", POD),
+    # cgroupfs driver (k3s), and cgroup v1 with a line per controller
+    (f"0::/kubepods/burstable/pod{POD}/{CONTAINER}\n", POD),
+    (f"12:memory:/kubepods/besteffort/pod{POD}/{CONTAINER}\n1:name=systemd:/kubepods/besteffort/pod{POD}/"
+     f"{CONTAINER}\n", POD),
+    # a plain Docker container, a service, a user's shell: no pod
+    (f"0::/system.slice/docker-{CONTAINER}.scope\n", None),
+    ("0::/system.slice/train.service\n", None),
+    ("0::/user.slice/user-1000.slice/session-3.scope\n", None),
+    ("0::/system.slice/pod-manager.service\n", None),
+])
+def test_the_pod_of_a_process_is_read_from_its_cgroup_as_the_kubelet_names_it(cgroup, pod):
+    assert processes.pod_of_cgroup(cgroup) == pod
+
+
+def test_work_in_a_pod_is_named_by_its_pod_and_the_refusal_says_a_drain_pauses_gpunodes_daemonsets(
+        proc, kubeconfigs):
+    plugin = proc.add(3100, "nvidia-device-pl", ["nvidia-device-plugin"])
+    proc.open_files(plugin, "/dev/nvidiactl", "/dev/nvidia0",
+                    cgroup=f"0::/kubepods/besteffort/pod{POD}/{CONTAINER}\n")
+    got = disruption.assess(driver_change(unload=True), ["nvidia-persistenced"], False, host=HOST,
+                            node="gpu-01")
+    assert got["disruption"]["gpu_work"] == [
+        {"pid": 3100, "command": "nvidia-device-plugin", "unit": None, "pod": POD},
+        {"pid": 4242, "command": "python3 train.py --epochs 3", "unit": "train.service", "pod": None}]
+    assert f"pid 3100 (pod {POD}): nvidia-device-plugin; pid 4242 (train.service)" in got["refusal"]
+    assert ("1 of them in pods: a drain evicts those but a DaemonSet's, and pauses gpunode's own GPU "
+            "DaemonSets (device plugin, dcgm-exporter) there.") in got["refusal"]
 
 
 def test_fds_that_cannot_be_read_are_skipped(proc):
@@ -88,7 +126,7 @@ def test_fds_that_cannot_be_read_are_skipped(proc):
 
 def test_gpu_work_leaves_out_the_services_gpunode_stops_itself(proc):
     assert disruption.gpu_work(["nvidia-persistenced", "nvidia-dcgm"]) == [
-        {"pid": 4242, "command": "python3 train.py --epochs 3", "unit": "train.service"}]
+        {"pid": 4242, "command": "python3 train.py --epochs 3", "unit": "train.service", "pod": None}]
     assert [p["pid"] for p in disruption.gpu_work(["train.service"])] == [812]
 
 
@@ -170,7 +208,8 @@ def test_a_disruptive_change_on_a_node_with_gpu_work_is_refused_naming_node_work
     got = disruption.assess(driver_change(install=True, unload=True), ["nvidia-persistenced"], False,
                             host=HOST, node="gpu-01")
     assert got["disruption"]["gpu_work"] == [
-        {"pid": 4242, "command": "python3 train.py --epochs 3", "unit": "train.service"}]
+        {"pid": 4242, "command": "python3 train.py --epochs 3", "unit": "train.service", "pod": None}]
+    assert "in pods" not in got["refusal"]
     assert got["refusal"] == (
         "gpu-01: refused, GPU work runs here and this run would disrupt it (driver install 535.129.03 -> "
         "570.133.20, driver reload, container_runtime: not read (a concern before it changes), kubelet: not "

@@ -10,7 +10,8 @@
 - :func:`command_lines` lists every process's command line (for a match on
   more than ``comm``);
 - :func:`start_time` is when one process started, in wall-clock seconds;
-- :func:`gpu_holders` lists the processes holding a GPU device open (GPU work).
+- :func:`gpu_holders` lists the processes holding a GPU device open (GPU work), with the Kubernetes
+  pod each runs in (:func:`pod_of_cgroup`).
 
 Times: ``starttime`` counts from boot, so a wall-clock time needs the time since
 boot now. For this kernel's ``/proc`` that is ``CLOCK_BOOTTIME`` (the clock
@@ -30,11 +31,15 @@ from collections import namedtuple
 PROC = "/proc"
 
 Process = namedtuple("Process", "pid argv unit started_after_boot")
-Holder = namedtuple("Holder", "pid argv unit")
+Holder = namedtuple("Holder", "pid argv unit pod")
 # A GPU's own device (DESIGN.md: a process holding /dev/nvidia[0-9]*). A CUDA context opens the
 # device of each GPU it uses; /dev/nvidiactl, nvidia-uvm and nvidia-caps are also opened by
 # tools that only look (nvidia-smi, monitoring), so they alone are no work.
 GPU_DEVICE = re.compile(r"/dev/nvidia[0-9]+\Z")
+# a pod's cgroup as the kubelet names it: ``kubepods-<qos>-pod<uid, "_" for "-">.slice`` with the systemd
+# cgroup driver, ``kubepods/<qos>/pod<uid>`` with cgroupfs (pkg/kubelet/cm/cgroup_manager_linux.go)
+POD_SLICE = re.compile(r"\Akubepods(?:-[a-z]+)?-pod([0-9a-f_]+)\.slice\Z")
+POD_FOLDER = re.compile(r"\Apod([0-9a-f-]+)\Z")
 
 
 def unit_of_cgroup(text):
@@ -48,6 +53,20 @@ def unit_of_cgroup(text):
                     unit = part
                 break
     return unit
+
+
+def pod_of_cgroup(text):
+    """The uid of the Kubernetes pod a process runs in, from /proc/PID/cgroup; None when none."""
+    for line in (text or "").splitlines():
+        parts = line.split(":", 2)[-1].split("/")
+        for index, part in enumerate(parts):
+            found = POD_SLICE.match(part)
+            if found:
+                return found.group(1).replace("_", "-")
+            found = POD_FOLDER.match(part)
+            if found and "kubepods" in parts[:index]:
+                return found.group(1)
+    return None
 
 
 def start_ticks(stat_text):
@@ -65,9 +84,9 @@ def _read(path):
         return handle.read()
 
 
-def _unit(read, base):
+def _cgroup(read, base):
     try:
-        return unit_of_cgroup(read(os.path.join(base, "cgroup")))
+        return read(os.path.join(base, "cgroup"))
     except OSError:
         return None  # a tree without cgroups (a fake one in tests)
 
@@ -110,7 +129,7 @@ def scan(comm, proc_root=PROC, listdir=os.listdir, read=None, ticks_per_second=N
             started = start_ticks(read(os.path.join(base, "stat"))) / float(hertz)
         except (OSError, ValueError, IndexError):
             continue  # gone meanwhile, or not readable
-        found.append(Process(int(pid), argv, _unit(read, base), started))
+        found.append(Process(int(pid), argv, unit_of_cgroup(_cgroup(read, base)), started))
     return sorted(found, key=lambda p: (p.started_after_boot, p.pid))
 
 
@@ -167,8 +186,8 @@ def _holds_gpu(fd_dir, listdir, readlink):
 
 def gpu_holders(proc_root=PROC, listdir=os.listdir, readlink=os.readlink):
     """The processes with a GPU device open (a link of ``/proc/PID/fd/*`` to ``/dev/nvidiaN``), as
-    :class:`Holder` tuples (pid, argv, systemd service or None), by pid; a process whose fds or
-    command line cannot be read is left out."""
+    :class:`Holder` tuples (pid, argv, systemd service or None, pod uid or None), by pid; a process
+    whose fds or command line cannot be read is left out."""
     found = []
     for pid in _pids(proc_root, listdir):
         base = os.path.join(proc_root, pid)
@@ -178,5 +197,6 @@ def gpu_holders(proc_root=PROC, listdir=os.listdir, readlink=os.readlink):
             argv = [arg for arg in _read(os.path.join(base, "cmdline")).split("\0") if arg]
         except OSError:
             continue  # gone meanwhile
-        found.append(Holder(int(pid), argv, _unit(_read, base)))
+        cgroup = _cgroup(_read, base)
+        found.append(Holder(int(pid), argv, unit_of_cgroup(cgroup), pod_of_cgroup(cgroup)))
     return sorted(found)

@@ -72,20 +72,29 @@ def reasons(read):
 
 
 def gpu_work(gpu_services):
-    """The processes holding a GPU, as ``{pid, command, unit}``, but those of ``gpu_services``."""
+    """The processes holding a GPU, as ``{pid, command, unit, pod}``, but those of ``gpu_services``."""
     own = {name if "." in name else name + ".service" for name in gpu_services}
-    return [{"pid": holder.pid, "command": " ".join(holder.argv), "unit": holder.unit}
+    return [{"pid": holder.pid, "command": " ".join(holder.argv), "unit": holder.unit, "pod": holder.pod}
             for holder in processes.gpu_holders(processes.PROC) if holder.unit not in own]
+
+
+def _holder(process):
+    where = f"pod {process['pod']}" if process.get("pod") else process["unit"] or "no systemd unit"
+    return f"pid {process['pid']} ({where}): {process['command'] or '?'}"
 
 
 def refusal(node, disruption):
     """The message that fails a node whose disruptive change would hit its GPU work."""
-    work = "; ".join(f"pid {p['pid']} ({p['unit'] or 'no systemd unit'}): {p['command'] or '?'}"
-                     for p in disruption["gpu_work"])
+    work = disruption["gpu_work"]
+    pods = sum(1 for process in work if process.get("pod"))
+    # a DaemonSet's pod (gpunode's device plugin, dcgm-exporter) holds the GPUs too: a drain pauses those
+    in_pods = (f" {pods} of them in pods: a drain evicts those but a DaemonSet's, and pauses gpunode's own "
+               "GPU DaemonSets (device plugin, dcgm-exporter) there.") if pods else ""
     return (f"{node}: refused, GPU work runs here and this run would disrupt it "
-            f"({', '.join(disruption['reasons'])}): {work}. Nothing was changed. Stop that work, have the "
-            f"node drained first ({DRAIN_VARIABLES}; a process a drain does not end still refuses it), "
-            f"or set {ALLOW_VARIABLE}: true to change the node anyway (the work may fail).")
+            f"({', '.join(disruption['reasons'])}): {'; '.join(_holder(p) for p in work)}.{in_pods} Nothing "
+            f"was changed. Stop that work, have the node drained first ({DRAIN_VARIABLES}; a process a drain "
+            f"does not end still refuses it), or set {ALLOW_VARIABLE}: true to change the node anyway (the "
+            "work may fail).")
 
 
 def serving(host, work):

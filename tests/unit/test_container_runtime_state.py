@@ -1,9 +1,11 @@
 """module_utils/container_runtime_state: what commands print, the kubelet's engine, the plan."""
 
 import copy
+import json
 
 import nvidia_container_runtime_state
 import pytest
+from ansible.module_utils.gpunode.common.service_health import compile_expectations, unmet_expectations
 from ansible.module_utils.gpunode.formats.json_config import plan as json_plan
 from ansible.module_utils.gpunode.runtime import engines as cre
 from ansible.module_utils.gpunode.runtime import reader as crr
@@ -451,6 +453,55 @@ def test_docker_s_containerd_with_cri_disabled_is_left_alone():
     assert not plan["containerd"]["configure"] and not plan["containerd"]["restart"]
     assert facts["engines"]["containerd"]["managed_by"] == "docker"
     assert any("serves Docker only" in note for note in plan["notes"])
+
+
+def verified_restart_unmet(stdout, expect):
+    """The ``expect`` patterns verified_restart finds unmet in ``stdout`` (service_health's own)."""
+    return unmet_expectations(stdout, compile_expectations(expect))
+
+
+def crictl_info(default, runtimes):
+    """``crictl info`` as it prints the running containerd's CRI configuration: the config's JSON names
+    (``json:"containerd"``, ``json:"defaultRuntimeName"``, ``json:"runtimes"`` in containerd 2.1.9's
+    binary, as in 1.7), indented."""
+    return json.dumps({"status": {"conditions": [{"type": "RuntimeReady", "status": True}]},
+                       "config": {"containerd": {"defaultRuntimeName": default, "runtimes": {
+                           name: {"runtimeType": "io.containerd.runc.v2",
+                                  "options": {"BinaryName": binary}} for name, binary in runtimes.items()}},
+                                  "enableCDI": True}}, indent=2)
+
+
+def test_the_running_containerd_is_asked_what_its_cri_plugin_loaded_where_crictl_is():
+    observed = fresh_node()
+    observed["containerd"]["crictl"] = "/usr/bin/crictl"
+    checks = build(observed)[0]["containerd"]["checks"]
+    assert checks[:2] == build(fresh_node())[0]["containerd"]["checks"]  # the files' checks stay
+    crictl = checks[2]
+    assert crictl["command"] == ["/usr/bin/crictl", "--runtime-endpoint", "unix:///run/containerd/containerd.sock",
+                                 "info"]
+    loaded = crictl_info("nvidia", {"runc": "", "nvidia": BINARY})
+    assert not verified_restart_unmet(loaded, crictl["expect"])
+    assert verified_restart_unmet(crictl_info("runc", {"runc": "", "nvidia": BINARY}), crictl["expect"]) == [
+        r'"defaultRuntimeName":\s*"nvidia"']
+    assert len(verified_restart_unmet(crictl_info("runc", {"runc": ""}), crictl["expect"])) == 2
+    not_default = build(observed, containerd_default_runtime=False)[0]["containerd"]["checks"][2]
+    runc_default = crictl_info("runc", {"runc": "", "nvidia": BINARY})
+    assert not verified_restart_unmet(runc_default, not_default["expect"])
+
+
+def test_without_crictl_or_with_the_cri_plugin_off_the_files_checks_are_all():
+    assert len(build(fresh_node())[0]["containerd"]["checks"]) == 2
+    observed = fresh_node()
+    observed["containerd"].update(crictl="/usr/bin/crictl", cri_disabled=True)
+    plan = build(observed, engines=["containerd", "docker"])[0]
+    assert plan["containerd"]["restart"] and len(plan["containerd"]["checks"]) == 2
+
+
+def test_a_failed_restart_names_the_drop_in_its_version_the_roots_and_containerds():
+    plan = build(fresh_node())[0]
+    assert plan["containerd"]["reason"] == (
+        "/etc/containerd/conf.d/99-nvidia.toml (config version 2, as /etc/containerd/config.toml's; "
+        "containerd 1.6.20~ds1) declares the nvidia runtime")
 
 
 def test_an_engine_asked_for_but_not_installed_is_refused():

@@ -213,6 +213,8 @@ class NodeReader:
             "imports": [],
             "cri_disabled": False,
             "stale": [],
+            # asks the running daemon what its CRI plugin loaded (kubeadm's cri-tools ships it)
+            "crictl": self.host.which("crictl"),
         }
         if tools["toml_parser"] is not None:
             try:

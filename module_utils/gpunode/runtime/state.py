@@ -24,6 +24,7 @@ from ansible.module_utils.gpunode.runtime.containerd_config import ContainerdCon
 from ansible.module_utils.gpunode.runtime.engines import (
     CDI_REFRESH_UNITS,
     CDI_SPEC_DIRS,
+    KUBELET_DEFAULT_ENDPOINT,
     RANCHER_SOCKET,
     TOOLKIT,
     RuntimeStateError,
@@ -95,7 +96,7 @@ class Planner:
             "install": False,
             "packages": [],
             "docker": {"configure": False, "restart": False, "settings": {}},
-            "containerd": {"configure": False, "restart": False, "args": {}},
+            "containerd": {"configure": False, "restart": False, "args": {}, "reason": None},
             "rancher": {"flavor": None, "configure": False, "restart": False},
             "cdi": {"action": None, "path": None, "args": [], "environment": {}},
         }
@@ -283,7 +284,8 @@ class Planner:
         containerd, wanted = self.observed["containerd"], self.wanted
         release = release_of(containerd["version"])
         if configure:
-            self.plan["containerd"].update(configure=True, restart=containerd["active"], args=args)
+            self.plan["containerd"].update(configure=True, restart=containerd["active"], args=args,
+                                           reason=f"{args['dropin_path']} declares the nvidia runtime")
             self.reasons.append(f"{args['config_path']}: read once Python has a TOML reader")
         cdi = bool(configure and wanted["cdi"] and release is not None and release >= (1, 7))
         facts = {
@@ -299,6 +301,11 @@ class Planner:
         self.notes.extend(outcome["warnings"])
         plan["containerd"]["args"] = args
         plan["containerd"]["configure"] = changed
+        # what a failed restart names: a drop-in whose version the root's does not match is refused, or
+        # not, by the containerd patch level (containerd PR 13939 removed that check)
+        plan["containerd"]["reason"] = (
+            f"{args['dropin_path']} (config version {outcome['schema_version']}, as {args['config_path']}'s; "
+            f"containerd {containerd['version'] or 'of unknown version'}) declares the nvidia runtime")
         if changed:
             self.reasons.append(
                 f"containerd's files do not declare the nvidia runtime as wanted ({args['dropin_path']})"
@@ -389,6 +396,15 @@ class Planner:
                 "expect": containerd_expect,
             },
         ]
+        containerd = self.observed.get("containerd") or {}
+        if containerd.get("crictl") and not containerd.get("cri_disabled"):
+            # what the running daemon loaded, not what the files say: its CRI runtime handlers
+            # (crictl info: config.containerd.runtimes and defaultRuntimeName, containerd 1.7 and 2.x)
+            plan["containerd"]["checks"].append({
+                "command": [containerd["crictl"], "--runtime-endpoint", KUBELET_DEFAULT_ENDPOINT, "info"],
+                "expect": [r'"nvidia":\s*\{'] + (
+                    [r'"defaultRuntimeName":\s*"nvidia"'] if wanted["containerd_default_runtime"] else []),
+            })
         # after a refresh: the path unit watches again (it runs, not failed)
         plan["cdi"]["checks"] = [{"command": ["systemctl", "is-active", CDI_REFRESH_UNITS[1]], "expect": []}]
         if plan["rancher"]["flavor"]:

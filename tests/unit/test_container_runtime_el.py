@@ -143,8 +143,11 @@ def test_a_pinned_toolkit_pins_its_companions_as_nvidia_s_guide_does():
         "python3-tomli",
     ]
     assert ts.package_specs("dnf", {"nvidia-container-toolkit": None}) == ["nvidia-container-toolkit"]
-    apt = ts.package_specs("apt", {"nvidia-container-toolkit": "1.17.8-1"})
-    assert apt == ["nvidia-container-toolkit=1.17.8-1"]
+    # apt too: it would take the companions at their newest and fail ("held broken packages")
+    apt = ts.package_specs("apt", {"nvidia-container-toolkit": "1.17.8-1", "python3-tomli": None})
+    assert apt == ["nvidia-container-toolkit=1.17.8-1", "nvidia-container-toolkit-base=1.17.8-1",
+                   "libnvidia-container-tools=1.17.8-1", "libnvidia-container1=1.17.8-1", "python3-tomli"]
+    assert ts.package_specs("apt", {"nvidia-container-toolkit": None}) == ["nvidia-container-toolkit"]
 
 
 @pytest.mark.parametrize(("spec", "name"), [

@@ -361,7 +361,8 @@ def test_a_fresh_node_gets_everything_and_then_is_converged():
 
     assert plan["changes"]
     assert plan["repo_key"] and plan["repo_source"] and plan["install"]
-    assert plan["packages"] == ["nvidia-container-toolkit=1.17.8-1"]
+    assert plan["packages"] == ["nvidia-container-toolkit=1.17.8-1", "nvidia-container-toolkit-base=1.17.8-1",
+                                "libnvidia-container-tools=1.17.8-1", "libnvidia-container1=1.17.8-1"]
     assert plan["update_cache"] and not plan["packages_known"]  # apt does not know the package yet
     assert plan["docker"]["configure"] and plan["docker"]["restart"]
     assert plan["docker"]["settings"]["default-runtime"] == "nvidia"

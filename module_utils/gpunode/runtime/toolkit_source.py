@@ -145,13 +145,15 @@ def repo_file_converged(text, repository, path=RPM_REPO_PATH):
 
 def package_specs(manager, wanted_packages):
     """The package manager's specs of ``{name: version or None}``: ``name=version`` (apt),
-    ``name-version`` (dnf, the pinned toolkit with its companions)."""
-    if manager == "apt":
-        return [f"{name}={version}" if version else name for name, version in wanted_packages.items()]
+    ``name-version`` (dnf); a pinned toolkit with its companions at its version: apt takes a
+    dependency at its candidate (the newest) and does not go back to an older one, so
+    ``nvidia-container-toolkit=1.17.8-1`` alone fails ("held broken packages") on a repository that
+    also holds 1.18 (its ``nvidia-container-toolkit-base (= 1.17.8-1)``)."""
+    separator = "=" if manager == "apt" else "-"
     specs = []
     for name, version in wanted_packages.items():
         names = PINNED_TOGETHER.get(name, (name,)) if version else (name,)
-        specs.extend(f"{each}-{version}" if version else each for each in names)
+        specs.extend(f"{each}{separator}{version}" if version else each for each in names)
     return specs
 
 

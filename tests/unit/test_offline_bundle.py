@@ -105,6 +105,12 @@ def test_downloads_join_flat_filenames_to_the_repository_and_refuse_odd_names():
         pi.downloads(repository, bad, "/b")
 
 
+#: a pinned toolkit and its companions at its version, as the nodes install them
+TOOLKIT_REPO = "https://nvidia.github.io/libnvidia-container/stable/deb"
+TOOLKIT_SET = ["libnvidia-container-tools (= 1.17.8-1)", "libnvidia-container1 (= 1.17.8-1)",
+               "nvidia-container-toolkit (= 1.17.8-1)", "nvidia-container-toolkit-base (= 1.17.8-1)"]
+
+
 def test_plan_per_node_source_and_method():
     nodes = [
         ob.node_input("u", {}, dict(UBUNTU, package_source="cuda", branch="580", module_type="open")),
@@ -119,10 +125,8 @@ def test_plan_per_node_source_and_method():
         ("s", "ubuntu-signed", "580", None, "open"), ("r", "runfile", "580", "580.95.05", "open")]
     assert [(r["name"], r["index"], r["packages"]) for r in plan["repositories"]] == [
         ("cuda-ubuntu-24.04-amd64", "http://mirror/cuda/ubuntu2404/x86_64/Packages", ["nvidia-open-580"]),
-        ("toolkit-amd64", "https://nvidia.github.io/libnvidia-container/stable/deb/amd64/Packages",
-         ["nvidia-container-toolkit (= 1.17.8-1)"]),
-        ("toolkit-arm64", "https://nvidia.github.io/libnvidia-container/stable/deb/arm64/Packages",
-         ["nvidia-container-toolkit (= 1.17.8-1)"]),
+        ("toolkit-amd64", f"{TOOLKIT_REPO}/amd64/Packages", TOOLKIT_SET),
+        ("toolkit-arm64", f"{TOOLKIT_REPO}/arm64/Packages", TOOLKIT_SET),
     ]
     assert plan["distro_packages"] == {
         "debian-12": sorted([*BUILD, "linux-headers-6.1.0-37-arm64", "nvidia-driver"]),

@@ -177,9 +177,10 @@ disruption:
       returned: always
     gpu_work:
       description: The processes with a GPU device (C(/dev/nvidia[0-9]+)) open, but those of O(gpu_services)
-        - C(pid), C(command) (its command line), C(unit) (its systemd service, or null) and C(pod) (the
-        uid of the Kubernetes pod it runs in, from its cgroup, or null); empty when nothing is disruptive
-        (not looked for).
+        - C(pid), C(command) (its command line), C(unit) (its systemd service, or null), C(pod) (the
+        uid of the Kubernetes pod it runs in, from its cgroup, or null) and C(pod_name) (that pod's
+        C(namespace/name) from its container's spec under containerd, or null); empty when nothing is
+        disruptive (not looked for).
       type: list
       elements: dict
       returned: always
@@ -200,7 +201,8 @@ disruption:
       type: bool
       returned: always
   sample: {disruptive: true, reasons: [driver install 535.129.03 -> 570.133.20, driver reload],
-           gpu_work: [{pid: 4242, command: python3 train.py, unit: train.service, pod: null}], serving: true,
+           gpu_work: [{pid: 4242, command: python3 train.py, unit: train.service, pod: null, pod_name: null}],
+           serving: true,
            node_name: gpu-01, rollout: true}
 refusal:
   description: When the plans are disruptive, the node has GPU work and O(allow_in_use) and O(drain) are

@@ -18,6 +18,9 @@ HOST = Host(None, identity.IdentityError)
 NOT_LOOKED_FOR = {"serving": False, "node_name": None, "rollout": False}
 
 TRAIN = ["python3", "train.py", "--epochs", "3"]
+#: the training job as gpu_work returns it: a systemd service's process, in no pod
+TRAIN_WORK = {"pid": 4242, "command": "python3 train.py --epochs 3", "unit": "train.service", "pod": None,
+              "pod_name": None}
 
 
 @pytest.fixture
@@ -34,6 +37,7 @@ def proc(tmp_path, monkeypatch):
     fake.open_files(fake.add(901, "bash", ["bash"]), "/dev/pts/0", "/dev/nvidia10x")
     fake.add(2, "kthreadd", [])
     monkeypatch.setattr(processes, "PROC", str(fake.root))
+    monkeypatch.setattr(processes, "CONTAINERD_BUNDLES", (str(tmp_path / "no-containerd"),))  # none here
     return fake
 
 
@@ -62,8 +66,8 @@ def kubelet_kubeconfig(path, user=None):
 
 def test_a_process_holding_a_gpu_device_is_found_with_its_command_line_and_unit(proc):
     assert processes.gpu_holders(str(proc.root)) == [
-        (812, ["/usr/bin/nvidia-persistenced"], "nvidia-persistenced.service", None),
-        (4242, TRAIN, "train.service", None),
+        (812, ["/usr/bin/nvidia-persistenced"], "nvidia-persistenced.service", None, None),
+        (4242, TRAIN, "train.service", None, None),
     ]
 
 
@@ -98,8 +102,8 @@ def test_work_in_a_pod_is_named_by_its_pod_and_the_refusal_says_a_drain_pauses_g
     got = disruption.assess(driver_change(unload=True), ["nvidia-persistenced"], False, host=HOST,
                             node="gpu-01")
     assert got["disruption"]["gpu_work"] == [
-        {"pid": 3100, "command": "nvidia-device-plugin", "unit": None, "pod": POD},
-        {"pid": 4242, "command": "python3 train.py --epochs 3", "unit": "train.service", "pod": None}]
+        {"pid": 3100, "command": "nvidia-device-plugin", "unit": None, "pod": POD, "pod_name": None},
+        TRAIN_WORK]
     assert f"pid 3100 (pod {POD}): nvidia-device-plugin; pid 4242 (train.service)" in got["refusal"]
     assert ("1 of them in pods: a drain evicts those but a DaemonSet's, and pauses gpunode's own GPU "
             "DaemonSets (device plugin, dcgm-exporter) there.") in got["refusal"]
@@ -125,8 +129,7 @@ def test_fds_that_cannot_be_read_are_skipped(proc):
 
 
 def test_gpu_work_leaves_out_the_services_gpunode_stops_itself(proc):
-    assert disruption.gpu_work(["nvidia-persistenced", "nvidia-dcgm"]) == [
-        {"pid": 4242, "command": "python3 train.py --epochs 3", "unit": "train.service", "pod": None}]
+    assert disruption.gpu_work(["nvidia-persistenced", "nvidia-dcgm"]) == [TRAIN_WORK]
     assert [p["pid"] for p in disruption.gpu_work(["train.service"])] == [812]
 
 
@@ -207,8 +210,7 @@ def test_a_disruptive_change_on_a_node_with_gpu_work_is_refused_naming_node_work
         proc, kubeconfigs):
     got = disruption.assess(driver_change(install=True, unload=True), ["nvidia-persistenced"], False,
                             host=HOST, node="gpu-01")
-    assert got["disruption"]["gpu_work"] == [
-        {"pid": 4242, "command": "python3 train.py --epochs 3", "unit": "train.service", "pod": None}]
+    assert got["disruption"]["gpu_work"] == [TRAIN_WORK]
     assert "in pods" not in got["refusal"]
     assert got["refusal"] == (
         "gpu-01: refused, GPU work runs here and this run would disrupt it (driver install 535.129.03 -> "
@@ -267,3 +269,31 @@ def test_a_first_install_never_rolls_even_on_a_registered_node(proc, kubeconfigs
     read = driver_change(install=True, load=True)
     read["plans"]["driver"]["before"]["loaded_version"] = None
     assert disruption.assess(read, [], False, host=HOST)["disruption"]["rollout"] is False
+
+
+def test_under_containerd_the_pod_is_named_from_its_containers_spec(proc, kubeconfigs, tmp_path, monkeypatch):
+    """containerd keeps a running container's OCI spec in its bundle, with the CRI plugin's annotations
+    of the pod (io.kubernetes.cri.sandbox-namespace, -name); RKE2/k3s' containerd under /run/k3s."""
+    system, rke2 = tmp_path / "run/containerd/k8s.io", tmp_path / "run/k3s/containerd/k8s.io"
+    monkeypatch.setattr(processes, "CONTAINERD_BUNDLES", (str(system), str(rke2)))
+    other = "9a1b" * 16
+    for pid, cgroup in ((3100, f"0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
+                               f"{POD.replace('-', '_')}.slice/cri-containerd-{CONTAINER}.scope\n"),
+                        (3200, f"0::/kubepods/burstable/pod{POD}/{other}\n")):
+        exporter = proc.add(pid, "dcgm-exporter", ["/usr/bin/dcgm-exporter"])
+        proc.open_files(exporter, "/dev/nvidia0", cgroup=cgroup)
+    (system / CONTAINER).mkdir(parents=True)
+    (system / CONTAINER / "config.json").write_text(json.dumps({"ociVersion": "1.2.0", "annotations": {
+        "io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.container-name": "exporter",
+        "io.kubernetes.cri.sandbox-namespace": "gpunode-system",
+        "io.kubernetes.cri.sandbox-name": "dcgm-exporter-x7k2p"}}))
+    (rke2 / other).mkdir(parents=True)
+    (rke2 / other / "config.json").write_text("{not json")  # unreadable: the pod's uid stands
+    work = {p["pid"]: p for p in disruption.gpu_work(["nvidia-persistenced"])}
+    assert (work[3100]["pod"], work[3100]["pod_name"]) == (POD, "gpunode-system/dcgm-exporter-x7k2p")
+    assert (work[3200]["pod"], work[3200]["pod_name"]) == (POD, None)
+    refusal = disruption.assess(driver_change(unload=True), ["nvidia-persistenced"], False, host=HOST,
+                                node="gpu-01")["refusal"]
+    assert "pid 3100 (pod gpunode-system/dcgm-exporter-x7k2p): /usr/bin/dcgm-exporter" in refusal
+    assert f"pid 3200 (pod {POD}): /usr/bin/dcgm-exporter" in refusal
+    assert "2 of them in pods" in refusal

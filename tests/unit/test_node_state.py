@@ -220,7 +220,7 @@ def test_a_driver_change_on_a_node_with_gpu_work_returns_the_refusal(node, run_m
     assert result["converged"]["driver"] is False and "driver" in result["plans"]  # the read as before
     assert result["disruption"]["reasons"][:2] == ["driver install 535.129.03 -> 535.183.01", "driver reload"]
     assert result["disruption"]["gpu_work"] == [
-        {"pid": 4242, "command": "python3 train.py", "unit": "train.service", "pod": None}]
+        {"pid": 4242, "command": "python3 train.py", "unit": "train.service", "pod": None, "pod_name": None}]
     assert "pid 4242 (train.service): python3 train.py" in result["refusal"]
     ok, allowed = run_module(gpunode_node_state, dict(args, allow_in_use=True), check_mode=True)
     assert ok and allowed["refusal"] is None and len(allowed["disruption"]["gpu_work"]) == 2

@@ -11,7 +11,8 @@
   more than ``comm``);
 - :func:`start_time` is when one process started, in wall-clock seconds;
 - :func:`gpu_holders` lists the processes holding a GPU device open (GPU work), with the Kubernetes
-  pod each runs in (:func:`pod_of_cgroup`).
+  pod each runs in (:func:`pod_of_cgroup`) and, under containerd, the pod's namespace and name
+  (:func:`pod_name`).
 
 Times: ``starttime`` counts from boot, so a wall-clock time needs the time since
 boot now. For this kernel's ``/proc`` that is ``CLOCK_BOOTTIME`` (the clock
@@ -23,6 +24,7 @@ one in tests) it is that tree's ``uptime``.
 Standard library only; Python 3.8+ (this runs on target hosts).
 """
 
+import json
 import os
 import re
 import time
@@ -31,7 +33,7 @@ from collections import namedtuple
 PROC = "/proc"
 
 Process = namedtuple("Process", "pid argv unit started_after_boot")
-Holder = namedtuple("Holder", "pid argv unit pod")
+Holder = namedtuple("Holder", "pid argv unit pod pod_name")
 # A GPU's own device (DESIGN.md: a process holding /dev/nvidia[0-9]*). A CUDA context opens the
 # device of each GPU it uses; /dev/nvidiactl, nvidia-uvm and nvidia-caps are also opened by
 # tools that only look (nvidia-smi, monitoring), so they alone are no work.
@@ -40,6 +42,14 @@ GPU_DEVICE = re.compile(r"/dev/nvidia[0-9]+\Z")
 # cgroup driver, ``kubepods/<qos>/pod<uid>`` with cgroupfs (pkg/kubelet/cm/cgroup_manager_linux.go)
 POD_SLICE = re.compile(r"\Akubepods(?:-[a-z]+)?-pod([0-9a-f_]+)\.slice\Z")
 POD_FOLDER = re.compile(r"\Apod([0-9a-f-]+)\Z")
+# a container's cgroup under its pod's: ``cri-containerd-<id>.scope`` (systemd driver), ``<id>`` (cgroupfs)
+CONTAINER = re.compile(r"\A(?:cri-containerd-)?([0-9a-f]{64})(?:\.scope)?\Z")
+#: where containerd keeps a running container's bundle, its OCI spec (config.json) among it: the
+#: system's containerd and RKE2/k3s' (runtime v2's state folder, CRI namespace k8s.io)
+CONTAINERD_BUNDLES = ("/run/containerd/io.containerd.runtime.v2.task/k8s.io",
+                      "/run/k3s/containerd/io.containerd.runtime.v2.task/k8s.io")
+#: the CRI plugin's annotations of a container's spec (containerd's pkg/cri annotations; in 2.1.9's binary)
+POD_NAMESPACE, POD_NAME = "io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-name"
 
 
 def unit_of_cgroup(text):
@@ -66,6 +76,22 @@ def pod_of_cgroup(text):
             found = POD_FOLDER.match(part)
             if found and "kubepods" in parts[:index]:
                 return found.group(1)
+    return None
+
+
+def pod_name(cgroup_text, read=None, bundles=None):
+    """``namespace/name`` of the pod a process runs in, from its container's spec where containerd keeps
+    it (:data:`CONTAINERD_BUNDLES`); None elsewhere (another runtime, a spec that cannot be read)."""
+    read = read or _read
+    ids = [found.group(1) for line in (cgroup_text or "").splitlines()
+           for found in [CONTAINER.match(line.rsplit("/", 1)[-1])] if found]
+    for root in (bundles or CONTAINERD_BUNDLES) if ids else ():
+        try:
+            annotations = json.loads(read(os.path.join(root, ids[0], "config.json"))).get("annotations") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        if annotations.get(POD_NAMESPACE) and annotations.get(POD_NAME):
+            return f"{annotations[POD_NAMESPACE]}/{annotations[POD_NAME]}"
     return None
 
 
@@ -186,8 +212,8 @@ def _holds_gpu(fd_dir, listdir, readlink):
 
 def gpu_holders(proc_root=PROC, listdir=os.listdir, readlink=os.readlink):
     """The processes with a GPU device open (a link of ``/proc/PID/fd/*`` to ``/dev/nvidiaN``), as
-    :class:`Holder` tuples (pid, argv, systemd service or None, pod uid or None), by pid; a process
-    whose fds or command line cannot be read is left out."""
+    :class:`Holder` tuples (pid, argv, systemd service or None, pod uid or None, the pod's
+    ``namespace/name`` or None), by pid; a process whose fds or command line cannot be read is left out."""
     found = []
     for pid in _pids(proc_root, listdir):
         base = os.path.join(proc_root, pid)
@@ -198,5 +224,6 @@ def gpu_holders(proc_root=PROC, listdir=os.listdir, readlink=os.readlink):
         except OSError:
             continue  # gone meanwhile
         cgroup = _cgroup(_read, base)
-        found.append(Holder(int(pid), argv, unit_of_cgroup(cgroup), pod_of_cgroup(cgroup)))
+        pod = pod_of_cgroup(cgroup)
+        found.append(Holder(int(pid), argv, unit_of_cgroup(cgroup), pod, pod and pod_name(cgroup)))
     return sorted(found)

@@ -72,14 +72,17 @@ def reasons(read):
 
 
 def gpu_work(gpu_services):
-    """The processes holding a GPU, as ``{pid, command, unit, pod}``, but those of ``gpu_services``."""
+    """The processes holding a GPU, as ``{pid, command, unit, pod, pod_name}``, but those of
+    ``gpu_services``."""
     own = {name if "." in name else name + ".service" for name in gpu_services}
-    return [{"pid": holder.pid, "command": " ".join(holder.argv), "unit": holder.unit, "pod": holder.pod}
+    return [{"pid": holder.pid, "command": " ".join(holder.argv), "unit": holder.unit, "pod": holder.pod,
+             "pod_name": holder.pod_name}
             for holder in processes.gpu_holders(processes.PROC) if holder.unit not in own]
 
 
 def _holder(process):
-    where = f"pod {process['pod']}" if process.get("pod") else process["unit"] or "no systemd unit"
+    pod = process.get("pod_name") or process.get("pod")
+    where = f"pod {pod}" if pod else process["unit"] or "no systemd unit"
     return f"pid {process['pid']} ({where}): {process['command'] or '?'}"
 
 

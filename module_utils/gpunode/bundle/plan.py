@@ -30,7 +30,7 @@ from ansible.module_utils.gpunode.driver import packages as nvidia_packages
 from ansible.module_utils.gpunode.driver.driver import DriverError
 from ansible.module_utils.gpunode.driver.gpu import choose_branches
 from ansible.module_utils.gpunode.driver.install_packages import role_install
-from ansible.module_utils.gpunode.runtime.toolkit_source import PINNED_TOGETHER, RPM_REPO_URL, package_specs
+from ansible.module_utils.gpunode.runtime.toolkit_source import RPM_REPO_URL, package_specs, pinned
 
 TOOLKIT_PACKAGE = "nvidia-container-toolkit"
 #: dpkg's architecture names ($(ARCH) in the toolkit's repository URL)
@@ -164,10 +164,9 @@ def plan(nodes, toolkit_repo_url, *, toolkit_version="", mode="nvidia", addons=N
             _want(repositories, "cuda-" + needs["release"] + "-" + arch, needs["repository"], arch,
                   needs["packages"])
         toolkit = toolkit_repo_url.replace("$(ARCH)", arch)
-        # a pinned toolkit is installed with its companions at its version (toolkit_source.package_specs)
         _want(repositories, "toolkit-" + arch, toolkit.rstrip("/") + "/", arch,
-              [f"{name} (= {toolkit_version})" for name in PINNED_TOGETHER[TOOLKIT_PACKAGE]]
-              if toolkit_version else [TOOLKIT_PACKAGE])
+              [f"{name} (= {version})" if version else name
+               for name, version in pinned({TOOLKIT_PACKAGE: toolkit_version or None})])
     for name, runfile in runfiles.items():
         if not runfile["checksum"]:
             warnings.append(f"{name}: no nvidia_driver_runfile_checksum given; the bundle records the "

@@ -83,9 +83,11 @@ def pod_name(cgroup_text, read=None, bundles=None):
     """``namespace/name`` of the pod a process runs in, from its container's spec where containerd keeps
     it (:data:`CONTAINERD_BUNDLES`); None elsewhere (another runtime, a spec that cannot be read)."""
     read = read or _read
-    ids = [found.group(1) for line in (cgroup_text or "").splitlines()
-           for found in [CONTAINER.match(line.rsplit("/", 1)[-1])] if found]
-    for root in (bundles or CONTAINERD_BUNDLES) if ids else ():
+    ids = [found.group(1) for found in (CONTAINER.match(line.rsplit("/", 1)[-1])
+                                        for line in (cgroup_text or "").splitlines()) if found]
+    if not ids:
+        return None
+    for root in bundles or CONTAINERD_BUNDLES:
         try:
             annotations = json.loads(read(os.path.join(root, ids[0], "config.json"))).get("annotations") or {}
         except (OSError, ValueError, AttributeError):

@@ -143,18 +143,21 @@ def repo_file_converged(text, repository, path=RPM_REPO_PATH):
     return dict(parser.items(repository["name"])) == repo_section(repository)
 
 
+def pinned(wanted_packages):
+    """``(name, version or None)`` of each package ``{name: version or None}`` installs: a pinned
+    toolkit with its companions at its version. apt takes a dependency at its candidate (the newest)
+    and does not go back to an older one, so ``nvidia-container-toolkit=1.17.8-1`` alone fails ("held
+    broken packages") on a repository that also holds 1.18 (its ``nvidia-container-toolkit-base
+    (= 1.17.8-1)``)."""
+    return [(each, version) for name, version in wanted_packages.items()
+            for each in (PINNED_TOGETHER.get(name, (name,)) if version else (name,))]
+
+
 def package_specs(manager, wanted_packages):
-    """The package manager's specs of ``{name: version or None}``: ``name=version`` (apt),
-    ``name-version`` (dnf); a pinned toolkit with its companions at its version: apt takes a
-    dependency at its candidate (the newest) and does not go back to an older one, so
-    ``nvidia-container-toolkit=1.17.8-1`` alone fails ("held broken packages") on a repository that
-    also holds 1.18 (its ``nvidia-container-toolkit-base (= 1.17.8-1)``)."""
+    """The package manager's specs of :func:`pinned`'s packages: ``name=version`` (apt),
+    ``name-version`` (dnf)."""
     separator = "=" if manager == "apt" else "-"
-    specs = []
-    for name, version in wanted_packages.items():
-        names = PINNED_TOGETHER.get(name, (name,)) if version else (name,)
-        specs.extend(f"{each}{separator}{version}" if version else each for each in names)
-    return specs
+    return [f"{name}{separator}{version}" if version else name for name, version in pinned(wanted_packages)]
 
 
 def spec_name(spec, manager):

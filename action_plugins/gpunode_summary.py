@@ -125,9 +125,13 @@ def _reboot(facts):
     return "REBOOT NEEDED" if driver.get("reboot_required") else "no"
 
 
-def _validated(facts):
+def _validated(facts, untainted=None):
     """passed / failed (the checks) / not run, from nvidia_gpu_validate's facts (this run's, or the
-    record of an earlier passed validation that site.yml's one read found: "passed YYYY-MM-DD")."""
+    record of an earlier passed validation that site.yml's one read found: "passed YYYY-MM-DD"); a
+    node that did not pass and that no taint keeps from work (``untainted``: why, from the add-ons
+    plan) is said to serve untainted."""
+    if untainted:
+        return f"{_validated(facts)}; SERVING UNTAINTED ({untainted})"
     verdict = facts.get("gpu_validate")
     if not isinstance(verdict, dict):
         gpu = facts.get("nvidia_gpu")
@@ -180,8 +184,9 @@ CHANGE_SEPARATOR = "; "
 CHANGE_WIDTH = 60
 
 
-def rows(hosts, host_facts, changes, offers=None, rollouts=None):
-    """One row (a tuple in COLUMNS order) per host, in the order given.
+def rows(hosts, host_facts, changes, offers=None, *, rollouts=None, untainted=None):
+    """One row (a tuple in COLUMNS order) per host, in the order given (``offers`` and ``untainted``:
+    per host, from the add-ons plan).
 
     The last cell is what this run changed on the host, its changes joined by
     CHANGE_SEPARATOR, or "nothing".
@@ -201,7 +206,7 @@ def rows(hosts, host_facts, changes, offers=None, rollouts=None):
                 _scheduler(facts),
                 (offers or {}).get(host) or "-",
                 _reboot(facts),
-                _validated(facts),
+                _validated(facts, (untainted or {}).get(host)),
                 rolled,
                 CHANGE_SEPARATOR.join(changed) or "nothing",
             )
@@ -244,6 +249,7 @@ ARGUMENT_SPEC = {
     "host_facts": {"type": "dict"},
     "changes": {"type": "dict"},
     "offers": {"type": "dict"},
+    "untainted": {"type": "dict"},
     "rollouts": {"type": "dict"},
 }
 # the facts the roles publish that the table reads
@@ -306,11 +312,11 @@ class ActionModule(ActionBase):
                 rollouts = {host: (hostvars.get(host) or {}).get("gpunode_rollout_record")
                             for host in args["hosts"]}
         rollouts = rollouts or {}
-        offers = args["offers"]
-        if offers is None:  # the add-ons play published them on this host (localhost)
-            facts = (task_vars or {}).get("ansible_facts") or {}
-            offers = (facts.get("gpu_cluster_addons") or {}).get("offers")
-        table_rows = rows(args["hosts"], host_facts, changes, offers, rollouts)
+        # what the add-ons play published on this host (localhost), where not given
+        addons = ((task_vars or {}).get("ansible_facts") or {}).get("gpu_cluster_addons") or {}
+        offers, untainted = (addons.get(name) if args[name] is None else args[name]
+                             for name in ("offers", "untainted"))
+        table_rows = rows(args["hosts"], host_facts, changes, offers, rollouts=rollouts, untainted=untainted)
         failures = {host: rollout(rollouts.get(host), host_facts.get(host) or {})[1]
                     for host in args["hosts"]}
         result.update(

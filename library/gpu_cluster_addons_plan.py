@@ -210,6 +210,26 @@ options:
       - C(gpu_cluster_addons_readiness_condition_type) - the Node condition the rule requires C(True).
     type: str
     default: gpunode.io/GPUValidated
+  gate:
+    description:
+      - What the validation gate does to each GPU node (RV(gpu_nodes[].gate)), from its last validation
+        (C(gpu_validate) in O(host_facts)). With O(readiness_rule) the play leaves the taint to the
+        Node Readiness Controller.
+    type: dict
+    default: {}
+    suboptions:
+      enabled:
+        description: C(gpu_cluster_addons_validation_gate); false lifts the taint from every GPU node.
+        type: bool
+        default: true
+      validation_pod:
+        description: A validation pod image is pinned (C(gpu_cluster_addons_validation_pod_digest)).
+        type: bool
+        default: false
+      apply:
+        description: The play applies to the cluster; false is render mode (kubectl commands printed).
+        type: bool
+        default: true
 extends_documentation_fragment:
   - module_attributes.no_diff
 author:
@@ -234,10 +254,14 @@ ansible_facts:
   type: dict
   contains:
     gpu_cluster_addons:
-      description: C(mode) and C(offers) - per GPU host, what offers its GPUs (C(device plugin,
-        time-slicing x4), C(device plugin, mig mixed), C(DRA driver), C(HAMi), C(gpushare)).
+      description:
+        - C(mode), C(offers) - per GPU host, what offers its GPUs (C(device plugin, time-slicing x4),
+          C(device plugin, mig mixed), C(DRA driver), C(HAMi), C(gpushare)) - and C(untainted) - per GPU
+          host whose validation did not pass and that no taint keeps from work, why (the run's table
+          says it serves unvalidated).
       type: dict
-      sample: {mode: nvidia, offers: {gpu-01: "device plugin, time-slicing x4", gpu-02: DRA driver}}
+      sample: {mode: nvidia, offers: {gpu-01: "device plugin, time-slicing x4", gpu-02: DRA driver},
+               untainted: {gpu-03: "render mode: nothing ran the printed kubectl commands"}}
 version:
   description: The Kubernetes version the manifests are for.
   returned: always
@@ -289,10 +313,22 @@ control_plane:
 gpu_nodes:
   description:
     - The GPU nodes - host, node, gpu_count, labels and sharing (what the node offers - C(time-slicing x4),
-      C(mps x8), C(mig mixed), C(whole GPUs) in nvidia mode, else the mode).
+      C(mps x8), C(mig mixed), C(whole GPUs) in nvidia mode, else the mode), allocation, and C(gate).
   returned: always
   type: list
   elements: dict
+  contains:
+    gate:
+      description:
+        - What the validation gate does to the node (O(gate)) - C(taint) (C(present), C(absent) with the
+          key used before, or null - left as it is, and always with O(readiness_rule), whose controller
+          keeps it), C(label) (C(labels) and C(annotations), or null), C(pod) (a validation pod runs
+          before the taint is lifted), C(no_pod) (why a node that passed in this run gets none),
+          C(lifted_after_pod) (the taints the pod's success lifts), C(failed_pod_conditions) (with
+          O(readiness_rule), the Node condition a failed pod publishes - C(CUDAPodFailed)), C(commands)
+          (render mode's kubectl lines), C(untainted) (why a node whose validation did not pass serves
+          untainted, else empty).
+      type: dict
 manifests:
   description: The files to render or apply, and those to take away.
   returned: always
@@ -546,6 +582,11 @@ ARGUMENT_SPEC = {
     # a taint's key, not a secret (ansible-test's no-log-needed reads "key" as one)
     "readiness_taint_key": {"type": "str", "default": gate.TAINT_KEY, "no_log": False},
     "readiness_condition_type": {"type": "str", "default": "gpunode.io/GPUValidated"},
+    "gate": {"type": "dict", "default": {}, "options": {
+        "enabled": {"type": "bool", "default": True},
+        "validation_pod": {"type": "bool", "default": False},
+        "apply": {"type": "bool", "default": True},
+    }},
 }
 
 
@@ -558,7 +599,7 @@ def build_module():
 
 def run(module):
     """The plan (module_utils/gpunode/addons/plan.py); its warnings become the module's."""
-    return plan(module.params, module.warn)
+    return plan(dict(module.params, check_mode=module.check_mode), module.warn)
 
 
 def main():

@@ -17,7 +17,8 @@ description:
     held), the default runtime of each container engine (and which one the kubelet uses), the kubelet
     feature gates, the scheduler extender, what offers its GPUs to the cluster, whether a reboot is
     pending, whether its GPUs passed validation (V(passed), V(failed) with the failed checks, V(not run);
-    an earlier pass with its date), what the rolling path did there (C(drained, changed, validated,
+    an earlier pass with its date; C(SERVING UNTAINTED) and why where it did not pass and no taint keeps work
+    away), what the rolling path did there (C(drained, changed, validated,
     uncordoned), C(failed at TASK), C(not started), in check mode C(would drain); C(-) for a host off that
     path) - and what this run changed there (the host's C(gpunode_changes)).
   - A role that did not run on a host leaves its column at C(-). Changes nothing.
@@ -38,6 +39,14 @@ options:
     description:
       - Per GPU host, what offers its GPUs to the cluster (device plugin and its sharing, HAMi, DRA driver).
       - Omitted - what the add-ons play published on this host (C(ansible_facts.gpu_cluster_addons.offers)).
+    type: dict
+  untainted:
+    description:
+      - Per GPU host whose validation did not pass and that no taint keeps from work (the validation gate
+        off, or render mode, without the Node Readiness Controller's rule), why; its validated cell says
+        C(SERVING UNTAINTED) and why.
+      - Omitted - what the add-ons play published on this host
+        (C(ansible_facts.gpu_cluster_addons.untainted)).
     type: dict
   changes:
     description:

@@ -91,30 +91,113 @@ def test_the_dra_kubelet_plugin_tolerates_the_gate_in_use(run_module):
     assert tolerated[1:3] == ["readiness.k8s.io/gpu-x", LEGACY]
 
 
-def gate_task(passed, result):
-    """The role's k8s_taint arguments of the gate for a node whose validation ``passed`` (earlier: no
-    validation pod is due), as Ansible templates them with the role's defaults and vars."""
+GPU = {"present": True, "gpu_count": 1, "models": ["TU104GL [Tesla T4]"]}
+EARLIER = {"passed": True, "ran": False, "validated_at": "2026-11-20T10:00:00Z"}
+NOW = {"passed": True, "ran": True, "validated_at": "2026-11-29T10:00:00Z"}
+FAILED = {"passed": False, "ran": True, "failed_checks": ["cuda", "xid"]}
+
+
+def gates(run_module, verdicts, mode="nvidia", check_mode=False, allocations=None, **args):
+    """Each GPU host's ``gate`` as gpu_cluster_addons_plan decides it from the hosts' last validations
+    (``verdicts``: host -> its gpu_validate facts, None for a host this run has none for)."""
+    facts = {host: dict({"nvidia_gpu": GPU}, **({"gpu_validate": v} if v else {}))
+             for host, v in verdicts.items()}
+    args = dict({"mode": mode, "kubernetes_version": "1.34", "gpu_hosts": sorted(verdicts),
+                 "host_facts": facts, "allocations": allocations or {}}, **args)
+    ok, result = run_module(gpu_cluster_addons_plan, args, check_mode=check_mode)
+    assert ok, result
+    return {node["host"]: node["gate"] for node in result["gpu_nodes"]}, result
+
+
+def test_the_gate_taints_a_failed_node_lifts_both_keys_from_a_passed_one_and_leaves_one_without_verdict(
+        run_module):
+    decided, result = gates(run_module, {"gpu-1": EARLIER, "gpu-2": FAILED, "gpu-3": None})
+    assert [decided[h]["taint"] for h in ("gpu-1", "gpu-2", "gpu-3")] == ["absent", "present", None]
+    assert decided["gpu-2"]["label"] == {"labels": {"gpunode.io/gpu-validated": "false"}, "annotations": {
+        "gpunode.io/gpu-validated-at": "", "gpunode.io/gpu-validation-failed": "cuda,xid"}}
+    assert decided["gpu-1"]["label"]["annotations"]["gpunode.io/gpu-validated-at"] == EARLIER["validated_at"]
+    assert decided["gpu-3"]["label"] is None
+    assert not any(g["untainted"] or g["pod"] or g["commands"] for g in decided.values())
+    assert result["ansible_facts"]["gpu_cluster_addons"]["untainted"] == {}
+
+
+def test_with_the_readiness_rule_the_play_leaves_the_taint_to_the_controller_and_still_labels(run_module):
+    decided, result = gates(run_module, {"gpu-1": EARLIER, "gpu-2": FAILED}, readiness_rule=True)
+    assert [decided[h]["taint"] for h in ("gpu-1", "gpu-2")] == [None, None]
+    assert decided["gpu-2"]["label"]["labels"] == {"gpunode.io/gpu-validated": "false"}
+    assert result["ansible_facts"]["gpu_cluster_addons"]["untainted"] == {}  # the controller keeps it
+
+
+def test_a_validation_pod_keeps_the_taint_until_it_succeeds_and_with_the_rule_publishes_its_failure(
+        run_module):
+    decided, _ = gates(run_module, {"gpu-1": NOW, "gpu-2": EARLIER, "dra-1": NOW},
+                       gate={"validation_pod": True}, allocations={"dra-1": "dra"})
+    assert (decided["gpu-1"]["pod"], decided["gpu-1"]["taint"]) == (True, "present")
+    assert [t["key"] for t in decided["gpu-1"]["lifted_after_pod"]] == [KEY, LEGACY]
+    # validated before: no new pod
+    assert not decided["gpu-2"]["pod"] and decided["gpu-2"]["taint"] == "absent"
+    assert not decided["dra-1"]["pod"] and decided["dra-1"]["taint"] == "absent"
+    assert decided["dra-1"]["no_pod"] == (
+        "its GPUs are not advertised as nvidia.com/gpu (DRA, or gpushare mode)")
+    ruled, _ = gates(run_module, {"gpu-1": NOW}, gate={"validation_pod": True}, readiness_rule=True)
+    assert ruled["gpu-1"]["pod"] and ruled["gpu-1"]["lifted_after_pod"] == []
+    assert ruled["gpu-1"]["failed_pod_conditions"] == [
+        {"type": "gpunode.io/GPUValidated", "status": "False", "reason": "CUDAPodFailed"}]
+    unpinned, _ = gates(run_module, {"gpu-1": NOW})
+    assert unpinned["gpu-1"]["no_pod"] == "gpu_cluster_addons_validation_pod_digest is empty"
+    checked, _ = gates(run_module, {"gpu-1": NOW}, check_mode=True, gate={"validation_pod": True})
+    assert (checked["gpu-1"]["pod"], checked["gpu-1"]["taint"]) == (False, "absent")  # predicted, no pod
+
+
+def test_render_mode_prints_the_commands_and_a_failed_node_nothing_taints_serves_unvalidated(run_module):
+    decided, result = gates(run_module, {"gpu-1": EARLIER, "gpu-2": FAILED}, gate={"apply": False})
+    assert decided["gpu-1"]["commands"] == [
+        f"kubectl taint node gpu-1 {KEY}:NoSchedule-", f"kubectl taint node gpu-1 {LEGACY}:NoSchedule-",
+        "kubectl label node gpu-1 --overwrite gpunode.io/gpu-validated=true"]
+    assert decided["gpu-2"]["commands"][0] == f"kubectl taint node gpu-2 {KEY}:NoSchedule --overwrite"
+    assert all(g["taint"] is None and g["label"] is None for g in decided.values())
+    assert result["ansible_facts"]["gpu_cluster_addons"]["untainted"] == {
+        "gpu-2": "render mode: nothing ran the printed kubectl commands"}
+    ruled, result = gates(run_module, {"gpu-2": FAILED}, gate={"apply": False}, readiness_rule=True)
+    assert ruled["gpu-2"]["commands"] == [
+        "kubectl label node gpu-2 --overwrite gpunode.io/gpu-validated=false"]
+    assert result["ansible_facts"]["gpu_cluster_addons"]["untainted"] == {}
+
+
+def test_the_gate_turned_off_lifts_the_taint_everywhere_and_says_a_failed_node_serves_untainted(run_module):
+    decided, result = gates(run_module, {"gpu-1": FAILED, "gpu-2": None}, gate={"enabled": False})
+    assert [decided[h]["taint"] for h in ("gpu-1", "gpu-2")] == ["absent", "absent"]
+    assert decided["gpu-1"]["label"] is None
+    assert result["ansible_facts"]["gpu_cluster_addons"]["untainted"] == {
+        "gpu-1": "gpu_cluster_addons_validation_gate is false"}
+
+
+def role_task(path, item, result):
+    """A task of the role's ``path`` with ``item`` as Ansible templates it, with the role's defaults and
+    vars and the plan ``result``: its module's arguments."""
     from ansible.parsing.dataloader import DataLoader  # noqa: PLC0415 (controller only)
     from ansible.template import Templar  # noqa: PLC0415 (controller only)
 
     loader = DataLoader()
     role = ROOT / "roles/gpu_cluster_addons"
-    variables = {"ansible_check_mode": False, "__gpu_cluster_addons_plan": result,
-                 "item": {"node": "gpu-1", "host": "gpu-1"},
-                 "hostvars": {"gpu-1": {"ansible_facts": {"gpu_validate": {"passed": passed, "ran": False}}}}}
+    variables = {"ansible_check_mode": False, "__gpu_cluster_addons_plan": result, "item": item}
     for name in ("defaults", "vars"):
         variables.update(loader.load_from_file(str(role / name / "main.yml"), trusted_as_template=True))
-    task = loader.load_from_file(str(role / "tasks/validation_gate.yml"), trusted_as_template=True)[0]
-    variables.update(task["vars"])
-    return Templar(loader=loader, variables=variables).template(task["kubernetes.core.k8s_taint"])
+    task = loader.load_from_file(str(role / path), trusted_as_template=True)[0]
+    templar = Templar(loader=loader, variables=variables)
+    module = next(key for key in task if key.startswith("kubernetes.core."))
+    return templar.template(task["loop"]), templar.template(task[module])
 
 
 @pytest.mark.controller(reason="templates the role's task with ansible-core's Templar")
-@pytest.mark.parametrize(("passed", "state", "keys"),
-                         [(True, "absent", [KEY, LEGACY]), (False, "present", [KEY])])
-def test_a_node_that_passed_has_both_keys_lifted_one_that_did_not_gets_the_key_in_use(
-        run_module, passed, state, keys):
-    args = gate_task(passed, plan(run_module))
+@pytest.mark.parametrize(("verdict", "state", "keys"),
+                         [(EARLIER, "absent", [KEY, LEGACY]), (FAILED, "present", [KEY])])
+def test_the_roles_gate_task_carries_out_the_plan_for_each_node_it_loops_over(
+        run_module, verdict, state, keys):
+    _, result = gates(run_module, {"gpu-1": verdict, "gpu-2": None})
+    node = next(n for n in result["gpu_nodes"] if n["host"] == "gpu-1")
+    loop, args = role_task("tasks/validation_gate.yml", node, result)
+    assert [n["host"] for n in loop] == ["gpu-1"]  # no verdict: left out
     assert args["state"] == state and [t["key"] for t in args["taints"]] == keys, args
 
 

@@ -104,6 +104,16 @@ def test_the_validated_column_names_the_failed_checks(summary, verdict, shown):
     assert row[summary.COLUMNS.index("validated")] == shown
 
 
+def test_a_failed_node_no_taint_keeps_from_work_is_said_to_serve_untainted_and_why(summary):
+    failed = dict(HGX, gpu_validate={"passed": False, "failed_checks": ["xid"], "ran": True})
+    why = "render mode: nothing ran the printed kubectl commands"
+    first, second = summary.rows(["hgx", "hgx-2"], {"hgx": failed, "hgx-2": failed}, {},
+                                 untainted={"hgx": why})
+    column = summary.COLUMNS.index("validated")
+    assert first[column] == f"failed (xid); SERVING UNTAINTED ({why})"
+    assert second[column] == "failed (xid)"
+
+
 def test_table_is_aligned_under_its_header(summary):
     text = summary.table(summary.rows(["hgx", "cp"], {"hgx": HGX, "cp": CONTROL_PLANE}, {}))
     lines = text.splitlines()
@@ -206,7 +216,7 @@ def test_without_host_facts_the_action_reads_each_hosts_facts_and_changes_from_h
              "delegate_to": "hgx", "delegate_facts": True},
             # what the add-ons play publishes on localhost
             {"ansible.builtin.set_fact": {"gpu_cluster_addons": {"mode": "nvidia", "offers": {
-                "hgx": "device plugin, time-slicing x4"}}, "cacheable": True}},
+                "hgx": "device plugin, time-slicing x4"}, "untainted": {"hgx": "why"}}, "cacheable": True}},
             {"gpunode_summary": {"hosts": ["cp", "hgx"]}, "register": "summary"},
             {"ansible.builtin.debug": {"var": "summary.rows"}},
         ],
@@ -219,6 +229,7 @@ def test_without_host_facts_the_action_reads_each_hosts_facts_and_changes_from_h
     assert rows["hgx"]["kubelet gates"].startswith("DRAExtendedResource=true")
     assert rows["hgx"]["this run"] == "driver 535.129.03 -> 570.133.20"
     assert rows["hgx"]["GPUs offered by"] == "device plugin, time-slicing x4"
+    assert rows["hgx"]["validated"].endswith("; SERVING UNTAINTED (why)")
     assert rows["cp"]["GPUs"] == "-" and rows["cp"]["this run"] == "nothing"
 
 

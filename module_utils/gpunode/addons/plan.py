@@ -55,6 +55,7 @@ def host_records(hosts, host_facts, node_names):
                 "nvidia_driver": facts.get("nvidia_driver"),
                 "container_runtime": facts.get("nvidia_container_runtime"),
                 "kubelet": facts.get("kubelet_gpu"),
+                "verdict": facts.get("gpu_validate") or {},
             }
         )
     return records
@@ -223,6 +224,18 @@ def images_and_dra(params, version, by_host, hosts):
     return images, dra_plan
 
 
+def gates(params, nodes, hosts):
+    """``nodes`` (the plan's gpu_nodes), each with its ``gate`` (validate/gate.py ``node_gate``)."""
+    verdicts = {record["host"]: record["verdict"] for record in hosts}
+    settings = {"enabled": params["gate"]["enabled"], "rule": params["readiness_rule"],
+                "applying": params["gate"]["apply"], "pods": params["gate"]["validation_pod"],
+                "mode": params["mode"], "key": params["readiness_taint_key"],
+                "condition_type": params["readiness_condition_type"],
+                "check_mode": bool(params.get("check_mode"))}
+    return [dict(node, gate=gate.node_gate(node, verdicts.get(node["host"]) or {}, settings))
+            for node in nodes]
+
+
 def readiness_rule(params):
     """The NodeReadinessRule's name, condition and taint; its CRD takes taint keys under
     ``readiness.k8s.io/`` only (CEL rule of spec.taint, node-readiness-controller v0.5.0)."""
@@ -269,14 +282,16 @@ def plan(params, warn):
     check_node_names(nodes)
     for warning in warnings + (cp["warnings"] if mode in ("gpushare", "hami") else []):
         warn(warning)
-    labelled = dra.label_nodes(nodes, mode, by_host)
+    gated = gates(params, dra.label_nodes(nodes, mode, by_host), hosts)
+    untainted = {node["host"]: node["gate"]["untainted"] for node in gated if node["gate"]["untainted"]}
     return {
         "changed": False,
-        "ansible_facts": {"gpu_cluster_addons": {"mode": mode, "offers": dra.offers(labelled)}},
+        "ansible_facts": {"gpu_cluster_addons": {"mode": mode, "offers": dra.offers(gated),
+                                                 "untainted": untainted}},
         "version": version,
         "api": api,
         "control_plane": cp,
-        "gpu_nodes": labelled,
+        "gpu_nodes": gated,
         **manifests(params, version, resolved, hami_plan, dra_plan),
         "runtime_class_name": runtime["name"],
         "runtime_class_reasons": runtime["reasons"],

@@ -28,3 +28,64 @@ def gate(key=TAINT_KEY):
         "lifted": [{"key": name, "effect": EFFECT} for name in keys],
         "tolerations": [{"key": name, "operator": "Exists", "effect": EFFECT} for name in keys],
     }
+
+
+#: the label and annotations a GPU node gets from its last validation (apply mode)
+VALIDATED_LABEL = "gpunode.io/gpu-validated"
+#: why a GPU node whose validation did not pass carries no taint after the run (the closing table says so)
+UNTAINTED = {
+    "off": "gpu_cluster_addons_validation_gate is false",
+    "render": "render mode: nothing ran the printed kubectl commands",
+}
+
+
+def node_gate(node, verdict, settings):
+    """What the gate does to one GPU node (a record of the add-ons plan's ``gpu_nodes``) whose last
+    validation is ``verdict`` (its ``gpu_validate`` facts; empty when the run has none).
+
+    ``settings``: ``enabled`` (gpu_cluster_addons_validation_gate), ``rule`` (the Node Readiness
+    Controller's rule keeps the taint from the node's condition: the play leaves the taint to it),
+    ``applying`` (not render mode), ``pods`` (a validation pod image is pinned), ``mode``, ``key``,
+    ``condition_type`` (the rule's), ``check_mode``.
+
+    Returns ``taint`` ("present", "absent" with the legacy key, or None: left as it is), ``label``
+    (the node's label and annotations, or None), ``pod`` (a validation pod runs before the taint is
+    lifted), ``no_pod`` (why a node that passed in this run gets none), ``lifted_after_pod`` (the
+    taints its pod's success lifts), ``failed_pod_conditions`` (with the rule: the Node condition a
+    failed pod publishes, for the controller), ``commands`` (render mode's kubectl lines) and
+    ``untainted`` (why a node that did not pass serves untainted, else "")."""
+    name, passed, ran = node["node"], bool(verdict.get("passed")), bool(verdict.get("ran"))
+    result = {"taint": None, "label": None, "pod": False, "no_pod": "", "lifted_after_pod": [],
+              "failed_pod_conditions": [], "commands": [], "untainted": ""}
+    if verdict and not passed and not settings["rule"] and not (settings["enabled"] and settings["applying"]):
+        result["untainted"] = UNTAINTED["render" if settings["enabled"] else "off"]
+    if not settings["enabled"]:
+        result["taint"] = "absent" if settings["applying"] else None
+        return result
+    names = gate(settings["key"])
+    label = "true" if passed else "false"
+    if not settings["applying"]:  # whoever applies the files gates each node: one without a verdict too
+        taints = [] if settings["rule"] else (
+            [f"kubectl taint node {name} {t['key']}:{EFFECT}-" for t in names["lifted"]] if passed
+            else [f"kubectl taint node {name} {settings['key']}:{EFFECT} --overwrite"])
+        result["commands"] = [*taints, f"kubectl label node {name} --overwrite {VALIDATED_LABEL}={label}"]
+        return result
+    if not verdict:
+        return result
+    advertised = node.get("allocation") != "dra" and settings["mode"] != "gpushare"
+    newly = ran and passed
+    result["pod"] = newly and settings["pods"] and advertised and not settings["check_mode"]
+    if newly and not (settings["pods"] and advertised):
+        result["no_pod"] = ("gpu_cluster_addons_validation_pod_digest is empty" if not settings["pods"]
+                            else "its GPUs are not advertised as nvidia.com/gpu (DRA, or gpushare mode)")
+    if not settings["rule"]:
+        result["taint"] = "absent" if passed and not result["pod"] else "present"
+        result["lifted_after_pod"] = names["lifted"] if result["pod"] else []
+    elif result["pod"]:  # the controller taints the node again once its condition says the pod failed
+        result["failed_pod_conditions"] = [{"type": settings["condition_type"], "status": "False",
+                                            "reason": "CUDAPodFailed"}]
+    result["label"] = {"labels": {VALIDATED_LABEL: label},
+                       "annotations": {"gpunode.io/gpu-validated-at": str(verdict.get("validated_at") or ""),
+                                       "gpunode.io/gpu-validation-failed":
+                                           ",".join(verdict.get("failed_checks") or [])}}
+    return result

@@ -120,15 +120,13 @@ diff:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.gpunode.formats.json_config import JSONConfigError, plan
-from ansible.module_utils.gpunode.host.backups import backup_beside
 from ansible.module_utils.gpunode.host.commands import Host
-from ansible.module_utils.gpunode.host.files import exists, read_text, resolved_path, shown_path, write_text
+from ansible.module_utils.gpunode.host.edits import apply_into
+from ansible.module_utils.gpunode.host.files import FileError, exists, read_text, resolved_path, shown_path
 from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 from ansible.module_utils.gpunode.host.systemd import restart_required
 
-NEW_FILE_MODE = 0o644
 ARGUMENT_SPEC = {
     "path": {"type": "path", "default": "/etc/docker/daemon.json"},
     "settings": {"type": "dict", "required": True},
@@ -167,13 +165,9 @@ def run(module):
         Host(module), module.params["service"], [path], changed)
     if changed and not module.check_mode:
         try:
-            if module.params["backup"] and text is not None:
-                result["backup_file"] = backup_beside(path)
-            write_text(path, new_text, NEW_FILE_MODE, replace=module.atomic_move)
-        except OSError as exc:
-            module.fail_json(msg=to_native(exc), **result)
-        if result["backup_file"] or text is None:
-            result["restore"] = [{"path": path, "backup": result["backup_file"]}]
+            apply_into(result, {path: (text, new_text)}, module.params["backup"], replace=module.atomic_move)
+        except FileError as exc:
+            module.fail_json(msg=str(exc), **result)
     result["changed"] = changed
     file_args = module.load_file_common_arguments(module.params)
     file_args["path"] = resolved_path(path)  # owner/mode of a link's target, not of the link

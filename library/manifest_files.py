@@ -85,14 +85,8 @@ backup_files:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpunode.addons.manifest_files import ManifestFilesError, diffs, plan
-from ansible.module_utils.gpunode.host.backups import backup_beside
-from ansible.module_utils.gpunode.host.files import (
-    FileError,
-    make_folders,
-    remove,
-    resolved_path,
-    write_text,
-)
+from ansible.module_utils.gpunode.host.edits import apply
+from ansible.module_utils.gpunode.host.files import FileError, make_folders, resolved_path
 from ansible.module_utils.gpunode.host.lock import LOCK_OPTION, exit_run
 
 
@@ -130,24 +124,16 @@ def run(module):
         make_folders(directory)  # 0755 whatever the umask
     except OSError as exc:
         raise ManifestFilesError(f"{directory}: cannot create: {exc.strerror}") from exc
-    for change in changes:
-        try:
-            write_change(module, change, result)
-        except OSError as exc:  # host/files and host/backups name the file and the cause
-            raise ManifestFilesError(str(exc) if isinstance(exc, FileError)
-                                     else f"{change['path']}: cannot remove: {exc.strerror}") from exc
+    edits = {change["path"]: (change["before"], change["after"]) for change in changes}
+    try:
+        _restore, backups = apply(edits, module.params["backup"], replace=module.atomic_move)
+    except FileError as exc:  # names the file and the cause
+        result["backup_files"] = [exc.backups[path] for path in sorted(exc.backups)]
+        raise ManifestFilesError(str(exc)) from exc
+    result["backup_files"] = [backups[path] for path in sorted(backups)]
+    for path in (change["path"] for change in changes if change["after"] is not None):
+        module.set_mode_if_different(resolved_path(path), module.params["mode"], False)
     return result
-
-
-def write_change(module, change, result):
-    """Back up (with ``backup``), then write or remove one file. Raises OSError."""
-    if module.params["backup"] and change["before"] is not None:
-        result["backup_files"].append(backup_beside(change["path"]))
-    if change["action"] == "remove":
-        remove(change["path"])
-    else:
-        write_text(change["path"], change["after"], replace=module.atomic_move)
-        module.set_mode_if_different(resolved_path(change["path"]), module.params["mode"], False)
 
 
 def main():

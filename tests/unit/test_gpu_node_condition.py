@@ -1,62 +1,39 @@
-"""gpu_node_condition against a small recording API server that asks for a client certificate, as a
-kubelet's kubeconfig holds one (module_utils/gpunode/kubelet/identity.py, readiness/condition.py).
+"""gpu_node_condition against the API stand-in of tests/fixtures/drain/api_standin.py, served in a
+thread over HTTPS that asks for a client certificate, as a kubelet's kubeconfig holds one
+(module_utils/gpunode/kubelet/identity.py, readiness/condition.py).
 
-The certificates are made with the openssl program (the targets' unit virtualenvs have no
-cryptography); a test that needs them is skipped, saying so, where it is missing.
+The certificates are made with the openssl program (api_standin.make_pki: the targets' unit virtualenvs
+have no cryptography); a test that needs them is skipped, saying so, where it is missing.
 """
 
 import base64
 import copy
-import http.server
 import json
 import shutil
 import socket
-import ssl
-import subprocess
 import threading
-import urllib.parse
 
 import gpu_node_condition
 import pytest
 from ansible.module_utils.gpunode.kubelet import identity
+from conftest import FIXTURES, load_file
+
+api_standin = load_file(FIXTURES / "drain" / "api_standin.py", "api_standin")
 
 NOW = "2026-11-28T12:00:00Z"
 EARLIER = "2026-11-01T08:00:00Z"
 TYPE = "gpunode.io/GPUValidated"
 NODE = "gpu-1"
-EXTENSIONS = {
-    "ca": "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n"
-          "subjectKeyIdentifier=hash\n",
-    "server": "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-              "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\nauthorityKeyIdentifier=keyid\n",
-    "client": "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-              "extendedKeyUsage=clientAuth\nauthorityKeyIdentifier=keyid\n",
-}
-
-
-def _openssl(*args):
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
-    """A throwaway CA, the API server's certificate (127.0.0.1) and the kubelet's (system:node:gpu-1)."""
+    """The stand-in's throwaway CA, the API server's certificate (127.0.0.1) and the kubelet's
+    (system:node:gpu-1)."""
     if shutil.which("openssl") is None:
         pytest.skip("the openssl program is not installed: it makes the test certificates")
     folder = tmp_path_factory.mktemp("pki")
-    for name in ("server", "client"):
-        (folder / f"{name}.ext").write_text(EXTENSIONS[name])
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    (folder / "req.cnf").write_text("[req]\ndistinguished_name=dn\n[dn]\n[ca]\n" + EXTENSIONS["ca"])
-    _openssl("req", "-x509", *ec, "-keyout", str(folder / "ca.key"), "-out", str(folder / "ca.crt"),
-             "-days", "2", "-subj", "/CN=gpunode test CA", "-config", str(folder / "req.cnf"),
-             "-extensions", "ca")
-    for name, subject in (("server", "/CN=127.0.0.1"), ("client", f"/O=system:nodes/CN=system:node:{NODE}")):
-        _openssl("req", "-new", *ec, "-keyout", str(folder / f"{name}.key"),
-                 "-out", str(folder / f"{name}.csr"), "-subj", subject, "-config", str(folder / "req.cnf"))
-        _openssl("x509", "-req", "-in", str(folder / f"{name}.csr"), "-CA", str(folder / "ca.crt"),
-                 "-CAkey", str(folder / "ca.key"), "-set_serial", "7", "-days", "2",
-                 "-out", str(folder / f"{name}.crt"), "-extfile", str(folder / f"{name}.ext"))
+    api_standin.make_pki(folder, NODE)
     # what kubelet-client-current.pem holds: certificate and key in one file
     (folder / "kubelet-client-current.pem").write_text(
         (folder / "client.crt").read_text() + (folder / "client.key").read_text())
@@ -76,101 +53,13 @@ OTHERS = [
 ]
 
 
-class ApiServer(http.server.ThreadingHTTPServer):
-    """Answers GET /api/v1/nodes/NAME and PATCH .../status as the API server does (conditions merge
-    by type in a strategic-merge patch); records each request and the client certificate's CN."""
-
-    def __init__(self, pki):
-        super().__init__(("127.0.0.1", 0), Handler)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(str(pki / "server.crt"), str(pki / "server.key"))
-        context.load_verify_locations(str(pki / "ca.crt"))
-        context.verify_mode = ssl.CERT_REQUIRED
-        self.socket = context.wrap_socket(self.socket, server_side=True)
-        self.nodes = {NODE: _node(copy.deepcopy(OTHERS))}
-        self.requests = []
-        self.forbid_patch = False
-
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def _answer(self, code, body):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _status(self, code, reason, message):
-        self._answer(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
-                            "message": message, "code": code})
-
-    def _record(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length)) if length else None
-        subject = dict(pair[0] for pair in self.connection.getpeercert()["subject"])
-        self.server.requests.append({"method": self.command, "path": self.path, "body": body,
-                                     "content_type": self.headers.get("Content-Type"),
-                                     "client": subject.get("commonName")})
-        parts = self.path.split("?")[0].split("/")  # /api/v1/nodes/NAME[/status][?fieldManager=...]
-        return body, self.server.nodes.get(parts[4]) if len(parts) > 4 else None, parts
-
-    def do_GET(self):
-        _body, node, parts = self._record()
-        if node is None:
-            return self._status(404, "NotFound", f'nodes "{parts[-1]}" not found')
-        return self._answer(200, node)
-
-    def do_PATCH(self):
-        body, node, parts = self._record()
-        if self.server.forbid_patch:
-            return self._status(403, "Forbidden", f'nodes "{parts[4]}" is forbidden: node "other" '
-                                                  "is not allowed to modify node \"gpu-1\"")
-        if node is not None and parts[5:] == []:  # the Node itself: its labels, owned by the field manager
-            return self._answer(200, self._patch_labels(node, body["metadata"]["labels"]))
-        if node is None or parts[5:] != ["status"]:
-            return self._status(404, "NotFound", "not found")
-        conditions = node["status"]["conditions"]
-        for patched in body["status"]["conditions"]:
-            same = [c for c in conditions if c["type"] == patched["type"]]
-            if same:
-                same[0].update(patched)
-            else:
-                conditions.append(patched)
-        return self._answer(200, node)
-
-
-    def _patch_labels(self, node, labels):
-        """A strategic-merge patch of labels (null removes) by an Update: the manager then owns what it set
-        (metadata.managedFields), as the API server records it."""
-        manager = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)["fieldManager"][0]
-        have = node["metadata"].setdefault("labels", {})
-        entries = node["metadata"].setdefault("managedFields", [])
-        for key, value in labels.items():
-            for entry in entries:
-                entry["fieldsV1"]["f:metadata"]["f:labels"].pop(f"f:{key}", None)
-            if value is None:
-                have.pop(key, None)
-                continue
-            have[key] = value
-            mine = [e for e in entries if e["manager"] == manager] or [_managed(manager)]
-            if mine[0] not in entries:
-                entries.append(mine[0])
-            mine[0]["fieldsV1"]["f:metadata"]["f:labels"][f"f:{key}"] = {}
-        return node
-
-
-def _managed(manager, *keys):
-    return {"manager": manager, "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
-            "fieldsV1": {"f:metadata": {"f:labels": {f"f:{key}": {} for key in keys}}}}
-
-
 @pytest.fixture
-def server(pki):
-    api = ApiServer(pki)
+def server(pki, tmp_path):
+    """The stand-in with a Node that has the kubelet's conditions; ``received`` holds each request and
+    the client certificate's CN."""
+    api = api_standin.StandIn(NODE, str(tmp_path / "api.json"), on_evict="")
+    api.node = _node(copy.deepcopy(OTHERS))
+    api_standin.serve_tls(api, pki)
     thread = threading.Thread(target=api.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield api
@@ -213,7 +102,7 @@ def call(run_module, server, pki, tmp_path, monkeypatch):
 
 
 def _ours(server):
-    return [c for c in server.nodes[NODE]["status"]["conditions"] if c["type"] == TYPE]
+    return [c for c in server.node["status"]["conditions"] if c["type"] == TYPE]
 
 
 def test_a_new_condition_is_one_strategic_merge_patch_and_keeps_the_other_conditions(call, server):
@@ -221,29 +110,29 @@ def test_a_new_condition_is_one_strategic_merge_patch_and_keeps_the_other_condit
     assert ok and result["changed"], result
     expected = {"type": TYPE, "status": "True", "reason": "Passed", "message": "all checks passed",
                 "lastHeartbeatTime": NOW, "lastTransitionTime": NOW}
-    assert [(r["method"], r["path"]) for r in server.requests] == [
+    assert [(r["method"], r["path"]) for r in server.received] == [
         ("GET", f"/api/v1/nodes/{NODE}"), ("PATCH", f"/api/v1/nodes/{NODE}/status")]
-    patch = server.requests[1]
+    patch = server.received[1]
     assert patch["body"] == {"status": {"conditions": [expected]}}
     assert patch["content_type"] == "application/strategic-merge-patch+json"
-    assert {r["client"] for r in server.requests} == {f"system:node:{NODE}"}
-    assert server.nodes[NODE]["status"]["conditions"] == [*OTHERS, expected]
+    assert {r["client"] for r in server.received} == {f"system:node:{NODE}"}
+    assert server.node["status"]["conditions"] == [*OTHERS, expected]
     assert result["condition"] == expected
     assert (result["node_name"], result["named_by"]) == (NODE, "client certificate")
 
 
 def test_nothing_is_sent_when_the_condition_already_holds(call, server):
     call()
-    server.requests.clear()
+    server.received.clear()
     ok, result = call()
     assert ok and not result["changed"]
-    assert [r["method"] for r in server.requests] == ["GET"]
+    assert [r["method"] for r in server.received] == ["GET"]
 
 
 def test_check_mode_only_reads_and_diff_shows_before_and_after(call, server):
     ok, result = call(check_mode=True, diff=True)
     assert ok and result["changed"]
-    assert [r["method"] for r in server.requests] == ["GET"]
+    assert [r["method"] for r in server.received] == ["GET"]
     assert _ours(server) == []
     assert result["diff"]["before"] == ""
     assert json.loads(result["diff"]["after"])["status"] == "True"
@@ -251,12 +140,12 @@ def test_check_mode_only_reads_and_diff_shows_before_and_after(call, server):
 
 
 def test_a_new_message_keeps_the_transition_time_and_a_new_status_moves_it(call, server):
-    server.nodes[NODE]["status"]["conditions"].append(
+    server.node["status"]["conditions"].append(
         {"type": TYPE, "status": "True", "reason": "Passed", "message": "old", "lastHeartbeatTime": EARLIER,
          "lastTransitionTime": EARLIER})
     ok, result = call(diff=True)
     assert ok and result["changed"]
-    assert server.requests[-1]["body"]["status"]["conditions"][0]["lastTransitionTime"] == EARLIER
+    assert server.received[-1]["body"]["status"]["conditions"][0]["lastTransitionTime"] == EARLIER
     assert _ours(server)[0]["lastHeartbeatTime"] == NOW
     assert json.loads(result["diff"]["before"])["message"] == "old"
     ok, result = call(status="False", reason="NotValidatedSinceBoot")
@@ -264,13 +153,13 @@ def test_a_new_message_keeps_the_transition_time_and_a_new_status_moves_it(call,
     assert _ours(server) == [{"type": TYPE, "status": "False", "reason": "NotValidatedSinceBoot",
                               "message": "all checks passed", "lastHeartbeatTime": NOW,
                               "lastTransitionTime": NOW}]
-    assert len(server.nodes[NODE]["status"]["conditions"]) == 3
+    assert len(server.node["status"]["conditions"]) == 3
 
 
 def test_credentials_held_as_data_in_the_kubeconfig_work_too(call, server):
     ok, result = call(data=True)
     assert ok and result["changed"], result
-    assert server.requests[-1]["client"] == f"system:node:{NODE}"
+    assert server.received[-1]["client"] == f"system:node:{NODE}"
 
 
 def test_an_unknown_node_and_a_forbidden_patch_name_the_server_and_the_node(call, server):
@@ -301,7 +190,7 @@ def test_an_unreachable_server_is_named(run_module, pki, tmp_path):
 def test_a_reason_that_is_not_camel_case_is_refused_before_any_request(call, server):
     ok, result = call(reason="not validated")
     assert not ok and "reason: 'not validated' is not a CamelCase reason" in result["msg"]
-    assert server.requests == []
+    assert server.received == []
 
 
 def test_the_node_name_is_the_certificate_cn_then_the_override_then_the_hostname(pki):
@@ -323,24 +212,24 @@ TRAY_CLIQUE = "7f8e4b2c-53f0-4b8a-9c4e-2b1d4c6e8a10.32766"
 def test_a_label_no_one_owns_is_set_by_gpunode_and_a_second_run_sends_nothing(call, server):
     ok, result = call(labels={CLIQUE: TRAY_CLIQUE})
     assert ok and result["changed"] and result["labels"] == {CLIQUE: "set"}, result
-    patch = server.requests[-1]
+    patch = server.received[-1]
     assert (patch["method"], patch["path"]) == ("PATCH", f"/api/v1/nodes/{NODE}?fieldManager=gpunode")
     assert patch["body"] == {"metadata": {"labels": {CLIQUE: TRAY_CLIQUE}}}
-    assert server.nodes[NODE]["metadata"]["labels"] == {CLIQUE: TRAY_CLIQUE}
-    sent = len(server.requests)
+    assert server.node["metadata"]["labels"] == {CLIQUE: TRAY_CLIQUE}
+    sent = len(server.received)
     ok, again = call(labels={CLIQUE: TRAY_CLIQUE})
     assert ok and not again["changed"] and again["labels"] == {CLIQUE: "unchanged"}
-    assert [r["method"] for r in server.requests[sent:]] == ["GET"]
+    assert [r["method"] for r in server.received[sent:]] == ["GET"]
 
 
 def test_a_label_gpu_feature_discovery_owns_is_left_to_it_whatever_gpunode_reads(call, server):
-    node = server.nodes[NODE]["metadata"]
+    node = server.node["metadata"]
     node["labels"] = {CLIQUE: "other-cluster.1"}
-    node["managedFields"] = [_managed("gpu-feature-discovery", CLIQUE)]
+    node["managedFields"] = [api_standin.managed("gpu-feature-discovery", CLIQUE)]
     for wanted in (TRAY_CLIQUE, None):
         ok, result = call(labels={CLIQUE: wanted})
         assert ok and result["labels"] == {CLIQUE: "left to gpu-feature-discovery"}, result
-    assert [r["method"] for r in server.requests] == ["GET", "PATCH", "GET"]  # the condition, once
+    assert [r["method"] for r in server.received] == ["GET", "PATCH", "GET"]  # the condition, once
     assert node["labels"] == {CLIQUE: "other-cluster.1"}
 
 
@@ -350,22 +239,22 @@ def test_a_label_gpunode_set_follows_the_fabric_and_goes_when_it_has_no_clique(c
     assert ok and result["labels"] == {CLIQUE: "set"}
     ok, result = call(labels={CLIQUE: None})
     assert ok and result["changed"] and result["labels"] == {CLIQUE: "removed"}
-    assert CLIQUE not in server.nodes[NODE]["metadata"]["labels"]
+    assert CLIQUE not in server.node["metadata"]["labels"]
     # a label someone set with no field manager recorded is never taken over, nor removed
-    server.nodes[NODE]["metadata"]["labels"] = {CLIQUE: "theirs.0"}
+    server.node["metadata"]["labels"] = {CLIQUE: "theirs.0"}
     for wanted in (TRAY_CLIQUE, None):
         ok, result = call(labels={CLIQUE: wanted})
         assert ok and result["labels"][CLIQUE].startswith("left to whoever set it"), result
-    assert server.nodes[NODE]["metadata"]["labels"] == {CLIQUE: "theirs.0"}
+    assert server.node["metadata"]["labels"] == {CLIQUE: "theirs.0"}
 
 
 def test_check_mode_sends_no_label_and_diff_shows_it(call, server):
     ok, result = call(check_mode=True, diff=True, labels={CLIQUE: TRAY_CLIQUE})
-    assert ok and result["changed"] and [r["method"] for r in server.requests] == ["GET"]
+    assert ok and result["changed"] and [r["method"] for r in server.received] == ["GET"]
     assert f'"{CLIQUE}": null' in result["diff"]["before"]
     assert f'"{CLIQUE}": "{TRAY_CLIQUE}"' in result["diff"]["after"]
 
 
 def test_a_label_value_that_is_not_one_is_refused_before_any_request(call, server):
     ok, result = call(labels={CLIQUE: "not a value/"})
-    assert not ok and "labels['nvidia.com/gpu.clique']" in result["msg"] and server.requests == []
+    assert not ok and "labels['nvidia.com/gpu.clique']" in result["msg"] and server.received == []

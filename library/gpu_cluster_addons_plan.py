@@ -214,9 +214,8 @@ options:
     description:
       - What the validation gate does to each GPU node (RV(gpu_nodes[].gate)), from its last validation
         (C(gpu_validate) in O(host_facts)). With O(readiness_rule) the play leaves the taint to the
-        Node Readiness Controller.
+        Node Readiness Controller. Omitted - its suboptions' defaults.
     type: dict
-    default: {}
     suboptions:
       enabled:
         description: C(gpu_cluster_addons_validation_gate); false lifts the taint from every GPU node.
@@ -324,8 +323,9 @@ gpu_nodes:
           key used before, or null - left as it is, and always with O(readiness_rule), whose controller
           keeps it), C(label) (C(labels) and C(annotations), or null), C(pod) (a validation pod runs
           before the taint is lifted), C(no_pod) (why a node that passed in this run gets none),
-          C(lifted_after_pod) (the taints the pod's success lifts), C(failed_pod_conditions) (with
-          O(readiness_rule), the Node condition a failed pod publishes - C(CUDAPodFailed)), C(commands)
+          C(lifted_after_pod) (the taints the pod's success lifts), C(pod_conditions) (with
+          O(readiness_rule), the Node condition the pod's verdict publishes - C(succeeded) or not, C(True)
+          C(Passed) or C(False) C(CUDAPodFailed)), C(commands)
           (render mode's kubectl lines), C(untainted) (why a node whose validation did not pass serves
           untainted, else empty).
       type: dict
@@ -582,7 +582,7 @@ ARGUMENT_SPEC = {
     # a taint's key, not a secret (ansible-test's no-log-needed reads "key" as one)
     "readiness_taint_key": {"type": "str", "default": gate.TAINT_KEY, "no_log": False},
     "readiness_condition_type": {"type": "str", "default": "gpunode.io/GPUValidated"},
-    "gate": {"type": "dict", "default": {}, "options": {
+    "gate": {"type": "dict", "apply_defaults": True, "options": {
         "enabled": {"type": "bool", "default": True},
         "validation_pod": {"type": "bool", "default": False},
         "apply": {"type": "bool", "default": True},

@@ -102,6 +102,13 @@ options:
       V(nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04) into
       V(registry.local:5000/mirror/nvidia/cuda:12.9.1-base-ubuntu24.04)).
     type: str
+  pod_follows:
+    description:
+      - A CUDA validation pod follows this validation (the gpu_cluster_addons play's, with
+        C(gpu_cluster_addons_validation_pod_digest)) - RV(condition) of a node that passed is then V(False),
+        C(ValidationPodPending), until that play publishes the pod's verdict.
+    type: bool
+    default: false
 requirements:
   - PyYAML (python3-yaml) for the C(cdi) check of a YAML spec (without it that spec is not judged, saying so)
 extends_documentation_fragment:
@@ -180,6 +187,14 @@ marker:
   returned: always
   type: dict
   sample: {"passed": true, "failed_checks": [], "driver_version": "580.159.04"}
+condition:
+  description:
+    - The Node condition the gpu_validate role publishes for this verdict (gpu_node_condition) - C(status),
+      C(reason), C(message) - V(True)/C(Passed), V(False)/C(ValidationFailed) with the failure, or with
+      O(pod_follows) V(False)/C(ValidationPodPending) for a node that passed.
+  returned: always
+  type: dict
+  sample: {"status": "True", "reason": "Passed", "message": "the GPU validation passed"}
 """
 
 import time
@@ -189,6 +204,7 @@ from ansible.module_utils.gpunode.addons.images import mirrored, registry_prefix
 from ansible.module_utils.gpunode.driver.fabric import CHOICES
 from ansible.module_utils.gpunode.formats import k8s_names, values
 from ansible.module_utils.gpunode.host.commands import Host
+from ansible.module_utils.gpunode.readiness import condition
 from ansible.module_utils.gpunode.validate import marker
 from ansible.module_utils.gpunode.validate.run import ALL_CHECKS, ValidateError, failure_message, validate
 
@@ -205,6 +221,7 @@ ARGUMENT_SPEC = {
     "dcgm_diag_level": {"type": "int", "default": 1, "choices": [1, 2, 3]},
     "container_image": {"type": "str"},
     "image_registry": {"type": "str"},
+    "pod_follows": {"type": "bool", "default": False},
 }
 
 # Values that land on a command line: nvidia-smi is run by that name, the image is an argument of
@@ -240,7 +257,14 @@ def run(module):
         "passed": outcome["passed"], "failed_checks": outcome["failed_checks"], "ran": True,
         "validated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "fabric": fabric}}
     outcome["marker"] = marker.content(outcome, outcome.pop("driver_version"), fabric)
+    outcome["condition"] = published(outcome["passed"], failure_message(failed) if failed else "",
+                                     module.params["pod_follows"])
     return outcome, failed
+
+
+def published(passed, message, pod_follows=False):
+    """The condition the role publishes for this verdict (readiness/condition.py ``verdict``)."""
+    return dict(zip(("status", "reason", "message"), condition.verdict(passed, message, pod_follows)))
 
 
 def main():
@@ -249,7 +273,8 @@ def main():
         outcome, failed = run(module)
     except ValidateError as exc:
         module.fail_json(msg=str(exc), passed=False, results=[], failed_checks=[],
-                         marker={"passed": False, "failed_checks": [], "driver_version": ""})
+                         marker={"passed": False, "failed_checks": [], "driver_version": ""},
+                         condition=published(False, str(exc)))
     if failed:
         module.fail_json(msg=failure_message(failed), **outcome)
     module.exit_json(changed=False, **outcome)

@@ -141,8 +141,11 @@ def test_a_validation_pod_keeps_the_taint_until_it_succeeds_and_with_the_rule_pu
         "its GPUs are not advertised as nvidia.com/gpu (DRA, or gpushare mode)")
     ruled, _ = gates(run_module, {"gpu-1": NOW}, gate={"validation_pod": True}, readiness_rule=True)
     assert ruled["gpu-1"]["pod"] and ruled["gpu-1"]["lifted_after_pod"] == []
-    assert ruled["gpu-1"]["failed_pod_conditions"] == [
-        {"type": "gpunode.io/GPUValidated", "status": "False", "reason": "CUDAPodFailed"}]
+    conditions = ruled["gpu-1"]["pod_conditions"]
+    assert [(c["succeeded"], c["type"], c["status"], c["reason"]) for c in conditions] == [
+        (True, "gpunode.io/GPUValidated", "True", "Passed"),
+        (False, "gpunode.io/GPUValidated", "False", "CUDAPodFailed")]
+    assert decided["gpu-1"]["pod_conditions"] == []  # without the rule the play lifts the taint itself
     unpinned, _ = gates(run_module, {"gpu-1": NOW})
     assert unpinned["gpu-1"]["no_pod"] == "gpu_cluster_addons_validation_pod_digest is empty"
     checked, _ = gates(run_module, {"gpu-1": NOW}, check_mode=True, gate={"validation_pod": True})
@@ -199,6 +202,27 @@ def test_the_roles_gate_task_carries_out_the_plan_for_each_node_it_loops_over(
     loop, args = role_task("tasks/validation_gate.yml", node, result)
     assert [n["host"] for n in loop] == ["gpu-1"]  # no verdict: left out
     assert args["state"] == state and [t["key"] for t in args["taints"]] == keys, args
+
+
+@pytest.mark.controller(reason="templates the role's task with ansible-core's Templar")
+@pytest.mark.parametrize(("phase", "published"), [("Succeeded", ("True", "Passed")),
+                                                  ("Failed", ("False", "CUDAPodFailed")),
+                                                  ("", ("False", "CUDAPodFailed"))])
+def test_with_the_rule_a_validation_pod_publishes_its_verdict_as_the_nodes_condition(
+        run_module, phase, published):
+    from ansible.parsing.dataloader import DataLoader  # noqa: PLC0415 (controller only)
+    from ansible.template import Templar  # noqa: PLC0415 (controller only)
+
+    _, result = gates(run_module, {"gpu-1": NOW}, gate={"validation_pod": True}, readiness_rule=True)
+    loader = DataLoader()
+    block = loader.load_from_file(str(ROOT / "roles/gpu_cluster_addons/tasks/validation_pod_node.yml"),
+                                  trusted_as_template=True)[0]
+    task = next(t for t in block["block"] if "gpu_node_condition" in t)
+    variables = {"__gpu_cluster_addons_pod_node": result["gpu_nodes"][0], **block["vars"],
+                 "__gpu_cluster_addons_pod": {"resources": [{"status": {"phase": phase}}] if phase else []}}
+    loop = Templar(loader=loader, variables=variables).template(task["loop"])
+    assert [(item["status"], item["reason"]) for item in loop] == [published]
+    assert task["delegate_to"] == "{{ __gpu_cluster_addons_pod_node.host }}"
 
 
 # ---------------------------------------------------------------- against the controller's CRD

@@ -339,6 +339,24 @@ def test_main_fails_the_host_naming_check_gpu_and_value(run_module, node):
                              "(wanted Enabled: nvidia-persistenced)")
 
 
+def test_the_condition_to_publish_is_the_verdict_and_a_pass_waits_for_a_pod_that_follows(run_module, node):
+    args = {"driver_version": "580.159.04", "sysfs_root": SYSFS_ROOT}
+    ok, passed = run_module(nvidia_gpu_validate, args, check_mode=True)
+    ok_too, waiting = run_module(nvidia_gpu_validate, dict(args, pod_follows=True), check_mode=True)
+    assert ok and ok_too
+    assert passed["condition"] == {"status": "True", "reason": "Passed",
+                                   "message": "the GPU validation passed"}
+    assert waiting["condition"] == {"status": "False", "reason": "ValidationPodPending",
+                                    "message": "the GPU validation passed; its CUDA validation pod runs next"}
+    node["answers"] = answers(xml=inject("<persistence_mode>Enabled", "<persistence_mode>Disabled"))
+    _, failed = run_module(nvidia_gpu_validate, dict(args, pod_follows=True), check_mode=True)
+    assert failed["condition"] == {"status": "False", "reason": "ValidationFailed", "message": failed["msg"]}
+    node["answers"] = {}
+    _, refused = run_module(nvidia_gpu_validate, {"container_image": "cuda:12 ; reboot"})
+    assert refused["condition"] == {"status": "False", "reason": "ValidationFailed",
+                                    "message": refused["msg"]}
+
+
 def test_main_refuses_a_bad_value_before_running_anything(run_module, node):
     node["answers"] = {}
     ok, result = run_module(nvidia_gpu_validate, {"container_image": "cuda:12 ; reboot"})

@@ -25,6 +25,7 @@ import sys
 import time
 
 from ansible.module_utils.gpunode.host import files
+from ansible.module_utils.gpunode.readiness import condition
 
 SETTINGS = "/etc/gpunode/boot-validate.json"
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
@@ -39,13 +40,6 @@ NO_MARKER = {"passed": False, "failed_checks": [], "driver_version": ""}
 def first_condition(verdict):
     """The condition to publish before validating; None when this boot's validation passed already."""
     return None if (verdict or {}).get("passed") else NOT_VALIDATED
-
-
-def verdict_condition(result):
-    """(status, reason, message) after nvidia_gpu_validate's ``result``: what the role publishes."""
-    if result.get("passed"):
-        return "True", "Passed", "the GPU validation passed"
-    return "False", "ValidationFailed", result.get("msg") or "the GPU validation failed"
 
 
 def retried(result):
@@ -106,7 +100,7 @@ def boot(settings, call, run_dir=RUN_DIR, sleep=time.sleep, log=journal):
     log(("passed: " if marker["passed"] else "failed: ") + (result.get("msg") or "the GPU validation passed"))
     # the NVLink clique as the role labels it (gpu_validate_clique_label): where no one else owns the label
     labels = {CLIQUE_LABEL: result["clique"]} if settings.get("clique_label") and "clique" in result else {}
-    verdict = verdict_condition(result)
+    verdict = condition.verdict(result.get("passed"), result.get("msg") or "")  # no pod follows a boot
     published = not publishing or publish(call, verdict, settings, sleep, log, labels=labels)
     return 0 if marker["passed"] and published else 1
 

@@ -40,6 +40,18 @@ _CAMEL_CASE = re.compile(r"[A-Z][A-Za-z0-9]*")
 CAMEL_CASE_RULE = "CamelCase: a capital letter, then letters and digits (Kubernetes API conventions, Reason)"
 
 
+def verdict(passed, message="", pod_follows=False):
+    """(status, reason, message) a node publishes after its validation: ``True``/``Passed``, or
+    ``False``/``ValidationFailed`` with the failure; where a CUDA validation pod follows (the add-ons
+    play's: ``pod_follows``), a node that passed stays ``False``/``ValidationPodPending`` until the
+    add-ons play publishes its pod's verdict (validate/gate.py ``POD_VERDICTS``)."""
+    if not passed:
+        return "False", "ValidationFailed", message or "the GPU validation failed"
+    if pod_follows:
+        return "False", "ValidationPodPending", "the GPU validation passed; its CUDA validation pod runs next"
+    return "True", "Passed", "the GPU validation passed"
+
+
 class ConditionError(Exception):
     """The request failed or was refused; the message names the server and the node."""
 

@@ -32,6 +32,10 @@ def gate(key=TAINT_KEY):
 
 #: the label and annotations a GPU node gets from its last validation (apply mode)
 VALIDATED_LABEL = "gpunode.io/gpu-validated"
+#: with the readiness rule, the Node condition the add-ons play publishes after a node's validation pod,
+#: by whether it succeeded (the node published ValidationPodPending, or Passed, before it ran)
+POD_VERDICTS = {True: ("True", "Passed", "the GPU validation and its CUDA validation pod passed"),
+                False: ("False", "CUDAPodFailed", "its CUDA validation pod did not succeed")}
 #: why a GPU node whose validation did not pass carries no taint after the run (the closing table says so)
 UNTAINTED = {
     "off": "gpu_cluster_addons_validation_gate is false",
@@ -51,12 +55,12 @@ def node_gate(node, verdict, settings):
     Returns ``taint`` ("present", "absent" with the legacy key, or None: left as it is), ``label``
     (the node's label and annotations, or None), ``pod`` (a validation pod runs before the taint is
     lifted), ``no_pod`` (why a node that passed in this run gets none), ``lifted_after_pod`` (the
-    taints its pod's success lifts), ``failed_pod_conditions`` (with the rule: the Node condition a
-    failed pod publishes, for the controller), ``commands`` (render mode's kubectl lines) and
+    taints its pod's success lifts), ``pod_conditions`` (with the rule: the Node condition its pod's
+    verdict publishes, ``succeeded`` or not; POD_VERDICTS), ``commands`` (render mode's kubectl lines) and
     ``untainted`` (why a node that did not pass serves untainted, else "")."""
     name, passed, ran = node["node"], bool(verdict.get("passed")), bool(verdict.get("ran"))
     result = {"taint": None, "label": None, "pod": False, "no_pod": "", "lifted_after_pod": [],
-              "failed_pod_conditions": [], "commands": [], "untainted": ""}
+              "pod_conditions": [], "commands": [], "untainted": ""}
     if verdict and not passed and not settings["rule"] and not (settings["enabled"] and settings["applying"]):
         result["untainted"] = UNTAINTED["render" if settings["enabled"] else "off"]
     if not settings["enabled"]:
@@ -81,9 +85,10 @@ def node_gate(node, verdict, settings):
     if not settings["rule"]:
         result["taint"] = "absent" if passed and not result["pod"] else "present"
         result["lifted_after_pod"] = names["lifted"] if result["pod"] else []
-    elif result["pod"]:  # the controller taints the node again once its condition says the pod failed
-        result["failed_pod_conditions"] = [{"type": settings["condition_type"], "status": "False",
-                                            "reason": "CUDAPodFailed"}]
+    elif result["pod"]:  # the controller lifts or puts back the taint from the pod's verdict
+        result["pod_conditions"] = [
+            {"succeeded": succeeded, "type": settings["condition_type"], "status": status, "reason": reason,
+             "message": message} for succeeded, (status, reason, message) in POD_VERDICTS.items()]
     result["label"] = {"labels": {VALIDATED_LABEL: label},
                        "annotations": {"gpunode.io/gpu-validated-at": str(verdict.get("validated_at") or ""),
                                        "gpunode.io/gpu-validation-failed":

@@ -41,6 +41,8 @@ description:
     state C(UP), a failure naming the nodes and their state; C(peermem) where O(peermem) is set,
     the C(nvidia_peermem) module is loaded (C(modules) under O(proc_root), else C(module/nvidia_peermem)
     under O(sysfs_root)).
+  - An empty O(checks), O(driver_version), O(container_image), O(image_registry), O(nvidia_smi) or
+    O(kernel_log) is that option left out (the gpu_validate role passes its variables as they are).
 options:
   nvidia_smi:
     description: The nvidia-smi to run; default the one on PATH, else under /usr/local/nvidia/bin,
@@ -241,12 +243,17 @@ def build_module():
     return AnsibleModule(argument_spec=dict(ARGUMENT_SPEC), supports_check_mode=True)
 
 
+#: the options whose empty value is the option left out
+UNSET_WHEN_EMPTY = ("checks", "driver_version", "container_image", "image_registry", "nvidia_smi", "kernel_log")
+
+
 def run(module):
+    params = {key: None if key in UNSET_WHEN_EMPTY and not value else value
+              for key, value in module.params.items()}
     try:
-        values.check(module.params, VALUE_RULES)
+        values.check(params, VALUE_RULES)
     except values.ValueSyntaxError as exc:
         raise ValidateError(f"{exc}; nothing was run") from None
-    params = dict(module.params)
     if params["container_image"]:
         params["container_image"] = mirrored(params["image_registry"], params["container_image"])
     outcome = validate(Host(module, ValidateError), params)

@@ -6,16 +6,14 @@
 Moves the project's folders into the collection's layout (plan_layout: library/
 and roles/*/library/ -> plugins/modules/, module_utils/ -> plugins/module_utils/,
 *_plugins/ -> plugins/*/, roles/ -> roles/, site.yml and playbooks/ -> playbooks/,
-collection/ -> the root). Tasks keep short names: a collection's role looks
-its modules and roles up in its own collection first, and so does a playbook
-run as NS.NAME.playbook. What does not resolve so gets one in-line rewrite:
-``from ansible.module_utils.<package>`` of a project package (-> the
-collection's plugins/module_utils), module_defaults keys (read as
-ansible.legacy), ``import_playbook: playbooks/X.yml`` (-> NS.NAME.X), the
-project's filters, tests and lookups in Jinja, and modules' EXAMPLES (FQCNs for
-users). An edited YAML file must parse to the same values but the intended
-ones; what cannot be rewritten, or an action of a collection galaxy.yml does not
-declare, fails the build with file and line. docs/COLLECTION.md has the details.
+collection/ -> the root). Tasks keep short names: a collection's roles, and a
+playbook run as NS.NAME.playbook, look them up in their own collection first.
+What does not resolve so is rewritten inside its line: imports of the project's
+module_utils, module_defaults keys, import_playbook paths, the project's Jinja
+filters, tests and lookups, modules' EXAMPLES and documentation fragments. An
+edited file must parse to the same values but the intended ones; what cannot be
+rewritten, or an action of a collection galaxy.yml does not declare, fails the
+build with file and line. docs/COLLECTION.md has the details.
 """
 
 import argparse
@@ -31,13 +29,10 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 METADATA_DIR = "collection"
-DEFAULT_TREE = ROOT / "build" / "collection"
-DEFAULT_OUTPUT = ROOT / "build"
 # Plugin folders of a playbook project (top level or in a role) -> collection plugin type.
 PLUGIN_FOLDERS = {"library": "modules", "module_utils": "module_utils", "doc_fragments": "doc_fragments"} | {
     f"{kind}_plugins": kind for kind in ("action", "become", "cache", "callback", "connection", "filter",
                                          "inventory", "lookup", "strategy", "test", "vars")}
-SKIPPED_NAMES = ("__pycache__",)
 SKIPPED_SUFFIXES = (".pyc", ".pyo", ".orig", ".rej", "~")
 IMPORT_PLAYBOOK = {f"{prefix}import_playbook" for prefix in ("", "ansible.builtin.", "ansible.legacy.")}
 FQCN_RE = re.compile(r"^([a-z0-9_]+)\.([a-z0-9_]+)\.[A-Za-z0-9_.]+$")
@@ -50,7 +45,7 @@ class BuildError(Exception):
 def compose(text, path):
     """The YAML documents' nodes (Ansible's tags such as !unsafe need no constructor at this stage)."""
     try:
-        return [d for d in yaml.compose_all(text, Loader=yaml.SafeLoader) if d is not None]
+        return list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise BuildError(f"{path}: not valid YAML: {exc}") from exc
 
@@ -59,12 +54,10 @@ def project_files(root):
     """Paths (relative) of the files git tracks or would track; every file without git."""
     try:
         command = ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-        out = subprocess.run(command, check=True, capture_output=True).stdout.decode()
-        paths = [p for p in out.split("\0") if p]
+        paths = subprocess.run(command, check=True, capture_output=True).stdout.decode().split("\0")
     except (OSError, subprocess.CalledProcessError):
         paths = [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()]
-    return [pathlib.PurePosixPath(rel) for rel in sorted(set(paths))
-            if not set(pathlib.PurePosixPath(rel).parts) & set(SKIPPED_NAMES)
+    return [pathlib.PurePosixPath(rel) for rel in sorted(set(paths)) if "__pycache__" not in rel.split("/")
             and not rel.endswith(SKIPPED_SUFFIXES) and (root / rel).is_file()]
 
 
@@ -77,10 +70,9 @@ def plan_layout(root, files):
     layout, taken = {}, {}
     for rel in files:
         parts, is_yaml = rel.parts, rel.suffix in (".yml", ".yaml")
-        if parts[0] in PLUGIN_FOLDERS and len(parts) > 1:
-            dest, kind = pathlib.PurePosixPath("plugins", PLUGIN_FOLDERS[parts[0]], *parts[1:]), "plugin"
-        elif parts[0] == "roles" and len(parts) > 3 and parts[2] in PLUGIN_FOLDERS:
-            dest, kind = pathlib.PurePosixPath("plugins", PLUGIN_FOLDERS[parts[2]], *parts[3:]), "plugin"
+        at = 2 if parts[0] == "roles" else 0  # where a plugin folder is: the project's or a role's
+        if len(parts) > at + 1 and parts[at] in PLUGIN_FOLDERS:
+            dest, kind = pathlib.PurePosixPath("plugins", PLUGIN_FOLDERS[parts[at]], *parts[at + 1:]), "plugin"
         elif parts[0] == "roles" and len(parts) > 2:
             yaml_kind = "yaml" if is_yaml and parts[2] != "files" else "copy"
             dest, kind = rel, "template" if parts[2] == "templates" else yaml_kind
@@ -94,13 +86,13 @@ def plan_layout(root, files):
             dest, kind = rel, "copy"
         else:
             continue
-        if dest in taken:
-            raise BuildError(f"{rel} and {taken[dest]} both become {dest} in the collection")
-        taken[dest] = rel
+        if (other := taken.setdefault(dest, rel)) != rel:
+            raise BuildError(f"{rel} and {other} both become {dest} in the collection")
         layout[rel] = (dest, kind)
     if pathlib.PurePosixPath("galaxy.yml") not in taken:
         raise BuildError(f"{root / METADATA_DIR / 'galaxy.yml'}: missing")
     return layout
+
 
 
 def plugin_names_from_class(path, class_name, method):
@@ -110,8 +102,7 @@ def plugin_names_from_class(path, class_name, method):
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == method:
                     returns = [n.value for n in ast.walk(item) if isinstance(n, ast.Return)]
-                    one_dict = len(returns) == 1 and isinstance(returns[0], ast.Dict)
-                    keys = returns[0].keys if one_dict else [None]
+                    keys = returns[0].keys if len(returns) == 1 and isinstance(returns[0], ast.Dict) else [None]
                     if all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keys):
                         return {k.value for k in keys}
                     raise BuildError(f"{path}: {class_name}.{method}() must return one dict literal with "
@@ -124,7 +115,7 @@ class Project:
 
     def __init__(self, root, layout, galaxy):
         self.prefix = f"{galaxy['namespace']}.{galaxy['name']}."
-        self.package = f"ansible_collections.{galaxy['namespace']}.{galaxy['name']}.plugins.module_utils"
+        self.package = f"ansible_collections.{self.prefix}plugins.module_utils"
         self.collections = {"ansible.builtin", self.prefix[:-1], *(galaxy.get("dependencies") or {})}
         plugins = [(dest.parts[1], src, dest) for src, (dest, kind) in layout.items()
                    if kind == "plugin" and dest.suffix == ".py" and dest.name != "__init__.py"]
@@ -132,11 +123,9 @@ class Project:
         self.doc_fragments = {dest.stem for kind, _, dest in plugins if kind == "doc_fragments"}
         self.module_utils = {d.parts[2].removesuffix(".py") for k, _, d in plugins if k == "module_utils"}
         self.playbooks = {src: dest.stem for src, (dest, kind) in layout.items() if kind == "playbook"}
-        names = {kind: set() for kind in ("filter", "test", "lookup")}
-        for kind, src, dest in plugins:
-            if kind == "lookup":
-                names[kind].add(dest.stem)
-            elif kind in ("filter", "test"):
+        names = {"filter": set(), "test": set(), "lookup": {d.stem for k, _, d in plugins if k == "lookup"}}
+        for kind, src, _ in plugins:
+            if kind in ("filter", "test"):
                 names[kind] |= plugin_names_from_class(root / src, f"{kind.title()}Module", f"{kind}s")
         alternatives = {kind: "|".join(sorted(map(re.escape, found), key=len, reverse=True))
                         for kind, found in names.items()}
@@ -180,14 +169,10 @@ def own_fragments(document, project, where):
     ansible-core looks a fragment's short name up on its configured paths only, never in the
     collection of the module, so these need the collection's name (NAME or NAME.VARIABLE).
     """
-    if not isinstance(document, yaml.MappingNode):
-        return
-    for key, value in document.value:
-        if key.value != "extends_documentation_fragment":
-            continue
-        for item in value.value if isinstance(value, yaml.SequenceNode) else [value]:
-            scalar = isinstance(item, yaml.ScalarNode)
-            names = [n.strip() for n in str(item.value).split(",")] if scalar else []
+    for key, value in document.value if isinstance(document, yaml.MappingNode) else []:
+        items = value.value if isinstance(value, yaml.SequenceNode) else [value]
+        for item in items if key.value == "extends_documentation_fragment" else []:
+            names = [n.strip() for n in item.value.split(",")] if isinstance(item, yaml.ScalarNode) else []
             own = [n for n in names if n.split(".", 1)[0] in project.doc_fragments]
             if own and len(names) > 1:
                 raise BuildError(f"{where(item)}: write the fragments {item.value!r} as a YAML list, one per "
@@ -233,21 +218,19 @@ def rewrite_yaml(text, path, project, *, playbook=None, examples=False, fragment
                 raise BuildError(f"{where(key)}: {key.value} is from {match[1]}.{match[2]}, which "
                                  f"{METADATA_DIR}/galaxy.yml does not list under dependencies")
         for node in scalars(document) if project.jinja and not fragments else []:
-            if node.start_mark.index not in edits and project.rewrite_jinja(node.value) != node.value:
-                source_text = text[node.start_mark.index:node.end_mark.index]
-                edit(node, project.rewrite_jinja(node.value), project.rewrite_jinja(source_text))
+            if node.start_mark.index not in edits and (new := project.rewrite_jinja(node.value)) != node.value:
+                edit(node, new, project.rewrite_jinja(text[node.start_mark.index:node.end_mark.index]))
     if not edits:
         return text
     new_text, expected = text, {id(node): value for _, _, node, value in edits.values()}
-    for start in sorted(edits, reverse=True):
-        new_text = new_text[:start] + edits[start][1] + new_text[edits[start][0]:]
-    old_scalars = [n for d in documents for n in scalars(d)]
-    new_scalars = [n for d in compose(new_text, path) for n in scalars(d)]
-    for old, new in zip(old_scalars, new_scalars, strict=False):
-        if new.value != expected.get(id(old), old.value):
-            raise BuildError(f"{where(old)}: the rewrite made {new.value!r} where "
-                             f"{expected.get(id(old), old.value)!r} was meant")
-    if len(old_scalars) != len(new_scalars):
+    for start, (end, new_source, _, _) in sorted(edits.items(), reverse=True):
+        new_text = new_text[:start] + new_source + new_text[end:]
+    meant = [(old, expected.get(id(old), old.value)) for d in documents for old in scalars(d)]
+    made = [new.value for d in compose(new_text, path) for new in scalars(d)]
+    for (old, value), new in zip(meant, made, strict=False):
+        if new != value:
+            raise BuildError(f"{where(old)}: the rewrite made {new!r} where {value!r} was meant")
+    if len(meant) != len(made):
         raise BuildError(f"{path}: the rewrite changed the structure of the file")
     return new_text
 
@@ -323,9 +306,9 @@ def build_tree(root, tree):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--tree", type=pathlib.Path, default=DEFAULT_TREE,
+    parser.add_argument("--tree", type=pathlib.Path, default=ROOT / "build" / "collection",
                         help="where the collection tree goes (ansible_collections/NS/NAME under it)")
-    parser.add_argument("--output-path", type=pathlib.Path, default=DEFAULT_OUTPUT,
+    parser.add_argument("--output-path", type=pathlib.Path, default=ROOT / "build",
                         help="where the tarball goes")
     parser.add_argument("--no-tarball", action="store_true", help="build the tree only")
     args = parser.parse_args(argv)
@@ -336,7 +319,6 @@ def main(argv=None):
         return 1
     print(f"collection tree: {collection_dir}")
     if not args.no_tarball:
-        args.output_path.mkdir(parents=True, exist_ok=True)
         subprocess.run(["ansible-galaxy", "collection", "build", str(collection_dir), "--output-path",
                         str(args.output_path), "--force"], check=True, stdout=subprocess.DEVNULL)
         name = f"{galaxy['namespace']}-{galaxy['name']}-{galaxy['version']}.tar.gz"

@@ -357,6 +357,18 @@ def test_the_condition_to_publish_is_the_verdict_and_a_pass_waits_for_a_pod_that
                                     "message": refused["msg"]}
 
 
+def test_an_empty_option_is_the_option_left_out_as_the_role_passes_its_variables(run_module, node):
+    args = {"sysfs_root": SYSFS_ROOT}
+    empty = dict(args, checks=[], driver_version="", container_image="", image_registry="", nvidia_smi="",
+                 kernel_log="")
+    ok, omitted = run_module(nvidia_gpu_validate, args, check_mode=True)
+    ok_too, given = run_module(nvidia_gpu_validate, empty, check_mode=True)
+    assert ok and ok_too, given.get("msg")
+    assert [(r["check"], r["passed"]) for r in given["results"]] == [
+        (r["check"], r["passed"]) for r in omitted["results"]]
+    assert given["nvidia_smi"] == omitted["nvidia_smi"] == "/usr/bin/nvidia-smi"
+
+
 def test_main_refuses_a_bad_value_before_running_anything(run_module, node):
     node["answers"] = {}
     ok, result = run_module(nvidia_gpu_validate, {"container_image": "cuda:12 ; reboot"})

@@ -244,7 +244,8 @@ def build_module():
 
 
 #: the options whose empty value is the option left out
-UNSET_WHEN_EMPTY = ("checks", "driver_version", "container_image", "image_registry", "nvidia_smi", "kernel_log")
+UNSET_WHEN_EMPTY = ("checks", "driver_version", "container_image", "image_registry", "nvidia_smi",
+                    "kernel_log")
 
 
 def run(module):

@@ -3,17 +3,12 @@
 
     python scripts/build_collection.py [--tree DIR] [--output-path DIR] [--no-tarball]
 
-Moves the project's folders into the collection's layout (plan_layout: library/
-and roles/*/library/ -> plugins/modules/, module_utils/ -> plugins/module_utils/,
-*_plugins/ -> plugins/*/, roles/ -> roles/, site.yml and playbooks/ -> playbooks/,
-collection/ -> the root). Tasks keep short names: a collection's roles, and a
-playbook run as NS.NAME.playbook, look them up in their own collection first.
-What does not resolve so is rewritten inside its line: imports of the project's
-module_utils, module_defaults keys, import_playbook paths, the project's Jinja
-filters, tests and lookups, modules' EXAMPLES and documentation fragments. An
-edited file must parse to the same values but the intended ones; what cannot be
-rewritten, or an action of a collection galaxy.yml does not declare, fails the
-build with file and line. docs/COLLECTION.md has the details.
+plan_layout moves the project's folders into the collection's layout (library/ and
+roles/*/library/ -> plugins/modules/, module_utils/ and *_plugins/ -> plugins/*/, roles/,
+site.yml and playbooks/ -> playbooks/, collection/ -> the root). Tasks keep short names,
+which a collection's roles and playbooks look up in their own collection first; what does
+not resolve so is rewritten inside its line (rewrite_python, rewrite_yaml), and what cannot
+be fails the build with file and line. docs/COLLECTION.md has the details.
 """
 
 import argparse
@@ -69,21 +64,20 @@ def plan_layout(root, files):
     """
     layout, taken = {}, {}
     for rel in files:
-        parts, is_yaml = rel.parts, rel.suffix in (".yml", ".yaml")
-        at = 2 if parts[0] == "roles" else 0  # where a plugin folder is: the project's or a role's
-        if len(parts) > at + 1 and parts[at] in PLUGIN_FOLDERS:
-            dest, kind = pathlib.PurePosixPath("plugins", PLUGIN_FOLDERS[parts[at]], *parts[at + 1:]), "plugin"
+        parts, is_yaml, dest = rel.parts, rel.suffix in (".yml", ".yaml"), rel
+        inner = parts[2:] if parts[0] == "roles" else parts  # the project's plugin folders or a role's
+        if len(inner) > 1 and inner[0] in PLUGIN_FOLDERS:
+            dest, kind = pathlib.PurePosixPath("plugins", PLUGIN_FOLDERS[inner[0]], *inner[1:]), "plugin"
         elif parts[0] == "roles" and len(parts) > 2:
-            yaml_kind = "yaml" if is_yaml and parts[2] != "files" else "copy"
-            dest, kind = rel, "template" if parts[2] == "templates" else yaml_kind
+            kind = {"templates": "template", "files": "copy"}.get(parts[2], "yaml" if is_yaml else "copy")
         elif is_yaml and (str(rel) == f"site{rel.suffix}" or (parts[0] == "playbooks" and len(parts) == 2)):
             dest, kind = pathlib.PurePosixPath("playbooks", rel.name), "playbook"
         elif is_yaml and parts[0] == "playbooks" and len(parts) == 3 and parts[1] in ("tasks", "vars"):
-            dest, kind = rel, "yaml"
+            kind = "yaml"
         elif parts[0] == METADATA_DIR and len(parts) > 1:
             dest, kind = pathlib.PurePosixPath(*parts[1:]), "copy"
         elif str(rel) in ("LICENSE", "README.md"):
-            dest, kind = rel, "copy"
+            kind = "copy"
         else:
             continue
         if (other := taken.setdefault(dest, rel)) != rel:
@@ -94,7 +88,6 @@ def plan_layout(root, files):
     return layout
 
 
-
 def plugin_names_from_class(path, class_name, method):
     """Names a FilterModule.filters() / TestModule.tests() returns, read without importing."""
     for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
@@ -102,7 +95,8 @@ def plugin_names_from_class(path, class_name, method):
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == method:
                     returns = [n.value for n in ast.walk(item) if isinstance(n, ast.Return)]
-                    keys = returns[0].keys if len(returns) == 1 and isinstance(returns[0], ast.Dict) else [None]
+                    one_dict = len(returns) == 1 and isinstance(returns[0], ast.Dict)
+                    keys = returns[0].keys if one_dict else [None]
                     if all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keys):
                         return {k.value for k in keys}
                     raise BuildError(f"{path}: {class_name}.{method}() must return one dict literal with "
@@ -184,7 +178,8 @@ def own_fragments(document, project, where):
 def rewrite_yaml(text, path, project, *, playbook=None, examples=False, fragments=False, first_line=0):
     """``text`` with FQCNs: module_defaults keys (all action keys if ``examples``), import_playbook, Jinja.
 
-    With ``fragments`` (a module's DOCUMENTATION), only its project documentation fragments.
+    With ``fragments`` (a module's DOCUMENTATION), only its project documentation fragments. The
+    result must parse to the same values but the intended ones, or the build fails.
     """
     documents, edits = compose(text, path), {}
 
@@ -193,12 +188,10 @@ def rewrite_yaml(text, path, project, *, playbook=None, examples=False, fragment
 
     def edit(node, new_value, new_source=None):
         start, end = node.start_mark.index, node.end_mark.index
-        if new_source is None:
-            if text[start:end].strip("'\"") != node.value:
-                raise BuildError(f"{where(node)}: cannot rewrite {node.value!r} in place; write it on one "
-                                 "line, without escapes")
-            new_source = text[start:end].replace(node.value, new_value, 1)
-        edits[start] = (end, new_source, node, new_value)
+        if new_source is None and text[start:end].strip("'\"") != node.value:
+            raise BuildError(f"{where(node)}: cannot rewrite {node.value!r} in place; write it on one "
+                             "line, without escapes")
+        edits[start] = (end, new_source or text[start:end].replace(node.value, new_value, 1), node, new_value)
 
     for document in documents:
         for node in own_fragments(document, project, where) if fragments else []:
@@ -218,7 +211,8 @@ def rewrite_yaml(text, path, project, *, playbook=None, examples=False, fragment
                 raise BuildError(f"{where(key)}: {key.value} is from {match[1]}.{match[2]}, which "
                                  f"{METADATA_DIR}/galaxy.yml does not list under dependencies")
         for node in scalars(document) if project.jinja and not fragments else []:
-            if node.start_mark.index not in edits and (new := project.rewrite_jinja(node.value)) != node.value:
+            new = project.rewrite_jinja(node.value)
+            if node.start_mark.index not in edits and new != node.value:
                 edit(node, new, project.rewrite_jinja(text[node.start_mark.index:node.end_mark.index]))
     if not edits:
         return text
@@ -266,7 +260,8 @@ def rewrite_python(text, path, project, is_module):
     return text
 
 
-def read_galaxy(root):
+def build_tree(root, tree):
+    """Write the collection under ``tree``/ansible_collections/NS/NAME; return that path and galaxy.yml."""
     path = root / METADATA_DIR / "galaxy.yml"
     try:
         galaxy = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -275,12 +270,6 @@ def read_galaxy(root):
     for key in ("namespace", "name", "version"):
         if not isinstance(galaxy, dict) or not galaxy.get(key):
             raise BuildError(f"{path}: no {key}")
-    return galaxy
-
-
-def build_tree(root, tree):
-    """Write the collection under ``tree``/ansible_collections/NS/NAME; return that path and galaxy.yml."""
-    galaxy = read_galaxy(root)
     layout = plan_layout(root, project_files(root))
     project = Project(root, layout, galaxy)
     target = pathlib.Path(tree) / "ansible_collections" / galaxy["namespace"] / galaxy["name"]

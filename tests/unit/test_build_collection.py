@@ -25,6 +25,8 @@ PREFIX = "gpunode.gpunode."
 
 @functools.lru_cache(maxsize=None)
 def load_build_collection():
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))  # it imports collection_names from beside it
     return load_file(ROOT / "scripts" / "build_collection.py", "build_collection")
 
 

@@ -17,6 +17,12 @@ and ``proc/`` shaped like the kernel's:
     sys/module/<name>/{initstate,version}     (version only when given)
     proc/modules
     proc/driver/nvidia/version                (when the nvidia module is loaded)
+    switch/fabric                             (when the spec gives ``fabric``: fake-only, see below)
+
+A GB200/GB300 tray's GPUs report the NVLink fabric that the switch trays run (their subnet
+manager and NMX-Controller): a spec's ``fabric`` (state, status, clique_id, cluster_uuid, health) is
+that switch side, written to ``switch/fabric`` as shell assignments that the fake nvidia-smi reads
+(tests/simnode/fakes/driver/bin/nvidia-smi); a real node has no such file.
 
 A spec may also name the distribution package that installed the loaded driver
 (``driver_package``: name, version, provides); tests/simnode/driver_package.py
@@ -55,7 +61,13 @@ DEVICE_KEYS = {
 }
 VPD_KEYS = {"id", "read_only"}
 VPD_KEYWORD_RE = re.compile(r"^[A-Z][A-Z0-9]$")
-TOP_KEYS = {"description", "modules", "devices", "nvidia_module_type", "driver_package"}
+TOP_KEYS = {"description", "modules", "devices", "nvidia_module_type", "driver_package", "fabric"}
+#: the switch side of a tray's fabric (switch/fabric): key -> the fake nvidia-smi's variable
+FABRIC_KEYS = {"state": "FABRIC_STATE", "status": "FABRIC_STATUS", "clique_id": "FABRIC_CLIQUE",
+               "cluster_uuid": "FABRIC_CLUSTER", "health": "FABRIC_HEALTH"}
+FABRIC_VALUE_RE = re.compile(r"^[A-Za-z0-9 ._-]+$")
+#: the folders of the tree, built aside and swapped in together
+TOPS = ("sys", "proc", "switch")
 PACKAGE_KEYS = {"name", "version", "provides"}
 #: Debian policy 5.6.1 (package names) and 5.6.12 (versions: upstream-revision, no epoch here).
 PACKAGE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
@@ -181,7 +193,20 @@ def validate_spec(data, source="spec"):
         "nvidia_module_type": module_type,
         "devices": norm_devices,
         "driver_package": validate_package(data.get("driver_package"), norm_modules, source),
+        "fabric": validate_fabric(data.get("fabric"), source),
     }
+
+
+def validate_fabric(fabric, source):
+    """The switch side of a tray's fabric: None, or every key of FABRIC_KEYS as a plain string."""
+    if fabric is None:
+        return None
+    if not isinstance(fabric, dict) or set(fabric) != set(FABRIC_KEYS):
+        raise SpecError(f"{source}: fabric must be a mapping of exactly {sorted(FABRIC_KEYS)}")
+    for key, value in fabric.items():
+        if not FABRIC_VALUE_RE.match(str(value)):
+            raise SpecError(f"{source}: fabric.{key}: {value!r} is not a plain value")
+    return {key: str(value) for key, value in fabric.items()}
 
 
 def validate_vpd(vpd, where):
@@ -324,12 +349,16 @@ def build_tree(spec, root):
     if nvidia_version is not None:
         text = NVIDIA_VERSION_TEXT[spec["nvidia_module_type"]].format(version=nvidia_version)
         _write(os.path.join(proc_dir, "driver", "nvidia", "version"), text)
+    os.makedirs(os.path.join(root, "switch"))
+    if spec.get("fabric"):
+        _write(os.path.join(root, "switch", "fabric"),
+               "".join(f"{FABRIC_KEYS[key]}='{value}'\n" for key, value in sorted(spec["fabric"].items())))
 
 
 def snapshot(root):
-    """Everything under root/sys and root/proc: relative path -> content or link."""
+    """Everything under the tree's folders (TOPS): relative path -> content or link."""
     result = {}
-    for top in ("sys", "proc"):
+    for top in TOPS:
         base = os.path.join(root, top)
         if not os.path.lexists(base):
             continue
@@ -351,14 +380,14 @@ def _check_root(root):
     real = os.path.realpath(root)
     if real == os.sep:
         raise SpecError(f"{root}: refusing to write a fake sysfs over the real root")
-    for top in ("sys", "proc"):
+    for top in TOPS:
         path = os.path.join(real, top)
         if os.path.ismount(path) or (os.path.lexists(path) and not os.path.isdir(path)):
             raise SpecError(f"{path}: is a mount point or not a directory; refusing to replace it")
 
 
 def make_tree(spec, root):
-    """Make root/sys and root/proc match spec; returns True when anything changed."""
+    """Make the tree's folders under root (TOPS) match spec; returns True when anything changed."""
     _check_root(root)
     os.makedirs(root, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".make_sysfs.", dir=root)
@@ -366,7 +395,7 @@ def make_tree(spec, root):
         build_tree(spec, staging)
         if snapshot(staging) == snapshot(root):
             return False
-        for top in ("sys", "proc"):
+        for top in TOPS:
             current = os.path.join(root, top)
             if os.path.lexists(current):
                 shutil.rmtree(current)

@@ -3,6 +3,8 @@
 fabric kind is read from; failed states as copies changed here, after the real fragments in
 smi-q-fragments/ (GB200 Unhealthy; Insufficient Resources with a zero ClusterUUID)."""
 
+import subprocess
+
 import pytest
 import yaml
 from ansible.module_utils.gpunode.validate import run
@@ -192,3 +194,50 @@ def test_no_clique_for_an_hgx_a_fabric_not_completed_or_gpus_that_disagree(tmp_p
     assert clique(changed(xml, 1, "<cliqueId>2</cliqueId>", "<cliqueId>3</cliqueId>"), tray) is None
     every = xml.replace("<state>Completed</state>", "<state>In Progress</state>")
     assert clique(every, tray) is None
+
+
+# ---------------------------------------------------------------- the simulated nodes answer as the readings do
+
+STUB_SMI = ROOT / "tests" / "simnode" / "fakes" / "driver" / "bin" / "nvidia-smi"
+
+
+def simulated_smi(tmp_path, spec, fabric_manager_active):
+    """-q -x of the simulated node's nvidia-smi (the driver loaded), its systemctl answering whether the
+    fabric manager stand-in runs."""
+    sim, bin_dir = tmp_path / "sim", tmp_path / "bin"
+    node(sim, spec)
+    (sim / "sys/module/nvidia").mkdir(parents=True)
+    (sim / "sys/module/nvidia/version").write_text("590.48.01\n")
+    (sim / "proc/driver/nvidia").mkdir(parents=True)
+    (sim / "proc/driver/nvidia/version").write_text("NVRM version: 590.48.01\n")
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text(f"#!/bin/sh\nexit {0 if fabric_manager_active else 3}\n")
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(STUB_SMI.read_text().replace("@VERSION@", "590.48.01").replace(
+        ". /etc/gpunode-sim/driver-fakes.conf", f"SIM_ROOT={sim}"))
+    for program in (smi, bin_dir / "systemctl"):
+        program.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    xml = subprocess.run([str(smi), "-q", "-x"], env=env, check=True, capture_output=True, text=True).stdout
+    return xml, str(sim / "sys")
+
+
+def test_the_simulated_b200_reaches_completed_only_once_its_fabric_manager_runs(tmp_path):
+    xml, sysfs = simulated_smi(tmp_path / "before", "hgx-b200", fabric_manager_active=False)
+    assert all(not passed and "In Progress" in message and "NVLSM" in message
+               for _, passed, message in fabric(xml, sysfs)), fabric(xml, sysfs)
+    xml, sysfs = simulated_smi(tmp_path / "after", "hgx-b200", fabric_manager_active=True)
+    assert all(passed for _, passed, _ in fabric(xml, sysfs)), fabric(xml, sysfs)
+    assert f"<clusterUuid>{ZERO}</clusterUuid>" in xml and "<cliqueId>0</cliqueId>" in xml
+
+
+def test_the_simulated_tray_reports_the_switch_sides_fabric_from_its_spec(tmp_path):
+    spec = yaml.safe_load((ROOT / "tests" / "simnode" / "specs" / "gb200-tray.yml").read_text())
+    xml, sysfs = simulated_smi(tmp_path, spec, fabric_manager_active=False)
+    assert all(passed for _, passed, _ in fabric(xml, sysfs)), fabric(xml, sysfs)
+    outcome = run.validate(Host(xml), {"nvidia_smi": "/usr/bin/nvidia-smi", "sysfs_root": sysfs,
+                                       "checks": ["fabric"]})
+    assert outcome["clique"] == f"{spec['fabric']['cluster_uuid']}.{spec['fabric']['clique_id']}"
+    spec["fabric"].update(status="Insufficient Resources", cluster_uuid=ZERO, clique_id="0")
+    xml, sysfs = simulated_smi(tmp_path / "broken", spec, fabric_manager_active=False)
+    assert not any(passed for _, passed, _ in fabric(xml, sysfs))

@@ -196,7 +196,7 @@ def test_no_clique_for_an_hgx_a_fabric_not_completed_or_gpus_that_disagree(tmp_p
     assert clique(every, tray) is None
 
 
-# ---------------------------------------------------------------- the simulated nodes answer as the readings do
+# ------------------------------------------------------- the simulated nodes answer as the readings do
 
 STUB_SMI = ROOT / "tests" / "simnode" / "fakes" / "driver" / "bin" / "nvidia-smi"
 

@@ -321,12 +321,12 @@ gpu_nodes:
       description:
         - What the validation gate does to the node (O(gate)) - C(taint) (C(present), C(absent) with the
           key used before, or null - left as it is, and always with O(readiness_rule), whose controller
-          keeps it), C(label) (C(labels) and C(annotations), or null), C(pod) (a validation pod runs
-          before the taint is lifted), C(no_pod) (why a node that passed in this run gets none),
-          C(lifted_after_pod) (the taints the pod's success lifts), C(pod_conditions) (with
-          O(readiness_rule), the Node condition the pod's verdict publishes - C(succeeded) or not, C(True)
-          C(Passed) or C(False) C(CUDAPodFailed)), C(commands)
-          (render mode's kubectl lines), C(untainted) (why a node whose validation did not pass serves
+          keeps it), C(taints) (the taints it puts or lifts), C(label) (C(labels) and C(annotations), or
+          null), C(pod) (a validation pod runs before the taint is lifted), C(no_pod) (why a node that
+          passed in this run gets none), C(lifted_after_pod) (the taints the pod's success lifts),
+          C(pod_conditions) (with O(readiness_rule), the Node condition the pod's verdict publishes -
+          C(succeeded) or not, C(True) C(Passed) or C(False) C(CUDAPodFailed)), C(commands) (render
+          mode's kubectl lines), C(untainted) (why a node whose validation did not pass serves
           untainted, else empty).
       type: dict
 manifests:

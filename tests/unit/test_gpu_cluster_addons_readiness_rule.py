@@ -170,9 +170,13 @@ def test_render_mode_prints_the_commands_and_a_failed_node_nothing_taints_serves
 def test_the_gate_turned_off_lifts_the_taint_everywhere_and_says_a_failed_node_serves_untainted(run_module):
     decided, result = gates(run_module, {"gpu-1": FAILED, "gpu-2": None}, gate={"enabled": False})
     assert [decided[h]["taint"] for h in ("gpu-1", "gpu-2")] == ["absent", "absent"]
+    assert [t["key"] for t in decided["gpu-2"]["taints"]] == [KEY, LEGACY]
     assert decided["gpu-1"]["label"] is None
     assert result["ansible_facts"]["gpu_cluster_addons"]["untainted"] == {
         "gpu-1": "gpu_cluster_addons_validation_gate is false"}
+    ruled, result = gates(run_module, {"gpu-1": FAILED}, gate={"enabled": False}, readiness_rule=True)
+    assert (ruled["gpu-1"]["taint"], ruled["gpu-1"]["taints"]) == (None, [])  # the controller's to keep
+    assert result["ansible_facts"]["gpu_cluster_addons"]["untainted"] == {}
 
 
 def role_task(path, item, result):

@@ -52,21 +52,23 @@ def node_gate(node, verdict, settings):
     ``applying`` (not render mode), ``pods`` (a validation pod image is pinned), ``mode``, ``key``,
     ``condition_type`` (the rule's), ``check_mode``.
 
-    Returns ``taint`` ("present", "absent" with the legacy key, or None: left as it is), ``label``
+    Returns ``taint`` ("present", "absent" with the legacy key, or None: left as it is) and ``taints``
+    (the taints it puts or lifts), ``label``
     (the node's label and annotations, or None), ``pod`` (a validation pod runs before the taint is
     lifted), ``no_pod`` (why a node that passed in this run gets none), ``lifted_after_pod`` (the
     taints its pod's success lifts), ``pod_conditions`` (with the rule: the Node condition its pod's
     verdict publishes, ``succeeded`` or not; POD_VERDICTS), ``commands`` (render mode's kubectl lines) and
     ``untainted`` (why a node that did not pass serves untainted, else "")."""
     name, passed, ran = node["node"], bool(verdict.get("passed")), bool(verdict.get("ran"))
-    result = {"taint": None, "label": None, "pod": False, "no_pod": "", "lifted_after_pod": [],
+    result = {"taint": None, "taints": [], "label": None, "pod": False, "no_pod": "", "lifted_after_pod": [],
               "pod_conditions": [], "commands": [], "untainted": ""}
     if verdict and not passed and not settings["rule"] and not (settings["enabled"] and settings["applying"]):
         result["untainted"] = UNTAINTED["render" if settings["enabled"] else "off"]
-    if not settings["enabled"]:
-        result["taint"] = "absent" if settings["applying"] else None
-        return result
     names = gate(settings["key"])
+    if not settings["enabled"]:  # lifted everywhere, but where the controller keeps it
+        result["taint"] = "absent" if settings["applying"] and not settings["rule"] else None
+        result["taints"] = names["lifted"] if result["taint"] else []
+        return result
     label = "true" if passed else "false"
     if not settings["applying"]:  # whoever applies the files gates each node: one without a verdict too
         taints = [] if settings["rule"] else (
@@ -84,6 +86,7 @@ def node_gate(node, verdict, settings):
                             else "its GPUs are not advertised as nvidia.com/gpu (DRA, or gpushare mode)")
     if not settings["rule"]:
         result["taint"] = "absent" if passed and not result["pod"] else "present"
+        result["taints"] = names["lifted"] if result["taint"] == "absent" else [names["taint"]]
         result["lifted_after_pod"] = names["lifted"] if result["pod"] else []
     elif result["pod"]:  # the controller lifts or puts back the taint from the pod's verdict
         result["pod_conditions"] = [

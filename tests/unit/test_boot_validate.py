@@ -3,6 +3,7 @@
 built on the controller and run as the node runs it."""
 
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -121,6 +122,22 @@ def test_without_a_condition_type_only_the_verdict_is_recorded(tmp_path):
     node = Node(PASSED)
     assert run_boot(tmp_path, node, condition_type=None)[0] == 0
     assert node.calls == [("nvidia_gpu_validate", None)]
+
+
+def test_the_unit_says_in_its_journal_how_long_its_run_took_and_the_cpu_it_spent(tmp_path, capsys):
+    settings = tmp_path / "boot-validate.json"
+    settings.write_text(json.dumps({"validate": {}}))
+
+    def run_module(archive, name, params, timeout):
+        subprocess.run([sys.executable, "-c", "sum(range(2000000))"], check=True)  # a module's own process
+        return PASSED
+
+    assert boot.main([str(settings)], run_module, run_dir=str(tmp_path / "run")) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    wall, cpu = (float(word) for word in re.findall(r"([0-9.]+) s", last))
+    assert last.startswith("boot validation ended in ")
+    assert last.endswith("(this unit and the modules it ran)")
+    assert cpu > 0 and wall > 0
 
 
 def test_delays_double_up_to_thirty_seconds():

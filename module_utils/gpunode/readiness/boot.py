@@ -105,7 +105,7 @@ def boot(settings, call, run_dir=RUN_DIR, sleep=time.sleep, log=journal):
     return 0 if marker["passed"] and published else 1
 
 
-def main(argv=None, run_module=None):
+def main(argv=None, run_module=None, run_dir=RUN_DIR):
     """``ARCHIVE [SETTINGS]``: the boot, each module run by ``run_module(archive, name, params, timeout)``
     (the archive's gpunode_boot_runner.py); ``ARCHIVE module NAME ARGS``: one module, in this process."""
     argv = sys.argv[1:] if argv is None else argv
@@ -119,4 +119,9 @@ def main(argv=None, run_module=None):
     def call(name, params):
         return run_module(archive, name, params, settings.get("module_timeout", 3600))
 
-    return boot(settings, call)
+    started, before = time.monotonic(), os.times()
+    status = boot(settings, call, run_dir)
+    after = os.times()  # user and system time of this process and of the module runs it waited for
+    journal(f"boot validation ended in {time.monotonic() - started:.1f} s, "
+            f"{sum(after[:4]) - sum(before[:4]):.2f} s of CPU (this unit and the modules it ran)")
+    return status

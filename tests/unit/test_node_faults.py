@@ -517,7 +517,7 @@ def test_two_runs_at_once_lose_no_update(run_module, tmp_path, monkeypatch, lock
     path = node["target"]
     if not locked:
         monkeypatch.setattr(lock, "module_lock", lambda module: lock.contextlib.nullcontext())
-    monkeypatch.setattr(docker_daemon_config, "write_text", late_bound_write_text)
+    monkeypatch.setattr(host_edits, "write_text", late_bound_write_text)
     first = (docker_daemon_config, {**node["args"], "settings": {"default-runtime": "nvidia"}})
     second = (docker_daemon_config, {**node["args"], "settings": {"data-root": "/srv/docker"}})
 

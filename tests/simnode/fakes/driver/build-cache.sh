@@ -28,7 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
 cache=${1:-$root/.cache/driver-fakes}
 # every version a scenario, the demo or the benchmarks use
-versions=(535.129.03 570.124.06 570.133.20 590.48.01)
+versions=(535.129.03 570.124.06 570.133.20 590.48.01 595.71.05)
 # the driver of Ubuntu's prebuilt signed modules (molecule/driver-signed)
 signed_version=570.133.20
 kernel=$(uname -r)

@@ -266,7 +266,7 @@ def run(module):
         "validated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "fabric": fabric}}
     outcome["marker"] = marker.content(outcome, outcome.pop("driver_version"), fabric)
     outcome["condition"] = published(outcome["passed"], failure_message(failed) if failed else "",
-                                     module.params["pod_follows"])
+                                     params["pod_follows"])
     return outcome, failed
 
 

@@ -232,7 +232,7 @@ def gates(params, nodes, hosts):
                 "mode": params["mode"], "key": params["readiness_taint_key"],
                 "condition_type": params["readiness_condition_type"],
                 "check_mode": bool(params.get("check_mode"))}
-    return [dict(node, gate=gate.node_gate(node, verdicts.get(node["host"]) or {}, settings))
+    return [dict(node, gate=gate.node_gate(node, verdicts[node["host"]], settings))
             for node in nodes]
 
 

@@ -52,13 +52,13 @@ def node_gate(node, verdict, settings):
     ``applying`` (not render mode), ``pods`` (a validation pod image is pinned), ``mode``, ``key``,
     ``condition_type`` (the rule's), ``check_mode``.
 
-    Returns ``taint`` ("present", "absent" with the legacy key, or None: left as it is) and ``taints``
-    (the taints it puts or lifts), ``label``
-    (the node's label and annotations, or None), ``pod`` (a validation pod runs before the taint is
-    lifted), ``no_pod`` (why a node that passed in this run gets none), ``lifted_after_pod`` (the
-    taints its pod's success lifts), ``pod_conditions`` (with the rule: the Node condition its pod's
-    verdict publishes, ``succeeded`` or not; POD_VERDICTS), ``commands`` (render mode's kubectl lines) and
-    ``untainted`` (why a node that did not pass serves untainted, else "")."""
+    Returns ``taint`` ("present", "absent" with the legacy key, or None: left as it is), ``taints``
+    (the taints it puts or lifts), ``label`` (the node's label and annotations, or None), ``pod`` (a
+    validation pod runs before the taint is lifted), ``no_pod`` (why a node that passed in this run
+    gets none), ``lifted_after_pod`` (the taints its pod's success lifts), ``pod_conditions`` (with the
+    rule: the Node condition its pod's verdict publishes, ``succeeded`` or not; POD_VERDICTS),
+    ``commands`` (render mode's kubectl lines) and ``untainted`` (why a node that did not pass serves
+    untainted, else "")."""
     name, passed, ran = node["node"], bool(verdict.get("passed")), bool(verdict.get("ran"))
     result = {"taint": None, "taints": [], "label": None, "pod": False, "no_pod": "", "lifted_after_pod": [],
               "pod_conditions": [], "commands": [], "untainted": ""}

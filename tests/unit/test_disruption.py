@@ -257,6 +257,20 @@ def test_a_registered_node_serves_named_as_its_kubelet_names_it(proc, kubeconfig
         "rollout": True}
 
 
+def test_a_kubelet_whose_kubeconfig_is_not_written_yet_leaves_the_node_unregistered(proc, kubeconfigs):
+    """A kubelet running before `kubeadm join` (kubeadm's drop-in names --kubeconfig, the file is not
+    there): the node serves nothing, so a first converge is never serialized; the file, once there,
+    registers it."""
+    kubelet = ["/usr/bin/kubelet", "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+               f"--kubeconfig={kubeconfigs[0]}"]
+    proc.add(700, "kubelet", kubelet)
+    got = disruption.assess(driver_change(unload=True), ["nvidia-persistenced", "train"], False, host=HOST)
+    assert (got["disruption"]["serving"], got["disruption"]["rollout"]) == (False, False)
+    kubelet_kubeconfig(kubeconfigs[0])
+    got = disruption.assess(driver_change(unload=True), ["nvidia-persistenced", "train"], False, host=HOST)
+    assert (got["disruption"]["serving"], got["disruption"]["rollout"]) == (True, True)
+
+
 def test_a_kubeconfig_whose_credentials_cannot_be_read_still_registers_the_node_named_by_its_host(
         proc, kubeconfigs):
     kubelet_kubeconfig(kubeconfigs[0], user={"token": "no client certificate"})

@@ -60,10 +60,12 @@ def identity(host, kubeconfig=None, node_name=None, proc_root=PROC):
     """The kubelet's :class:`Identity`; ``kubeconfig`` and ``node_name`` win when given."""
     processes = scan("kubelet", proc_root)
     argv = processes[-1].argv if processes else []
-    found = next((p for p in KUBECONFIGS if host.exists(p)), None)
-    path = kubeconfig or flag_value(argv, "kubeconfig") or found
+    # a running kubelet's --kubeconfig that is not there yet (a kubelet before kubeadm join, or
+    # bootstrapping): the node is not registered
+    flagged = [p for p in [flag_value(argv, "kubeconfig")] if p and host.exists(p)]
+    path = kubeconfig or next(iter(flagged + [p for p in KUBECONFIGS if host.exists(p)]), None)
     if path is None:
-        raise NoKubeconfig("no kubelet kubeconfig: no running kubelet with --kubeconfig and none of "
+        raise NoKubeconfig("no kubelet kubeconfig: no running kubelet's --kubeconfig and none of "
                            + ", ".join(KUBECONFIGS) + " exists; pass kubeconfig")
     cluster, user = _current(_read(host, path), path)
     folder = os.path.dirname(path)

@@ -692,6 +692,21 @@ def test_an_inventory_wide_become_does_not_reach_the_add_ons_play(tmp_path):
     assert (out / "50-daemonset-nvidia-device-plugin.yaml").is_file()
 
 
+def test_a_limit_that_leaves_out_gpu_hosts_skips_the_add_ons_naming_them(tmp_path):
+    """README's `--limit 'gpu-07,localhost'` on a fleet: the add-ons need every GPU host's facts, which
+    the limit leaves out. They used to fail the play (and with it the closing table); now they are
+    skipped, saying which hosts were left out, and nothing is rendered."""
+    inv = tmp_path / "hosts.yml"
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inv.write_text(json.dumps({"all": {"children": {"gpu_nodes": {"hosts": {"gpu-07": local, "gpu-08": local,
+                                                                            "gpu-09": local}}}}}))
+    out = tmp_path / "rendered"
+    result = run_playbook(ROOT / "playbooks" / "cluster_addons.yml", inv, "--limit", "gpu-07,localhost",
+                          "-e", f"gpu_cluster_addons_output_dir={out}", timeout=300)
+    assert "--limit left out GPU hosts the add-ons describe (gpu-08, gpu-09)" in result.stdout
+    assert not out.exists()
+
+
 # --- sharing: the device plugin's config, per-node configs, MPS, MIG -------------------------
 
 

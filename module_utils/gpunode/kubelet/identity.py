@@ -62,8 +62,8 @@ def identity(host, kubeconfig=None, node_name=None, proc_root=PROC):
     argv = processes[-1].argv if processes else []
     # a running kubelet's --kubeconfig that is not there yet (a kubelet before kubeadm join, or
     # bootstrapping): the node is not registered
-    flagged = [p for p in [flag_value(argv, "kubeconfig")] if p and host.exists(p)]
-    path = kubeconfig or next(iter(flagged + [p for p in KUBECONFIGS if host.exists(p)]), None)
+    candidates = (flag_value(argv, "kubeconfig"), *KUBECONFIGS)
+    path = kubeconfig or next((p for p in candidates if p and host.exists(p)), None)
     if path is None:
         raise NoKubeconfig("no kubelet kubeconfig: no running kubelet's --kubeconfig and none of "
                            + ", ".join(KUBECONFIGS) + " exists; pass kubeconfig")
